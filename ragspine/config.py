@@ -1,0 +1,141 @@
+"""The one place ``RAGSPINE_*`` environment variables are read.
+
+``load_settings()`` returns a frozen :class:`Settings`; adapters and factories take explicit
+arguments and never read the environment themselves. ``describe()`` lists every variable
+with its default, for ``ragspine config`` and the README.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from ragspine.errors import ConfigError
+
+
+def _default_data_dir() -> str:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "ragspine")
+
+
+def _default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ragspine")
+
+
+@dataclass(frozen=True)
+class Setting:
+    env: str
+    default: Any
+    help: str
+    kind: type = str
+
+
+#: field name -> how it is read. The order is the order ``ragspine config`` prints.
+SETTINGS: dict[str, Setting] = {
+    "chunk_store": Setting(
+        "RAGSPINE_CHUNK_STORE", None, "SQLite path (default: $XDG_DATA_HOME/ragspine/ragspine.db)"
+    ),
+    "vector_store": Setting("RAGSPINE_VECTOR_STORE", "memory", "where chunk vectors live"),
+    "embedding_cache": Setting(
+        "RAGSPINE_EMBEDDING_CACHE", "auto", "auto = a table in the SQLite store, else memory"
+    ),
+    "embedding": Setting(
+        "RAGSPINE_EMBEDDING", "auto", "service-level embedding backend (auto = ONNX if installed)"
+    ),
+    "embedding_backend": Setting(
+        "RAGSPINE_EMBEDDING_BACKEND", None, "default spec of make_embedding_backend() (library level)"
+    ),
+    "retrieval_mode": Setting("RAGSPINE_RETRIEVAL_MODE", "auto", "auto|hybrid|vector|economy|bm25|lexical"),
+    "library_router": Setting("RAGSPINE_LIBRARY_ROUTER", "none", "none|keyword|llm"),
+    "filter_extractor": Setting("RAGSPINE_FILTER_EXTRACTOR", "none", "none|controlled_vocab|llm"),
+    "onnx_model_dir": Setting(
+        "RAGSPINE_ONNX_MODEL_DIR", None, "directory with model.onnx + tokenizer files (overrides the packaged model)"
+    ),
+    "cache_dir": Setting("RAGSPINE_CACHE_DIR", None, "cache directory (default: $XDG_CACHE_HOME/ragspine)"),
+    "glossary": Setting("RAGSPINE_GLOSSARY", None, "YAML/JSON glossary for multi-query expansion"),
+    "dense_max_unknown_share": Setting(
+        "RAGSPINE_DENSE_MAX_UNKNOWN_SHARE", 0.30, "dense gate threshold (see vector/gate.py)", float
+    ),
+    "rrf_k": Setting("RAGSPINE_RRF_K", 60, "Reciprocal Rank Fusion constant", int),
+    "candidate_k": Setting("RAGSPINE_CANDIDATE_K", 100, "depth of each ranking fed to RRF", int),
+    "chunk_chars": Setting("RAGSPINE_CHUNK_CHARS", 480, "chunk budget in characters", int),
+    "overlap_chars": Setting("RAGSPINE_OVERLAP_CHARS", 80, "overlap between packed chunks", int),
+    "embed_batch_size": Setting("RAGSPINE_EMBED_BATCH_SIZE", 64, "texts per embedding call", int),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    chunk_store: str
+    vector_store: str
+    embedding_cache: str
+    embedding: str
+    embedding_backend: str | None
+    retrieval_mode: str
+    library_router: str
+    filter_extractor: str
+    onnx_model_dir: str | None
+    cache_dir: str
+    glossary: str | None
+    dense_max_unknown_share: float
+    rrf_k: int
+    candidate_k: int
+    chunk_chars: int
+    overlap_chars: int
+    embed_batch_size: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def replace(self, **changes: Any) -> "Settings":
+        values = self.as_dict()
+        unknown = set(changes) - set(values)
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        values.update({k: v for k, v in changes.items()})
+        return Settings(**values)
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read every ``RAGSPINE_*`` variable (from ``environ``, default ``os.environ``)."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for name, setting in SETTINGS.items():
+        raw = env.get(setting.env)
+        if raw is None or raw.strip() == "":
+            values[name] = setting.default
+            continue
+        raw = raw.strip()
+        if setting.kind is str:
+            values[name] = raw
+            continue
+        try:
+            values[name] = setting.kind(raw)
+        except ValueError:
+            raise ConfigError(
+                f"{setting.env}={raw!r} is not a valid {setting.kind.__name__}"
+            ) from None
+    if values["chunk_store"] is None:
+        values["chunk_store"] = os.path.join(_default_data_dir(), "ragspine.db")
+    if values["cache_dir"] is None:
+        values["cache_dir"] = _default_cache_dir()
+    for name in ("embedding", "retrieval_mode", "library_router", "filter_extractor", "vector_store"):
+        values[name] = values[name].lower() if isinstance(values[name], str) else values[name]
+    return Settings(**values)
+
+
+def describe(settings: Settings | None = None) -> list[tuple[str, str, str]]:
+    """``(ENV_VAR, value, help)`` rows for every setting."""
+    settings = settings or load_settings()
+    rows = []
+    for f in fields(Settings):
+        setting = SETTINGS[f.name]
+        rows.append((setting.env, str(getattr(settings, f.name)), setting.help))
+    return rows
+
+
+def expand_path(path: str) -> Path:
+    return Path(os.path.expanduser(path))

@@ -1,0 +1,139 @@
+"""The versioned chunk store: the ``ChunkStore`` Protocol and the ``StoredChunk`` row.
+
+A store instance is scoped to one library (``library_id``): every read and write it makes is
+confined to that library, which is how tenants' libraries stay apart in a shared database.
+
+Contract (every backend; the conformance suite checks it):
+
+* ``init_schema()`` creates what the store needs and is idempotent.
+* ``replace_doc_chunks(doc_id, chunks, valid_as_of="") -> int`` is one atomic versioned
+  replace: ``version = max(version) + 1`` for the document, old rows become ``active=False``,
+  the new rows are inserted ``active=True``; returns the number of rows written. Re-ingesting
+  the same chunks leaves the same active set. An empty list retires the document. If it
+  raises, the previous version stays active.
+* ``iter_chunks(...)`` is an AND pre-filter over active rows (or all rows with
+  ``include_inactive=True``), ordered by ``(doc_id, ordinal, version)``.
+* ``get_chunks(chunk_ids)`` returns the active rows for those ids, in the order asked,
+  skipping ids that are not active.
+* ``change_seq()`` / ``changes_since(seq)`` let derived indexes (lexical, vector) follow
+  the store: every replace appends one change.
+* ``execute_read(sql, params)`` is the one read-only SQL entry point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from ragspine.retrieval.chunking.chunking import Chunk
+
+DEFAULT_LIBRARY_ID = "default"
+
+
+@dataclass(frozen=True)
+class StoredChunk(Chunk):
+    """A :class:`Chunk` as stored: every chunk field plus ingestion metadata."""
+
+    valid_as_of: str = ""
+    ingested_at: str = ""
+    version: int = 1
+    active: bool = True
+    library_id: str = DEFAULT_LIBRARY_ID
+
+
+@dataclass(frozen=True)
+class LibraryInfo:
+    """A library as the catalog knows it."""
+
+    library_id: str
+    description: str = ""
+    created_at: str = ""
+    documents: int = 0
+    chunks: int = 0
+
+
+@runtime_checkable
+class ChunkStore(Protocol):
+    """A versioned, library-scoped chunk store (see the module docstring for the contract)."""
+
+    library_id: str
+
+    def init_schema(self) -> None: ...
+
+    def replace_doc_chunks(
+        self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = ""
+    ) -> int: ...
+
+    def iter_chunks(
+        self,
+        *,
+        doc_id: str | None = None,
+        topic: str | None = None,
+        entity: str | None = None,
+        geography: str | None = None,
+        period: str | None = None,
+        language: str | None = None,
+        include_inactive: bool = False,
+    ) -> list[StoredChunk]: ...
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[StoredChunk]: ...
+
+    def doc_ids(self) -> list[str]: ...
+
+    def count(self, *, include_inactive: bool = False) -> int: ...
+
+    def change_seq(self) -> int: ...
+
+    def changes_since(self, seq: int) -> tuple[int, list[str]]: ...
+
+    def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class LibraryCatalog(Protocol):
+    """Which libraries exist in a database, with a description used for routing."""
+
+    def ensure_library(self, library_id: str, description: str | None = None) -> LibraryInfo: ...
+
+    def get_library(self, library_id: str) -> LibraryInfo | None: ...
+
+    def list_libraries(self) -> list[LibraryInfo]: ...
+
+    def delete_library(self, library_id: str) -> bool: ...
+
+    def chunk_store(self, library_id: str) -> ChunkStore: ...
+
+
+def check_replace_input(doc_id: str, chunks: Sequence[Chunk]) -> None:
+    """Shared validation for ``replace_doc_chunks`` (raises ``IngestError``)."""
+    from ragspine.errors import IngestError
+    from ragspine.retrieval.metadata import validate_metadata
+
+    if not isinstance(doc_id, str) or not doc_id:
+        raise IngestError("doc_id must be a non-empty string")
+    seen: set[str] = set()
+    for chunk in chunks:
+        if chunk.doc_id != doc_id:
+            raise IngestError(
+                f"chunk {chunk.chunk_id!r} belongs to doc {chunk.doc_id!r}, not {doc_id!r}"
+            )
+        if not chunk.chunk_id:
+            raise IngestError(f"a chunk of {doc_id!r} has an empty chunk_id")
+        if chunk.chunk_id in seen:
+            raise IngestError(f"chunk_id {chunk.chunk_id!r} appears twice in {doc_id!r}")
+        if not chunk.text:
+            raise IngestError(f"chunk {chunk.chunk_id!r} has empty text")
+        seen.add(chunk.chunk_id)
+        validate_metadata(chunk.metadata)
+
+
+def check_library_id(library_id: str) -> str:
+    from ragspine.errors import ConfigError
+
+    if not isinstance(library_id, str) or not library_id.strip():
+        raise ConfigError("library_id must be a non-empty string")
+    if len(library_id) > 200:
+        raise ConfigError("library_id is longer than 200 characters")
+    return library_id

@@ -1,0 +1,245 @@
+"""``HybridRetriever``: BM25 (+ optional dense) legs over one library, fused by RRF.
+
+Per search:
+
+1. the metadata filter is validated (``FilterError`` before any I/O) and is the candidate
+   mask for every leg;
+2. the BM25 leg scores the library's active chunks through the :class:`LexicalIndex`;
+3. the dense leg (when an embedding backend is injected and the dense gate can read the
+   query) first makes sure every surviving candidate has a vector — computed lazily, only
+   for candidates, looked up in the embedding cache by ``chunk_id`` + content hash — then
+   asks the vector store for the nearest ones;
+4. the legs' rankings (each ``candidate_k`` deep, at least ``top_k``) are fused with
+   ``rrf_fuse``; ties are broken by ``(-fused_score, chunk_id)``.
+
+Without an embedding backend no vector store, cache or model is touched: pure BM25 + RRF.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
+from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
+from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
+from ragspine.retrieval.lexical.index import InMemoryLexicalIndex, LexicalIndex, default_index_text
+from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.retrieval.metadata import STANDARD_FIELDS
+from ragspine.retrieval.types import RetrievalResult
+from ragspine.retrieval.vector.base import (
+    EmbeddingBackend,
+    EmbeddingCache,
+    VectorRecord,
+    VectorStore,
+    embedding_key,
+    model_namespace,
+)
+from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
+from ragspine.retrieval.vector.gate import DenseGate
+from ragspine.retrieval.vector.store import InProcessVectorStore
+
+DEFAULT_CANDIDATE_K = 100
+DEFAULT_EMBED_BATCH = 64
+
+Legs = dict[str, list[tuple[str, float]]]
+
+
+def combine_filters(
+    metadata_filter: Any = None, fields: Mapping[str, Any] | None = None
+) -> MetadataFilter | None:
+    """The user's filter AND the seed's keyword pre-filters (``topic=``, ``entity=``, ...)."""
+    filt = parse_filter(metadata_filter)
+    extra = {k: v for k, v in (fields or {}).items() if v is not None}
+    unknown = set(extra) - set(STANDARD_FIELDS)
+    if unknown:
+        raise TypeError(f"unexpected keyword(s) {', '.join(sorted(unknown))}; use metadata_filter=")
+    more = parse_filter(extra) if extra else None
+    if filt and more:
+        return filt.and_(more)
+    return filt or more
+
+
+class HybridRetriever:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        *,
+        embedding_backend: EmbeddingBackend | None = None,
+        vector_store: VectorStore | None = None,
+        embedding_cache: EmbeddingCache | None = None,
+        lexical_index: LexicalIndex | None = None,
+        legs: Sequence[str] = ("bm25", "vector"),
+        rrf_k: int = DEFAULT_RRF_K,
+        candidate_k: int = DEFAULT_CANDIDATE_K,
+        dense_gate: DenseGate | None = None,
+        embed_batch_size: int = DEFAULT_EMBED_BATCH,
+        index_text: Callable[[StoredChunk], str] = default_index_text,
+    ) -> None:
+        self.store = store
+        self.library_id = store.library_id
+        self.index: LexicalIndex = lexical_index or InMemoryLexicalIndex(store, index_text=index_text)
+        self.embedding_backend = embedding_backend
+        self.legs = tuple(legs) if embedding_backend is not None else ("bm25",)
+        self.rrf_k = rrf_k
+        self.candidate_k = candidate_k
+        self.embed_batch_size = embed_batch_size
+        self._index_text = index_text
+        self._lock = threading.RLock()
+        self._unreadable: set[tuple[str, int]] = set()
+        if embedding_backend is None:
+            self.vector_store: VectorStore | None = None
+            self.embedding_cache: EmbeddingCache | None = None
+            self.dense_gate: DenseGate | None = None
+        else:
+            self.vector_store = vector_store or InProcessVectorStore(library_id=store.library_id)
+            self.embedding_cache = embedding_cache or InMemoryEmbeddingCache()
+            self.dense_gate = dense_gate or DenseGate(embedding_backend)
+            self.namespace = model_namespace(embedding_backend)
+
+    # -- keeping derived state in step with the store ---------------------------------------
+    def refresh(self) -> None:
+        self.index.refresh()
+        store = self.vector_store
+        if store is not None and getattr(store, "process_local", False):
+            if store.count() > 2 * max(len(self.index), 1000):
+                active = {cid for cid, _ in self.index.candidates()}
+                stale = [cid for cid in store.ids() if cid not in active]  # type: ignore[attr-defined]
+                store.delete(stale)
+
+    def ensure_vectors(
+        self,
+        candidates: Sequence[tuple[str, int]],
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Give every ``(chunk_id, version)`` a current vector; returns how many were embedded."""
+        if self.embedding_backend is None or self.vector_store is None:
+            return 0
+        with self._lock:
+            have = self.vector_store.versions([cid for cid, _ in candidates])
+            missing = [
+                (cid, ver) for cid, ver in candidates
+                if have.get(cid) != ver and (cid, ver) not in self._unreadable
+            ]
+            embedded = 0
+            step = max(self.embed_batch_size * 16, 256)
+            for start in range(0, len(missing), step):
+                part = missing[start : start + step]
+                embedded += self._fill([cid for cid, _ in part])
+                if progress is not None:
+                    progress(len(part))
+            return embedded
+
+    def _fill(self, chunk_ids: Sequence[str]) -> int:
+        assert self.embedding_backend is not None and self.vector_store is not None
+        assert self.embedding_cache is not None and self.dense_gate is not None
+        chunks = self.store.get_chunks(chunk_ids)
+        texts = [self._index_text(c) for c in chunks]
+        keys = [embedding_key(self.namespace, c.chunk_id, t) for c, t in zip(chunks, texts)]
+        vectors: list[np.ndarray | None] = list(self.embedding_cache.get_many(keys))
+        todo = [i for i, v in enumerate(vectors) if v is None]
+        readable = self.dense_gate.readable([texts[i] for i in todo])
+        to_embed = [i for i, ok in zip(todo, readable) if ok]
+        fresh: dict[str, np.ndarray] = {keys[i]: np.zeros(0, dtype=np.float32) for i, ok in zip(todo, readable) if not ok}
+        for start in range(0, len(to_embed), self.embed_batch_size):
+            batch = to_embed[start : start + self.embed_batch_size]
+            out = self.embedding_backend.embed_texts([texts[i] for i in batch])
+            for i, vec in zip(batch, out):
+                vectors[i] = np.asarray(vec, dtype=np.float32)
+                fresh[keys[i]] = vectors[i]  # type: ignore[assignment]
+        for i in todo:
+            if vectors[i] is None:
+                vectors[i] = fresh[keys[i]]
+        self.embedding_cache.set_many(fresh)
+        records = []
+        for chunk, vec in zip(chunks, vectors):
+            if vec is None or vec.size == 0:
+                self._unreadable.add((chunk.chunk_id, chunk.version))
+                continue
+            records.append(
+                VectorRecord(chunk.chunk_id, vec, chunk.doc_id, chunk.version, chunk.sensitivity, dict(chunk.metadata))
+            )
+        self.vector_store.upsert(records)
+        return len(to_embed)
+
+    # -- searching ---------------------------------------------------------------------------
+    def rankings(self, query: str, *, metadata_filter: MetadataFilter | None = None, depth: int) -> Legs:
+        """Each leg's ranking ``[(chunk_id, score), ...]``, best first, at most ``depth`` long."""
+        legs: Legs = {}
+        dense_ok = (
+            "vector" in self.legs
+            and self.dense_gate is not None
+            and bool(query.strip())
+            and self.dense_gate.query_readable(query)
+        )
+        if "bm25" in self.legs or not dense_ok:
+            hits = self.index.search(tokenize(query), metadata_filter=metadata_filter, top_k=depth)
+            legs["bm25"] = [(h.chunk_id, h.score) for h in hits]
+        if dense_ok:
+            legs["vector"] = self._dense(query, metadata_filter, depth)
+        return legs
+
+    def _dense(self, query: str, metadata_filter: MetadataFilter | None, depth: int) -> list[tuple[str, float]]:
+        assert self.embedding_backend is not None and self.vector_store is not None
+        candidates = self.index.candidates(metadata_filter)
+        if not candidates:
+            return []
+        self.ensure_vectors(candidates)
+        qvec = self.embedding_backend.embed_texts([query])[0]
+        active = dict(candidates)
+        local = getattr(self.vector_store, "process_local", False)
+        hits = self.vector_store.query(
+            qvec,
+            top_k=depth if local else depth + 16,
+            where=metadata_filter,
+            ids=list(active) if local else None,
+        )
+        return [(h.id, h.score) for h in hits if active.get(h.id) == h.version][:depth]
+
+    def fuse(self, legs_per_query: Iterable[Legs], *, top_k: int) -> list[RetrievalResult]:
+        """RRF over every leg of every query; chunks fetched from the store, best first."""
+        rankings: list[list[str]] = []
+        best: dict[str, dict[str, float]] = {}
+        for legs in legs_per_query:
+            for leg, ranking in legs.items():
+                rankings.append([cid for cid, _ in ranking])
+                for cid, score in ranking:
+                    seen = best.setdefault(cid, {})
+                    if leg not in seen or score > seen[leg]:
+                        seen[leg] = score
+        ordered = sort_fused(rrf_fuse(rankings, k=self.rrf_k))
+        results: list[RetrievalResult] = []
+        pos = 0
+        while len(results) < top_k and pos < len(ordered):
+            page = ordered[pos : pos + max(top_k - len(results), 16)]
+            pos += len(page)
+            chunks = {c.chunk_id: c for c in self.store.get_chunks([cid for cid, _ in page])}
+            for cid, fused in page:
+                chunk = chunks.get(cid)
+                if chunk is None:  # retired since it was scored
+                    continue
+                legs_seen = best.get(cid, {})
+                scores = {"bm25": legs_seen.get("bm25", 0.0), "vector": legs_seen.get("vector", 0.0), "fused": fused}
+                results.append(RetrievalResult(chunk, scores, self.library_id))
+                if len(results) == top_k:
+                    break
+        return results
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        metadata_filter: Any = None,
+        **fields: Any,
+    ) -> list[RetrievalResult]:
+        filt = combine_filters(metadata_filter, fields)
+        if top_k <= 0:
+            return []
+        self.refresh()
+        legs = self.rankings(query, metadata_filter=filt, depth=max(self.candidate_k, top_k))
+        return self.fuse([legs], top_k=top_k)

@@ -1,0 +1,41 @@
+"""``tokenize``: lowercase words plus CJK unigrams and adjacent bigrams.
+
+* ASCII letter/digit runs are words (``"Q3"`` → ``"q3"``). Runs of other non-CJK letters and
+  digits are words too (``"Müller"`` → ``"müller"``), so European text is not shredded; this
+  adds tokens only where the seed's ASCII rule would have split a word.
+* A run of CJK characters (Han, Hiragana, Katakana, Hangul) emits every character as a
+  unigram, then every adjacent pair as a bigram: ``"营收下滑"`` → ``营 收 下 滑 营收 收下 下滑``.
+  This double granularity is what makes BM25 work for Chinese and Japanese without a
+  segmenter.
+* Everything else (punctuation, symbols, ``_``) separates tokens.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CJK_CLASS = (
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width Katakana
+    "\uac00-\ud7af"  # Hangul syllables
+    "\U00020000-\U0002ebef"  # CJK extensions B-F
+)
+_TOKEN = re.compile(f"(?P<cjk>[{_CJK_CLASS}]+)|(?P<word>(?:(?![{_CJK_CLASS}])[^\\W_])+)")
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokens of ``text`` in order of appearance (CJK runs: unigrams, then bigrams)."""
+    tokens: list[str] = []
+    for match in _TOKEN.finditer(text.lower()):
+        run = match.group("cjk")
+        if run is None:
+            tokens.append(match.group("word"))
+            continue
+        tokens.extend(run)
+        tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return tokens

@@ -1,0 +1,167 @@
+"""``NarrativeIndex``: one library's narrative retrieval — ingest, search, rerank, postprocess.
+
+``retrieve(query)`` runs, left to right: the metadata pre-filter → query rewriting (multi-query;
+the original query first) → each query's BM25 (+ dense) legs → one RRF over every leg →
+optional rerank (RESTRICTED results never reach the reranker) → optional postprocessing.
+The RESTRICTED exit #2 is the link adapter (``link/narrative_link.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
+from ragspine.retrieval.chunking.chunking import (
+    DEFAULT_CHUNK_CHARS,
+    DEFAULT_OVERLAP_CHARS,
+    Chunk,
+    chunk_document,
+)
+from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K
+from ragspine.retrieval.lexical.hybrid import DEFAULT_CANDIDATE_K, HybridRetriever, combine_filters
+from ragspine.retrieval.lexical.index import LexicalIndex, default_index_text
+from ragspine.retrieval.lexical.rewrite import QueryRewriter
+from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
+from ragspine.retrieval.rerank.listwise_rerank import Reranker, rerank_open_subset
+from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+from ragspine.retrieval.types import RetrievalResult
+from ragspine.retrieval.vector.base import EmbeddingBackend, EmbeddingCache, VectorStore
+from ragspine.retrieval.vector.gate import DenseGate
+
+
+class Postprocessor(Protocol):
+    def process(self, query: str, results: list[RetrievalResult]) -> list[RetrievalResult]: ...
+
+
+class NarrativeIndex:
+    """See the module docstring. ``mode=None`` means hybrid with a backend, else economy."""
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        *,
+        embedding_backend: EmbeddingBackend | None = None,
+        vector_store: VectorStore | None = None,
+        embedding_cache: EmbeddingCache | None = None,
+        mode: RetrievalMode | str | None = None,
+        rewriter: QueryRewriter | None = None,
+        reranker: Reranker | None = None,
+        postprocessor: Postprocessor | None = None,
+        lexical_index: LexicalIndex | None = None,
+        dense_gate: DenseGate | None = None,
+        rrf_k: int = DEFAULT_RRF_K,
+        candidate_k: int = DEFAULT_CANDIDATE_K,
+        chunk_chars: int = DEFAULT_CHUNK_CHARS,
+        overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+        embed_batch_size: int = 64,
+        index_text: Callable[[StoredChunk], str] = default_index_text,
+    ) -> None:
+        if mode is None:
+            mode = "hybrid" if embedding_backend is not None else "economy"
+        self.mode = make_retrieval_mode(mode)
+        if not self.mode.uses_embeddings:
+            embedding_backend = None  # economy: zero embedding cost, no vector store
+        self.store = store
+        self.library_id = store.library_id
+        self.rewriter = rewriter
+        self.reranker = reranker
+        self.postprocessor = postprocessor
+        self.chunk_chars = chunk_chars
+        self.overlap_chars = overlap_chars
+        self.retriever = HybridRetriever(
+            store,
+            embedding_backend=embedding_backend,
+            vector_store=vector_store,
+            embedding_cache=embedding_cache,
+            lexical_index=lexical_index,
+            legs=self.mode.legs(embedding_backend is not None),
+            rrf_k=rrf_k,
+            candidate_k=candidate_k,
+            dense_gate=dense_gate,
+            embed_batch_size=embed_batch_size,
+            index_text=index_text,
+        )
+
+    @property
+    def embedding_backend(self) -> EmbeddingBackend | None:
+        return self.retriever.embedding_backend
+
+    @property
+    def vector_store(self) -> VectorStore | None:
+        return self.retriever.vector_store
+
+    # -- writing ------------------------------------------------------------------------------
+    def ingest_text(
+        self,
+        doc_id: str,
+        text: str,
+        *,
+        title: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        sensitivity: str = DEFAULT_SENSITIVITY,
+        source: str | None = None,
+        source_offset: int = 0,
+        valid_as_of: str = "",
+        embed: bool = True,
+    ) -> int:
+        """Chunk ``text`` and make it the document's new active version."""
+        chunks = chunk_document(
+            text,
+            doc_id,
+            title=title,
+            metadata=metadata,
+            sensitivity=sensitivity,
+            source=source,
+            source_offset=source_offset,
+            max_chars=self.chunk_chars,
+            overlap_chars=self.overlap_chars,
+        )
+        return self.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of, embed=embed)
+
+    def replace_doc_chunks(
+        self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "", *, embed: bool = True
+    ) -> int:
+        """Versioned replace in the store, then the vector side follows (old vectors out)."""
+        written = self.store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
+        vectors = self.retriever.vector_store
+        if vectors is not None:
+            vectors.delete(doc_ids=[doc_id])
+            if embed and written:
+                self.retriever.refresh()
+                stored = self.store.iter_chunks(doc_id=doc_id)
+                self.retriever.ensure_vectors([(c.chunk_id, c.version) for c in stored])
+        return written
+
+    def retire(self, doc_id: str) -> int:
+        """Remove a document from the active set (its history stays in the store)."""
+        return self.replace_doc_chunks(doc_id, [])
+
+    def sync_vectors(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every active chunk lacking a current vector (e.g. after a bulk ingest)."""
+        self.retriever.refresh()
+        return self.retriever.ensure_vectors(self.retriever.index.candidates(), progress=progress)
+
+    # -- reading ------------------------------------------------------------------------------
+    def retrieve(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        metadata_filter: Any = None,
+        **fields: Any,
+    ) -> list[RetrievalResult]:
+        filt = combine_filters(metadata_filter, fields)
+        if top_k <= 0:
+            return []
+        retriever = self.retriever
+        retriever.refresh()
+        queries = self.rewriter.rewrite(query) if self.rewriter is not None else [query]
+        depth = max(retriever.candidate_k, top_k)
+        legs = [retriever.rankings(q, metadata_filter=filt, depth=depth) for q in queries]
+        results = retriever.fuse(legs, top_k=top_k)
+        if self.reranker is not None:
+            reranker = self.reranker
+            results = rerank_open_subset(results, lambda items: reranker.rerank(query, items))
+        if self.postprocessor is not None:
+            results = self.postprocessor.process(query, results)
+        return results[:top_k]

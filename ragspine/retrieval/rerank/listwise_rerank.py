@@ -1,0 +1,148 @@
+"""Listwise reranking by an LLM judge, with the first RESTRICTED exit and an RRF fallback.
+
+``listwise_rerank(query, results, judge, top_n=10)``:
+
+* RESTRICTED exit #1: candidates whose ``chunk.sensitivity`` is RESTRICTED (any case) are
+  never sent to the judge; they keep their RRF positions. If every candidate in the head is
+  RESTRICTED the judge is not called at all.
+* Only the first ``top_n`` results are judged; the tail keeps its order.
+* Any judge exception or malformed answer degrades to the RRF order. It never raises.
+
+The pure helpers ``build_listwise_prompt`` and ``parse_listwise_response`` make the whole
+exchange testable without a model.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Callable, Protocol, Sequence, TypeVar
+
+from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
+from ragspine.retrieval.types import RetrievalResult
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOP_N = 10
+MAX_CANDIDATE_CHARS = 1200
+T = TypeVar("T")
+
+__all__ = [
+    "DEFAULT_TOP_N",
+    "RESTRICTED_SENSITIVITY",
+    "ListwiseJudge",
+    "ListwiseReranker",
+    "Reranker",
+    "build_listwise_prompt",
+    "listwise_rerank",
+    "parse_listwise_response",
+    "rerank_open_subset",
+]
+
+
+class ListwiseJudge(Protocol):
+    def judge(self, query: str, candidates: list[str]) -> list[int]: ...
+
+
+class Reranker(Protocol):
+    """Reorders results. Callers go through :func:`rerank_open_subset`, which keeps
+    RESTRICTED results out of the reranker's sight."""
+
+    def rerank(self, query: str, results: list[RetrievalResult]) -> list[RetrievalResult]: ...
+
+
+def build_listwise_prompt(query: str, candidates: Sequence[str]) -> str:
+    lines = [
+        "Rank the passages by how well they answer the question.",
+        "Answer with the passage numbers only, best first, comma-separated (e.g. 2, 0, 1).",
+        "",
+        f"Question: {query}",
+        "",
+    ]
+    for i, text in enumerate(candidates):
+        snippet = " ".join(text.split())[:MAX_CANDIDATE_CHARS]
+        lines.append(f"[{i}] {snippet}")
+    return "\n".join(lines)
+
+
+def parse_listwise_response(text: str, n_candidates: int) -> list[int]:
+    """A permutation of ``range(n_candidates)`` read from ``text``; identity if unusable.
+
+    Numbers are read in order (``[2]``, ``2.``, ``2, 0, 1`` all work); out-of-range and
+    repeated numbers are ignored; candidates the answer did not mention follow in their
+    original order. An answer naming no valid candidate gives the identity.
+    """
+    identity = list(range(n_candidates))
+    if n_candidates <= 0 or not isinstance(text, str):
+        return identity
+    order: list[int] = []
+    for match in re.finditer(r"\d+", text):
+        i = int(match.group())
+        if 0 <= i < n_candidates and i not in order:
+            order.append(i)
+    if not order:
+        return identity
+    return order + [i for i in identity if i not in order]
+
+
+def rerank_open_subset(
+    results: Sequence[T],
+    reorder: Callable[[list[T]], list[T]],
+    *,
+    top_n: int | None = None,
+    sensitivity: Callable[[T], str] = lambda r: r.chunk.sensitivity,  # type: ignore[attr-defined]
+) -> list[T]:
+    """Apply ``reorder`` to the non-RESTRICTED results of the head; RESTRICTED ones keep
+    their positions and are never passed to ``reorder``. Any error → the input order."""
+    results = list(results)
+    head_len = len(results) if top_n is None else min(top_n, len(results))
+    head, tail = results[:head_len], results[head_len:]
+    open_pos = [i for i, r in enumerate(head) if not is_restricted(sensitivity(r))]
+    if len(open_pos) < 2:
+        return results
+    open_items = [head[i] for i in open_pos]
+    try:
+        reordered = reorder(list(open_items))
+    except Exception as exc:  # the judge/reranker failed: keep RRF order
+        log.warning("reranker failed, keeping fused order: %s", exc)
+        return results
+    if sorted(map(id, reordered)) != sorted(map(id, open_items)):
+        log.warning("reranker returned a different set of results, keeping fused order")
+        return results
+    merged = list(head)
+    for pos, item in zip(open_pos, reordered):
+        merged[pos] = item
+    return merged + tail
+
+
+def listwise_rerank(
+    query: str,
+    results: Sequence[RetrievalResult],
+    judge: ListwiseJudge,
+    *,
+    top_n: int = DEFAULT_TOP_N,
+) -> list[RetrievalResult]:
+    """See the module docstring. Never raises."""
+
+    def reorder(items: list[RetrievalResult]) -> list[RetrievalResult]:
+        perm = judge.judge(query, [r.chunk.text for r in items])
+        if sorted(perm) != list(range(len(items))):
+            perm = parse_listwise_response(" ".join(map(str, perm)), len(items))
+        return [items[i] for i in perm]
+
+    try:
+        return rerank_open_subset(results, reorder, top_n=top_n)
+    except Exception as exc:  # defensive: never raise out of the rerank stage
+        log.warning("listwise rerank failed, keeping fused order: %s", exc)
+        return list(results)
+
+
+class ListwiseReranker:
+    """A :class:`Reranker` around a :class:`ListwiseJudge`."""
+
+    def __init__(self, judge: ListwiseJudge, *, top_n: int = DEFAULT_TOP_N) -> None:
+        self.judge = judge
+        self.top_n = top_n
+
+    def rerank(self, query: str, results: list[RetrievalResult]) -> list[RetrievalResult]:
+        return listwise_rerank(query, results, self.judge, top_n=self.top_n)

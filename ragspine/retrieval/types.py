@@ -1,0 +1,29 @@
+"""The result type that flows through the narrative pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ragspine.retrieval.chunking.chunk_store import StoredChunk
+
+SCORE_KEYS = ("bm25", "vector", "fused")
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    """A retrieved chunk with its scores (``{"bm25", "vector", "fused"}``) and library."""
+
+    chunk: StoredChunk
+    scores: dict[str, float] = field(default_factory=dict)
+    library_id: str = ""
+
+    @property
+    def chunk_id(self) -> str:
+        return self.chunk.chunk_id
+
+    @property
+    def fused_score(self) -> float:
+        return self.scores.get("fused", 0.0)
+
+    def with_scores(self, **scores: float) -> "RetrievalResult":
+        return replace(self, scores={**self.scores, **scores})

@@ -1,0 +1,102 @@
+"""The vector-side roles: ``EmbeddingBackend``, ``VectorStore`` and ``EmbeddingCache``.
+
+``EmbeddingBackend`` — one method, ``embed_texts(texts) -> list[list[float]]``. Backends may
+also expose ``model_id`` and ``dim`` (used to namespace cached vectors and to size stores)
+and ``unknown_token_share(texts)`` (used by the dense gate, see ``vector/gate.py``).
+
+``VectorStore`` — library-scoped storage of one vector per active chunk, with its payload
+(``doc_id``, ``version``, ``sensitivity``, ``metadata``):
+
+* ``upsert(records)`` inserts or replaces by ``id``;
+* ``query(vector, top_k=, where=, ids=)`` returns hits by descending cosine similarity,
+  ties broken by ascending id; ``where`` is a :class:`MetadataFilter` over the payload
+  metadata (same semantics as everywhere), ``ids`` optionally restricts the candidates. It
+  does **not** drop RESTRICTED chunks: the rerank and link exits do;
+* ``delete(ids=, doc_ids=)`` returns how many vectors went; ``count(where=)``;
+  ``versions(ids)`` maps stored ids to the chunk version their vector was computed from.
+
+``EmbeddingCache`` — vectors by key (model namespace + chunk_id + content hash, see
+:func:`embedding_key`): ``get_many(keys)`` / ``set_many(items)``. A cache never fails a
+query: backends swallow their own outages and count them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Collection, Mapping, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ragspine.retrieval.filtering.filters import MetadataFilter
+
+
+@runtime_checkable
+class EmbeddingBackend(Protocol):
+    def embed_texts(self, texts: list[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True)
+class VectorRecord:
+    id: str
+    vector: Sequence[float]
+    doc_id: str = ""
+    version: int = 0
+    sensitivity: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    id: str
+    score: float
+    doc_id: str = ""
+    version: int = 0
+    sensitivity: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    library_id: str
+
+    def upsert(self, records: Sequence[VectorRecord]) -> None: ...
+
+    def query(
+        self,
+        vector: Sequence[float],
+        *,
+        top_k: int = 10,
+        where: MetadataFilter | None = None,
+        ids: Collection[str] | None = None,
+    ) -> list[VectorHit]: ...
+
+    def delete(self, ids: Sequence[str] = (), *, doc_ids: Sequence[str] = ()) -> int: ...
+
+    def count(self, where: MetadataFilter | None = None) -> int: ...
+
+    def versions(self, ids: Sequence[str]) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class EmbeddingCache(Protocol):
+    def get_many(self, keys: Sequence[str]) -> list[np.ndarray | None]: ...
+
+    def set_many(self, items: Mapping[str, np.ndarray]) -> None: ...
+
+
+def model_namespace(backend: object) -> str:
+    """``model_id@dim`` of a backend (falls back to its class name)."""
+    model_id = getattr(backend, "model_id", None) or type(backend).__name__
+    dim = getattr(backend, "dim", None)
+    return f"{model_id}@{dim}" if dim else str(model_id)
+
+
+def embedding_key(namespace: str, chunk_id: str, text: str) -> str:
+    """Cache key: model namespace + chunk_id + a hash of the text that was embedded."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
+    return f"{namespace}:{chunk_id}:{digest}"
+
+
+def to_float32(vector: Sequence[float]) -> np.ndarray:
+    return np.asarray(vector, dtype=np.float32).reshape(-1)

