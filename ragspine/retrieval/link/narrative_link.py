@@ -18,6 +18,7 @@ import os
 from typing import Any, Protocol
 
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, ChunkStore
+from ragspine.retrieval.filtering.automatic import FilterExtractor, safe_extract
 from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter, QueryRewriter
 from ragspine.retrieval.metadata import STANDARD_FIELDS
@@ -86,9 +87,16 @@ def to_snippet(result: RetrievalResult) -> dict[str, Any]:
 class NarrativeIndexRetriever:
     """Adapts a :class:`NarrativeIndex` to :class:`NarrativeRetriever` (RESTRICTED exit #2)."""
 
-    def __init__(self, index: NarrativeIndex, *, retry_without_filters: bool = True) -> None:
+    def __init__(
+        self,
+        index: NarrativeIndex,
+        *,
+        retry_without_filters: bool = True,
+        filter_extractor: FilterExtractor | None = None,
+    ) -> None:
         self.index = index
         self.retry_without_filters = retry_without_filters
+        self.filter_extractor = filter_extractor
 
     @property
     def library_id(self) -> str:
@@ -96,10 +104,28 @@ class NarrativeIndexRetriever:
 
     def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
         metadata_filter = parse_filter(filters)  # FilterError here, before any I/O
-        results = self.index.retrieve(query, top_k=top_k, metadata_filter=metadata_filter)
-        if not results and metadata_filter and self.retry_without_filters:
-            results = self.index.retrieve(query, top_k=top_k)
-        return [to_snippet(r) for r in results if not is_restricted(r.chunk.sensitivity)]
+        automatic = safe_extract(self.filter_extractor, query)
+        if automatic:  # AND-ed: an extracted filter can only narrow
+            metadata_filter = automatic.and_(metadata_filter)
+        results = self._open_results(query, top_k, metadata_filter)
+        if results is None and metadata_filter and self.retry_without_filters:
+            results = self._open_results(query, top_k, None)
+        return [to_snippet(r) for r in results or [] if not is_restricted(r.chunk.sensitivity)]
+
+    def _open_results(self, query: str, top_k: int, metadata_filter: Any) -> list[RetrievalResult] | None:
+        """Up to ``top_k`` results once RESTRICTED ones are set aside: the index is asked
+        for more while RESTRICTED results took places (at most four rounds). ``None`` when
+        the index found nothing at all (the trigger for the retry without filters)."""
+        want = top_k
+        for _ in range(4):
+            results = self.index.retrieve(query, top_k=want, metadata_filter=metadata_filter)
+            if not results:
+                return None
+            n_open = sum(not is_restricted(r.chunk.sensitivity) for r in results)
+            if n_open >= top_k or len(results) < want:
+                break
+            want += top_k - n_open
+        return results
 
 
 class ProviderListwiseJudge:
@@ -129,6 +155,7 @@ def build_narrative_retriever(
     vector_store: VectorStore | None = None,
     embedding_cache: EmbeddingCache | None = None,
     rewriter: QueryRewriter | None = None,
+    filter_extractor: FilterExtractor | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStore]:
     """Open the chunk store and assemble the default chain; the caller closes the store.
 
@@ -155,5 +182,5 @@ def build_narrative_retriever(
         reranker=reranker,
         postprocessor=postprocessor,
     )
-    return NarrativeIndexRetriever(index), store
+    return NarrativeIndexRetriever(index, filter_extractor=filter_extractor), store
 

@@ -1,0 +1,232 @@
+"""``ragspine`` — the command line.
+
+    ragspine ingest PATH... --library NAME   add or replace documents (.txt/.md)
+    ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--mode M] [--top-k N] [--json]
+    ragspine libraries                       list libraries
+    ragspine stats                           counts and the resolved stack
+    ragspine config                          every RAGSPINE_* setting as resolved
+    ragspine demo                            ingest a bundled corpus and answer questions
+
+Bad input exits with status 2 and one line on stderr naming the problem; nothing is
+written, so the previous version of every document stays active.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import Any, Sequence
+
+from ragspine import __version__
+from ragspine.config import describe, load_settings
+from ragspine.errors import RagspineError
+from ragspine.retrieval.filtering.filters import OPERATORS, FilterCondition, MetadataFilter
+from ragspine.retrieval.mode import RETRIEVAL_MODES
+
+EXIT_USAGE = 2
+
+
+class CliError(RagspineError):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragspine", description="Cited, RESTRICTED-free retrieval.")
+    parser.add_argument("--version", action="version", version=f"ragspine {__version__}")
+    parser.add_argument("--db", help="SQLite chunk store (default: RAGSPINE_CHUNK_STORE)")
+    parser.add_argument("--mode", help=f"retrieval mode: {'|'.join(RETRIEVAL_MODES)} (default: RAGSPINE_RETRIEVAL_MODE)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ingest = sub.add_parser("ingest", help="add or replace documents from files or directories")
+    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--library", required=True, help="library to ingest into (created if new)")
+    ingest.add_argument("--description", help="library description (used by the keyword router)")
+    ingest.add_argument("--sensitivity", help="sensitivity of documents without one in front matter")
+    ingest.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata for every document")
+    ingest.add_argument("--no-embed", action="store_true", help="skip computing vectors now (done lazily at query time)")
+
+    query = sub.add_parser("query", help="retrieve cited snippets")
+    query.add_argument("query")
+    query.add_argument("--library", action="append", help="library to search (repeatable; default: all)")
+    query.add_argument(
+        "--filter", action="append", nargs=3, default=[], metavar=("FIELD", "OP", "VALUE"),
+        help=f"metadata filter, OP one of {', '.join(OPERATORS)}; VALUE is JSON or text",
+    )
+    query.add_argument("--top-k", type=int, default=5)
+    query.add_argument("--json", action="store_true", help="print the snippets as JSON")
+
+    sub.add_parser("libraries", help="list libraries")
+    sub.add_parser("stats", help="counts and the resolved stack")
+    sub.add_parser("config", help="print every RAGSPINE_* setting as resolved")
+    demo = sub.add_parser("demo", help="ingest a bundled corpus and answer questions")
+    demo.add_argument("--keep", action="store_true", help="keep the demo database (printed at the end)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except (RagspineError, ValueError) as exc:
+        print(f"ragspine: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("ragspine: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `ragspine query ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _settings(args: argparse.Namespace, **changes: Any):  # type: ignore[no-untyped-def]
+    settings = load_settings()
+    if args.db:
+        changes["chunk_store"] = args.db
+    return settings.replace(**changes) if changes else settings
+
+
+def _stack(args: argparse.Namespace, **changes: Any):  # type: ignore[no-untyped-def]
+    from ragspine.stack import Stack
+
+    return Stack(_settings(args, **changes), mode=args.mode)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ragspine.documents import collect_files, read_document
+    from ragspine.retrieval.chunking.chunking import chunk_document
+
+    defaults = dict(_parse_meta(item) for item in args.meta)
+    files = collect_files(args.paths)
+    docs = [read_document(path, root, defaults=defaults, sensitivity=args.sensitivity) for path, root in files]
+    seen: dict[str, str] = {}
+    for doc in docs:
+        if doc.doc_id in seen:
+            raise CliError(f"{doc.source}: doc_id {doc.doc_id!r} is also used by {seen[doc.doc_id]}")
+        seen[doc.doc_id] = doc.source
+    with _stack(args) as stack:
+        s = stack.settings
+        planned = [
+            (doc, chunk_document(
+                doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
+                source=doc.source, source_offset=doc.body_offset, max_chars=s.chunk_chars, overlap_chars=s.overlap_chars,
+            ))
+            for doc in docs
+        ]  # every document is read and chunked before anything is written
+        stack.ensure_library(args.library, args.description)
+        index = stack.index(args.library)
+        total = 0
+        for doc, chunks in tqdm(planned, desc=f"ingest → {args.library}", unit="doc", disable=None):
+            total += index.replace_doc_chunks(doc.doc_id, chunks, valid_as_of=doc.valid_as_of, embed=False)
+        embedded = 0
+        if index.embedding_backend is not None and not args.no_embed:
+            missing = len(index.retriever.index.candidates()) if hasattr(index.retriever.index, "candidates") else 0
+            with tqdm(total=missing, desc="embed", unit="chunk", disable=None) as bar:
+                embedded = index.sync_vectors(progress=bar.update)
+        print(f"ingested {len(docs)} document(s), {total} chunk(s) into {args.library!r}"
+              + (f"; embedded {embedded} chunk(s)" if embedded else ""))
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    if args.top_k <= 0:
+        raise CliError(f"--top-k must be positive, got {args.top_k}")
+    filters = MetadataFilter(tuple(FilterCondition(f, op, _parse_value(op, v)) for f, op, v in args.filter))
+    with _stack(args) as stack:
+        retriever = stack.retriever(args.library)
+        snippets = retriever.retrieve(args.query, filters=filters or None, top_k=args.top_k)
+    if args.json:
+        print(json.dumps(snippets, ensure_ascii=False, indent=2))
+        return 0
+    if not snippets:
+        print("no matching snippets")
+    for rank, s in enumerate(snippets, 1):
+        sc = s["scores"]
+        print(f"{rank}. [{s['library_id']}] {s['title']}  ({s['doc_id']})")
+        print(f"   cite: {s['source_locator']}   fused {sc['fused']:.4f}  bm25 {sc['bm25']:.3f}  vector {sc['vector']:.3f}")
+        print("   " + " ".join(s["text"].split())[:300])
+    return 0
+
+
+def cmd_libraries(args: argparse.Namespace) -> int:
+    with _stack(args, retrieval_mode="economy") as stack:
+        libs = stack.libraries()
+    if not libs:
+        print("no libraries yet: ragspine ingest PATH --library NAME")
+    for lib in libs:
+        print(f"{lib.library_id}\t{lib.documents} docs\t{lib.chunks} chunks\t{lib.description}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _stack(args) as stack:
+        libs = stack.libraries()
+        total = stack.db.query("SELECT COUNT(*), COALESCE(SUM(active), 0) FROM narrative_chunk")[0]
+        print(f"chunk store:     {stack.settings.chunk_store}")
+        print(f"retrieval mode:  {stack.mode.name}")
+        print(f"embedding:       {stack.settings.embedding if stack.mode.uses_embeddings else 'none (economy)'}")
+        print(f"libraries:       {len(libs)}")
+        print(f"documents:       {sum(lib.documents for lib in libs)} active")
+        print(f"chunks:          {total[1]} active, {total[0]} stored (all versions)")
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    for env, value, help_text in describe(_settings(args)):
+        print(f"{env}={value}\t# {help_text}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ragspine.demo import run_demo
+
+    workdir = args.db or f"{tempfile.mkdtemp(prefix='ragspine-demo-')}/demo.db"
+    stack_args = argparse.Namespace(db=workdir, mode=args.mode)
+    with _stack(stack_args) as stack:
+        report = run_demo(stack)
+    if args.keep or args.db:
+        print(f"\ndemo database: {workdir}  (try: ragspine --db {workdir} query \"warranty\")")
+    if report.restricted_leaked:
+        print("ragspine: error: a RESTRICTED snippet was returned", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _parse_meta(item: str) -> tuple[str, Any]:
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise CliError(f"--meta {item!r} is not KEY=VALUE")
+    return key, _json_or_text(value)
+
+
+def _parse_value(op: str, raw: str) -> Any:
+    op = op.lower()
+    value = _json_or_text(raw)
+    if op in ("in", "nin", "between") and isinstance(value, str):
+        value = [_json_or_text(part.strip()) for part in value.split(",")] if value else []
+    return value
+
+
+def _json_or_text(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+_COMMANDS = {
+    "ingest": cmd_ingest,
+    "query": cmd_query,
+    "libraries": cmd_libraries,
+    "stats": cmd_stats,
+    "config": cmd_config,
+    "demo": cmd_demo,
+}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,122 @@
+"""``ragspine demo``: ingest the bundled corpus and answer a few questions with citations.
+
+The corpus (``demo/corpus/``, written for this project) describes a fictional robot maker in
+English and Chinese. One document, a board memo, is RESTRICTED and is deliberately the best
+lexical match for the first question: the demo shows it is the top BM25 hit inside the
+index, and that it never appears among the snippets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.lexical.tokenizer import tokenize
+
+CORPUS_DIR = Path(__file__).parent / "corpus"
+
+LIBRARIES = {
+    "kestrel-reports": (
+        "Kestrel Robotics results, operations, products and policies (English)",
+        ("q3-2024-results.md", "supply-chain-update.md", "product-roadmap.md", "warranty-policy.md", "board-memo-q3.md"),
+    ),
+    "kestrel-china": (
+        "红隼机器人 中国区 经营 营收 供应链 (Chinese)",
+        ("china-q3-2024.md", "china-supply.md"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class DemoQuestion:
+    query: str
+    libraries: tuple[str, ...] | None = None
+    filters: dict[str, Any] | None = None
+    note: str = ""
+
+
+QUESTIONS = (
+    DemoQuestion(
+        "Why did Kestrel revenue fall in the third quarter?",
+        ("kestrel-reports",),
+        note="the RESTRICTED board memo is the best lexical match",
+    ),
+    DemoQuestion("中国区营收为什么下滑？", None, note="routed over both libraries"),
+    DemoQuestion(
+        "How long is the warranty on gearboxes?",
+        ("kestrel-reports",),
+        filters={"topic": "policy"},
+        note="metadata filter topic = policy",
+    ),
+)
+
+
+@dataclass
+class DemoReport:
+    mode: str
+    answers: list[tuple[DemoQuestion, list[dict[str, Any]]]] = field(default_factory=list)
+    restricted_doc: str = ""
+    restricted_top_lexical: bool = False
+    restricted_leaked: bool = False
+
+
+def run_demo(stack: Any, *, echo: Callable[[str], None] = print) -> DemoReport:
+    """Ingest the corpus into ``stack`` and answer :data:`QUESTIONS`."""
+    from ragspine.documents import read_document
+
+    for library_id, (description, files) in LIBRARIES.items():
+        stack.ensure_library(library_id, description)
+        index = stack.index(library_id)
+        for name in files:
+            doc = read_document(CORPUS_DIR / name, CORPUS_DIR)
+            index.ingest_text(
+                doc.doc_id,
+                doc.text,
+                title=doc.title,
+                metadata=doc.metadata,
+                sensitivity=doc.sensitivity,
+                source=f"demo/corpus/{name}",
+                source_offset=doc.body_offset,
+                valid_as_of=doc.valid_as_of,
+            )
+    backend = stack.embedding_backend
+    mode = stack.mode.name if backend is not None else "economy (BM25 only)"
+    report = DemoReport(mode=f"{mode}" + (f" with {getattr(backend, 'model_id', type(backend).__name__)}" if backend else ""))
+    echo(f"RAGSpine demo — retrieval mode: {report.mode}")
+    echo(f"libraries: {', '.join(LIBRARIES)} ({sum(len(f) for _, f in LIBRARIES.values())} documents)\n")
+
+    for question in QUESTIONS:
+        retriever = stack.retriever(question.libraries)
+        snippets = retriever.retrieve(question.query, filters=question.filters, top_k=3)
+        report.answers.append((question, snippets))
+        echo(f"Q: {question.query}" + (f"   [{question.note}]" if question.note else ""))
+        for rank, s in enumerate(snippets, 1):
+            echo(f"  {rank}. [{s['library_id']}] {s['title']}")
+            echo(f"     cite: {s['source_locator']}  (fused {s['scores']['fused']:.4f}, bm25 {s['scores']['bm25']:.2f})")
+            echo(f"     \"{_short(s['text'])}\"")
+        if any(is_restricted(s["sensitivity"]) for s in snippets):
+            report.restricted_leaked = True
+        echo("")
+
+    first = QUESTIONS[0]
+    index = stack.index(first.libraries[0])  # type: ignore[index]
+    index.retriever.refresh()
+    top = index.retriever.index.search(tokenize(first.query), top_k=1)
+    if top:
+        chunk = index.store.get_chunks([top[0].chunk_id])[0]
+        report.restricted_doc = chunk.doc_id
+        report.restricted_top_lexical = is_restricted(chunk.sensitivity)
+        returned = {s["doc_id"] for _, snippets in report.answers for s in snippets}
+        verdict = "withheld at both exits" if chunk.doc_id not in returned else "LEAKED"
+        echo(
+            f"RESTRICTED check: the best BM25 match for the first question is {chunk.doc_id} "
+            f"(sensitivity {chunk.sensitivity}, bm25 {top[0].score:.2f}); it was {verdict}."
+        )
+    return report
+
+
+def _short(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

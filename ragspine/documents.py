@@ -1,0 +1,133 @@
+"""Reading documents from disk: ``.txt``/``.md`` files, YAML front matter, validation.
+
+Every file is read and checked before anything is written, so one bad file stops the
+whole ingest with the previous version of every document still active.
+
+Front matter (optional, first line ``---``) sets ``doc_id``, ``title``, ``sensitivity``,
+``valid_as_of``; every other key is metadata (dates become ISO strings; lists and objects are
+rejected). Defaults: ``doc_id`` = the path relative to the directory given (or the file name),
+``title`` = front matter, else the first Markdown heading, else the file stem. Chunk
+offsets are offsets into the file itself, so ``source_locator`` points into the real file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ragspine.errors import IngestError
+from ragspine.retrieval.metadata import validate_metadata
+from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+
+SUFFIXES = (".txt", ".md", ".markdown")
+MAX_FILE_BYTES = 20 * 1024 * 1024
+RESERVED_KEYS = ("doc_id", "title", "sensitivity", "valid_as_of")
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    doc_id: str
+    text: str  # the body (after front matter)
+    title: str
+    source: str  # path as given, used in locators
+    body_offset: int  # where ``text`` starts in the file
+    sensitivity: str = DEFAULT_SENSITIVITY
+    valid_as_of: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def collect_files(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Path]]:
+    """``(file, root)`` pairs: files as given, directories walked for .txt/.md files."""
+    out: list[tuple[Path, Path]] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise IngestError(f"{raw}: no such file or directory")
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
+            if not found:
+                raise IngestError(f"{raw}: directory has no {'/'.join(SUFFIXES)} files")
+            out.extend((p, path) for p in found)
+        elif path.is_file():
+            out.append((path, path.parent))
+        else:
+            raise IngestError(f"{raw}: not a regular file")
+    return out
+
+
+def read_document(
+    path: Path,
+    root: Path | None = None,
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    sensitivity: str | None = None,
+) -> SourceDocument:
+    """Read and validate one file (raises :class:`IngestError` with the file named)."""
+    where = str(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise IngestError(f"{where}: cannot read ({exc.strerror})") from None
+    if size > MAX_FILE_BYTES:
+        raise IngestError(f"{where}: {size} bytes is over the {MAX_FILE_BYTES}-byte limit; split the file")
+    raw = path.read_bytes()
+    if b"\x00" in raw:
+        raise IngestError(f"{where}: looks binary (contains NUL bytes); ingest .txt or .md text files")
+    try:
+        content = raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"{where}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
+    front, body, offset = split_front_matter(content, where)
+    if not body.strip():
+        raise IngestError(f"{where}: the document is empty")
+    meta: dict[str, Any] = dict(defaults or {})
+    meta.update({k: v for k, v in front.items() if k not in RESERVED_KEYS})
+    try:
+        metadata = validate_metadata({k: _plain(v) for k, v in meta.items()})
+    except IngestError as exc:
+        raise IngestError(f"{where}: {exc}") from None
+    rel = path.relative_to(root) if root is not None and path.is_relative_to(root) else Path(path.name)
+    title = str(front.get("title") or _first_heading(body) or path.stem)
+    return SourceDocument(
+        doc_id=str(front.get("doc_id") or rel.as_posix()),
+        text=body,
+        title=title,
+        source=where,
+        body_offset=offset,
+        sensitivity=str(front.get("sensitivity") or sensitivity or DEFAULT_SENSITIVITY),
+        valid_as_of=str(_plain(front.get("valid_as_of")) or ""),
+        metadata=metadata,
+    )
+
+
+def split_front_matter(content: str, where: str = "document") -> tuple[dict[str, Any], str, int]:
+    """``(front matter, body, body offset)``; no front matter → ``({}, content, 0)``."""
+    match = _FRONT_MATTER.match(content)
+    if not match:
+        return {}, content, 0
+    import yaml
+
+    try:
+        data = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError as exc:
+        raise IngestError(f"{where}: front matter is not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise IngestError(f"{where}: front matter must be a mapping of key: value lines")
+    return {str(k): v for k, v in data.items()}, content[match.end() :], match.end()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return value
+
+
+def _first_heading(body: str) -> str:
+    match = _HEADING.search(body)
+    return match.group(1).strip() if match else ""

@@ -1,0 +1,117 @@
+"""Automatic filter extraction: a seam whose output can only be a ``MetadataFilter``.
+
+``FilterExtractor.extract(query) -> MetadataFilter | None``. The result is AND-ed with the
+caller's own filter, so it can only narrow; ``safe_extract`` turns any failure into "no
+automatic filter" (never a wider candidate set than the caller asked for).
+
+``make_filter_extractor(spec, vocabulary=, provider=)``: ``none`` → ``None``;
+``controlled_vocab`` → :class:`ControlledVocabFilterExtractor` (offline, deterministic);
+``llm`` → :class:`LLMFilterExtractor` (opt-in; values outside the vocabulary are dropped).
+
+A vocabulary maps ``field -> {canonical value -> [surface forms]}``, e.g.
+``{"entity": {"ACME_CN": ["acme china", "艾克美"]}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any, Mapping, Protocol, Sequence
+
+from ragspine.errors import ConfigError
+from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
+
+log = logging.getLogger(__name__)
+
+Vocabulary = Mapping[str, Mapping[str, Sequence[str]]]
+
+
+class FilterExtractor(Protocol):
+    def extract(self, query: str) -> MetadataFilter | None: ...
+
+
+def safe_extract(extractor: FilterExtractor | None, query: str) -> MetadataFilter | None:
+    """``extractor.extract(query)``, or ``None`` when there is none, it fails or returns junk."""
+    if extractor is None:
+        return None
+    try:
+        result = extractor.extract(query)
+    except Exception as exc:
+        log.warning("filter extraction failed, no automatic filter: %s", exc)
+        return None
+    return result if isinstance(result, MetadataFilter) and result else None
+
+
+def _mentions(query: str, form: str) -> bool:
+    if form.isascii():
+        return re.search(rf"(?<![0-9a-z]){re.escape(form.lower())}(?![0-9a-z])", query.lower()) is not None
+    return form in query
+
+
+class ControlledVocabFilterExtractor:
+    """One condition per field whose surface forms the query mentions (``eq``, or ``in``
+    when several canonical values of one field are mentioned)."""
+
+    def __init__(self, vocabulary: Vocabulary) -> None:
+        self.vocabulary = {f: {v: tuple(forms) + (v,) for v, forms in values.items()} for f, values in vocabulary.items()}
+
+    def extract(self, query: str) -> MetadataFilter | None:
+        conditions = []
+        for field, values in self.vocabulary.items():
+            hits = [value for value, forms in values.items() if any(_mentions(query, f) for f in forms)]
+            if len(hits) == 1:
+                conditions.append(FilterCondition(field, "eq", hits[0]))
+            elif hits:
+                conditions.append(FilterCondition(field, "in", sorted(hits)))
+        return MetadataFilter(tuple(conditions)) if conditions else None
+
+
+class LLMFilterExtractor:
+    """Asks an LLM (``provider.chat``) for ``{"field": "value"}`` JSON; keeps only
+    vocabulary fields and canonical values, as ``eq`` conditions."""
+
+    def __init__(self, provider: Any, vocabulary: Vocabulary) -> None:
+        if provider is None:
+            raise ConfigError("the llm filter extractor needs an LLM provider")
+        self.provider = provider
+        self.vocabulary = vocabulary
+
+    def extract(self, query: str) -> MetadataFilter | None:
+        allowed = {f: sorted(values) for f, values in self.vocabulary.items()}
+        prompt = (
+            "Extract metadata filters from the question. Reply with one JSON object mapping "
+            f"field to value, using only these fields and values: {json.dumps(allowed, ensure_ascii=False)}. "
+            f"Reply {{}} if none apply.\nQuestion: {query}"
+        )
+        answer = self.provider.chat([{"role": "user", "content": prompt}])
+        match = re.search(r"\{.*\}", answer or "", re.S)
+        data = json.loads(match.group()) if match else {}
+        conditions = [
+            FilterCondition(field, "eq", value)
+            for field, value in (data.items() if isinstance(data, dict) else [])
+            if field in allowed and value in allowed[field]
+        ]
+        return MetadataFilter(tuple(conditions)) if conditions else None
+
+
+FILTER_EXTRACTORS = ("none", "controlled_vocab", "llm")
+
+
+def make_filter_extractor(
+    spec: str | None = None, *, vocabulary: Vocabulary | None = None, provider: Any = None
+) -> FilterExtractor | None:
+    if spec is None:
+        from ragspine.config import load_settings
+
+        spec = load_settings().filter_extractor
+    name = str(spec).strip().lower()
+    if name == "none":
+        return None
+    if name in ("controlled_vocab", "vocab", "controlled"):
+        if not vocabulary:
+            raise ConfigError("the controlled_vocab filter extractor needs a vocabulary")
+        return ControlledVocabFilterExtractor(vocabulary)
+    if name == "llm":
+        return LLMFilterExtractor(provider, vocabulary or {})
+    raise ConfigError(f"unknown filter extractor {spec!r}; choose one of {', '.join(FILTER_EXTRACTORS)}")

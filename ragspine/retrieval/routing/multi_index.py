@@ -1,0 +1,73 @@
+"""``MultiIndexRetriever``: route a query to libraries, search each, fuse with RRF.
+
+Each library is searched by its own retriever — whose exit already removed RESTRICTED
+content — so the fusion here only ever passes on a subset of what the libraries returned;
+it never reads chunks. Every snippet is stamped with the ``library_id`` it came from.
+Routing failure, an empty answer or an answer naming no known library searches every
+library (routing never costs recall). Libraries are fused on ``(library_id, chunk_id)``,
+so equal chunk ids in two libraries stay apart.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping, Sequence
+
+from ragspine.retrieval.chunking.chunk_store import LibraryInfo
+from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
+from ragspine.retrieval.link.narrative_link import DEFAULT_RETRIEVE_TOP_K, NarrativeRetriever
+from ragspine.retrieval.routing.routers import LibraryRouter
+
+log = logging.getLogger(__name__)
+
+
+class MultiIndexRetriever:
+    """A :class:`NarrativeRetriever` over several libraries."""
+
+    def __init__(
+        self,
+        retrievers: Mapping[str, NarrativeRetriever],
+        *,
+        router: LibraryRouter | None = None,
+        descriptions: Mapping[str, str] | None = None,
+        rrf_k: int = DEFAULT_RRF_K,
+    ) -> None:
+        if not retrievers:
+            raise ValueError("MultiIndexRetriever needs at least one library")
+        self.retrievers = dict(retrievers)
+        self.router = router
+        self.descriptions = dict(descriptions or {})
+        self.rrf_k = rrf_k
+
+    @property
+    def libraries(self) -> list[LibraryInfo]:
+        return [LibraryInfo(lib, self.descriptions.get(lib, "")) for lib in self.retrievers]
+
+    def route(self, query: str) -> list[str]:
+        """The libraries to search, in routing order (falls back to all of them)."""
+        everything = list(self.retrievers)
+        if self.router is None:
+            return everything
+        try:
+            chosen = self.router.route(query, self.libraries)
+        except Exception as exc:
+            log.warning("library routing failed, searching every library: %s", exc)
+            return everything
+        picked = [lib for lib in dict.fromkeys(chosen or []) if lib in self.retrievers]
+        return picked or everything
+
+    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
+        per_library: dict[str, list[dict[str, Any]]] = {}
+        for lib in self.route(query):
+            per_library[lib] = self.retrievers[lib].retrieve(query, filters=filters, top_k=top_k)
+        rankings: list[Sequence[tuple[str, str]]] = [
+            [(lib, s["chunk_id"]) for s in snippets] for lib, snippets in per_library.items()
+        ]
+        by_key = {(lib, s["chunk_id"]): s for lib, snippets in per_library.items() for s in snippets}
+        out = []
+        for (lib, chunk_id), fused in sort_fused(rrf_fuse(rankings, k=self.rrf_k))[:top_k]:
+            snippet = dict(by_key[(lib, chunk_id)])
+            snippet["library_id"] = lib
+            snippet["scores"] = {**snippet.get("scores", {}), "fused": fused}
+            out.append(snippet)
+        return out

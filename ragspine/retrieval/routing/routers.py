@@ -1,0 +1,91 @@
+"""Library routers: which libraries a query should search.
+
+``LibraryRouter.route(query, libraries) -> list[str]`` returns library ids, best first.
+``make_library_router(spec)``: ``none`` → ``None`` (search every library), ``keyword`` →
+:class:`KeywordLibraryRouter` (BM25 of the query against library descriptions), ``llm`` →
+:class:`LLMLibraryRouter` (opt-in, needs a provider). A router can only choose among the
+libraries it is shown; an empty or failed answer means "search them all".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Protocol, Sequence
+
+from ragspine.errors import ConfigError
+from ragspine.retrieval.chunking.chunk_store import LibraryInfo
+from ragspine.retrieval.lexical.bm25 import bm25_scores
+from ragspine.retrieval.lexical.tokenizer import tokenize
+
+
+class LibraryRouter(Protocol):
+    def route(self, query: str, libraries: Sequence[LibraryInfo]) -> list[str]: ...
+
+
+class KeywordLibraryRouter:
+    """Deterministic: BM25 of the query over each library's ``library_id + description``.
+
+    Chooses every library scoring at least ``relative_threshold`` × the best score; no
+    overlap at all → ``[]`` (the caller then searches every library).
+    """
+
+    def __init__(self, *, relative_threshold: float = 0.5) -> None:
+        if not 0.0 < relative_threshold <= 1.0:
+            raise ConfigError("relative_threshold must be within (0, 1]")
+        self.relative_threshold = relative_threshold
+
+    def route(self, query: str, libraries: Sequence[LibraryInfo]) -> list[str]:
+        if not libraries:
+            return []
+        docs = [tokenize(f"{lib.library_id.replace('_', ' ')} {lib.description}") for lib in libraries]
+        scores = bm25_scores(tokenize(query), docs)
+        best = max(scores, default=0.0)
+        if best <= 0.0:
+            return []
+        ranked = sorted(zip(scores, [lib.library_id for lib in libraries]), key=lambda s: (-s[0], s[1]))
+        return [lib for score, lib in ranked if score >= best * self.relative_threshold]
+
+
+class LLMLibraryRouter:
+    """Asks an LLM provider (``chat(messages) -> str``) for a JSON list of library ids."""
+
+    def __init__(self, provider: Any) -> None:
+        if provider is None:
+            raise ConfigError("the llm library router needs an LLM provider")
+        self.provider = provider
+
+    def route(self, query: str, libraries: Sequence[LibraryInfo]) -> list[str]:
+        lines = [f"- {lib.library_id}: {lib.description}" for lib in libraries]
+        prompt = (
+            "Which libraries can answer the question? Reply with a JSON list of library ids.\n"
+            f"Libraries:\n{chr(10).join(lines)}\n\nQuestion: {query}"
+        )
+        answer = self.provider.chat([{"role": "user", "content": prompt}])
+        match = re.search(r"\[.*?\]", answer or "", re.S)
+        if not match:
+            return []
+        try:
+            ids = json.loads(match.group())
+        except ValueError:
+            return []
+        known = {lib.library_id for lib in libraries}
+        return [i for i in ids if isinstance(i, str) and i in known]
+
+
+LIBRARY_ROUTERS = ("none", "keyword", "llm")
+
+
+def make_library_router(spec: str | None = None, *, provider: Any = None) -> LibraryRouter | None:
+    if spec is None:
+        from ragspine.config import load_settings
+
+        spec = load_settings().library_router
+    name = str(spec).strip().lower()
+    if name == "none":
+        return None
+    if name == "keyword":
+        return KeywordLibraryRouter()
+    if name == "llm":
+        return LLMLibraryRouter(provider)
+    raise ConfigError(f"unknown library router {spec!r}; choose one of {', '.join(LIBRARY_ROUTERS)}")
