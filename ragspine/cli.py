@@ -16,12 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from ragspine import __version__
 from ragspine.config import describe, load_settings
+from ragspine.documents import RESERVED_KEYS
 from ragspine.errors import RagspineError
 from ragspine.retrieval.filtering.filters import OPERATORS, FilterCondition, MetadataFilter
 from ragspine.retrieval.mode import RETRIEVAL_MODES
@@ -33,8 +35,15 @@ class CliError(RagspineError):
     pass
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors, too, are one line on stderr (subcommand parsers inherit this class)."""
+
+    def error(self, message: str) -> "NoReturn":  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragspine", description="Cited, RESTRICTED-free retrieval.")
+    parser = _Parser(prog="ragspine", description="Cited, RESTRICTED-free retrieval.")
     parser.add_argument("--version", action="version", version=f"ragspine {__version__}")
     parser.add_argument("--db", help="SQLite chunk store (default: RAGSPINE_CHUNK_STORE)")
     parser.add_argument("--mode", help=f"retrieval mode: {'|'.join(RETRIEVAL_MODES)} (default: RAGSPINE_RETRIEVAL_MODE)")
@@ -184,10 +193,15 @@ def cmd_config(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ragspine.demo import run_demo
 
-    workdir = args.db or f"{tempfile.mkdtemp(prefix='ragspine-demo-')}/demo.db"
+    tmpdir = None if args.db else tempfile.mkdtemp(prefix="ragspine-demo-")
+    workdir = args.db or f"{tmpdir}/demo.db"
     stack_args = argparse.Namespace(db=workdir, mode=args.mode)
-    with _stack(stack_args) as stack:
-        report = run_demo(stack)
+    try:
+        with _stack(stack_args) as stack:
+            report = run_demo(stack)
+    finally:
+        if tmpdir and not args.keep:  # a temporary database is removed unless --keep
+            shutil.rmtree(tmpdir, ignore_errors=True)
     if args.keep or args.db:
         print(f"\ndemo database: {workdir}  (try: ragspine --db {workdir} query \"warranty\")")
     if report.restricted_leaked:
@@ -200,6 +214,9 @@ def _parse_meta(item: str) -> tuple[str, Any]:
     key, sep, value = item.partition("=")
     if not sep or not key:
         raise CliError(f"--meta {item!r} is not KEY=VALUE")
+    if key in RESERVED_KEYS:  # else e.g. sensitivity=RESTRICTED would be plain metadata
+        hint = "--sensitivity" if key == "sensitivity" else "front matter"
+        raise CliError(f"--meta {key}=... is not metadata; set {key} with {hint}")
     return key, _json_or_text(value)
 
 
@@ -208,6 +225,8 @@ def _parse_value(op: str, raw: str) -> Any:
     value = _json_or_text(raw)
     if op in ("in", "nin", "between") and isinstance(value, str):
         value = [_json_or_text(part.strip()) for part in value.split(",")] if value else []
+    elif op in ("in", "nin") and not isinstance(value, list):  # one JSON value: a one-item list
+        value = [value]
     return value
 
 

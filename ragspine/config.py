@@ -124,7 +124,21 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         values["cache_dir"] = _default_cache_dir()
     for name in ("embedding", "retrieval_mode", "library_router", "filter_extractor", "vector_store"):
         values[name] = values[name].lower() if isinstance(values[name], str) else values[name]
+    _check_ranges(values)
     return Settings(**values)
+
+
+def _check_ranges(values: dict[str, Any]) -> None:
+    def bad(name: str, why: str) -> ConfigError:
+        return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
+
+    for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size"):
+        if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
+            raise bad(name, "must be positive")
+    if not 0 <= values["overlap_chars"] < values["chunk_chars"]:
+        raise bad("overlap_chars", f"must be >= 0 and below RAGSPINE_CHUNK_CHARS ({values['chunk_chars']})")
+    if not 0.0 <= values["dense_max_unknown_share"] <= 1.0:
+        raise bad("dense_max_unknown_share", "must be within [0, 1]")
 
 
 def describe(settings: Settings | None = None) -> list[tuple[str, str, str]]:

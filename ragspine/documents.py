@@ -76,7 +76,10 @@ def read_document(
         raise IngestError(f"{where}: cannot read ({exc.strerror})") from None
     if size > MAX_FILE_BYTES:
         raise IngestError(f"{where}: {size} bytes is over the {MAX_FILE_BYTES}-byte limit; split the file")
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:  # e.g. permission denied
+        raise IngestError(f"{where}: cannot read ({exc.strerror})") from None
     if b"\x00" in raw:
         raise IngestError(f"{where}: looks binary (contains NUL bytes); ingest .txt or .md text files")
     try:

@@ -163,11 +163,12 @@ class Stack:
             raise ConfigError("there are no libraries yet: run `ragspine ingest PATH --library NAME` first")
         if len(wanted) == 1:
             return NarrativeIndexRetriever(self.index(wanted[0]))
-        return MultiIndexRetriever(
-            {lib: NarrativeIndexRetriever(self.index(lib)) for lib in wanted},
+        return MultiIndexRetriever(  # the retry without filters applies to the fused result
+            {lib: NarrativeIndexRetriever(self.index(lib), retry_without_filters=False) for lib in wanted},
             router=make_library_router(self.settings.library_router, provider=self.provider),
             descriptions={lib: known[lib].description for lib in wanted},
             rrf_k=self.settings.rrf_k,
+            retry_without_filters=True,
         )
 
 

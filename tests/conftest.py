@@ -34,8 +34,8 @@ def store(sqlite_db):
 
 
 @pytest.fixture(scope="session")
-def onnx_backend():
+def onnx_backend(tmp_path_factory):
     """The packaged offline MiniLM model (the test command installs ``[embed-onnx]``)."""
     from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
 
-    return OnnxEmbeddingBackend()
+    return OnnxEmbeddingBackend(cache_dir=tmp_path_factory.getbasetemp() / "ragspine-cache")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
+from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
@@ -59,6 +60,8 @@ class NarrativeIndex:
         if mode is None:
             mode = "hybrid" if embedding_backend is not None else "economy"
         self.mode = make_retrieval_mode(mode)
+        if self.mode.requires_embeddings and embedding_backend is None:
+            raise ConfigError(f"retrieval mode {self.mode.name!r} needs an embedding_backend")
         if not self.mode.uses_embeddings:
             embedding_backend = None  # economy: zero embedding cost, no vector store
         self.store = store

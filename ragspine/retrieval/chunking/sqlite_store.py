@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 import threading
 from datetime import datetime, timezone
 from typing import Any, Iterator, Sequence
 
-from ragspine.errors import BackendError
+from ragspine.errors import BackendError, IngestError
 from ragspine.retrieval.chunking.chunk_store import (
     DEFAULT_LIBRARY_ID,
     LibraryInfo,
@@ -80,6 +81,23 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
+_READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE})
+_INTROSPECTION_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"})
+
+
+def _allow_all(*_args: Any) -> int:  # Python 3.10 cannot clear an authorizer with None
+    return sqlite3.SQLITE_OK
+
+
+def _read_only_authorizer(action: int, arg1: Any, arg2: Any, db_name: Any, source: Any) -> int:
+    """``execute_read``'s authorizer: reads, functions and PRAGMA reads (no assignment) only."""
+    if action in _READ_ACTIONS:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA and (arg2 is None or str(arg1).lower() in _INTROSPECTION_PRAGMAS):
+        return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY
+
+
 class SQLiteDatabase:
     """One SQLite file (or ``:memory:``): a connection, a lock and the schema."""
 
@@ -87,7 +105,10 @@ class SQLiteDatabase:
         self.path = os.fspath(db_path)
         if self.path != ":memory:":
             parent = os.path.dirname(os.path.abspath(self.path))
-            os.makedirs(parent, exist_ok=True)
+            try:
+                os.makedirs(parent, exist_ok=True)
+            except OSError as exc:  # e.g. a file where the directory should be
+                raise BackendError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
         try:
             self._conn = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=30.0
@@ -97,9 +118,13 @@ class SQLiteDatabase:
         self.lock = threading.RLock()
         self._schema_ready = False
         with self.lock:
-            if self.path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            try:  # e.g. "file is not a database": wrapped like a failed connect
+                if self.path != ":memory:":
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+            except sqlite3.Error as exc:
+                self._conn.close()
+                raise BackendError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -141,11 +166,17 @@ class SQLiteDatabase:
         """Run one read-only statement; any write raises ``BackendError``."""
         with self.lock:
             self._conn.execute("PRAGMA query_only=ON")
+            # query_only alone lets BEGIN/SAVEPOINT (which would wedge the shared connection),
+            # ATTACH and PRAGMA writes through: authorize plain reads only.
+            self._conn.set_authorizer(_read_only_authorizer)
             try:
                 return self._conn.execute(sql, tuple(params)).fetchall()
             except (sqlite3.Error, sqlite3.Warning) as exc:
                 raise BackendError(f"read-only query refused or failed: {exc}") from exc
             finally:
+                self._conn.set_authorizer(None if sys.version_info >= (3, 11) else _allow_all)
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 self._conn.execute("PRAGMA query_only=OFF")
 
     def close(self) -> None:
@@ -228,8 +259,14 @@ class _Transaction:
                 self.db.conn.execute("COMMIT")
             else:
                 self.db.conn.execute("ROLLBACK")
+        except sqlite3.Error as err:
+            if self.db.conn.in_transaction:
+                self.db.conn.execute("ROLLBACK")
+            raise BackendError(f"SQLite write failed: {err}") from err
         finally:
             self.db.lock.release()
+        if isinstance(exc, sqlite3.Error) and not isinstance(exc, sqlite3.IntegrityError):
+            raise BackendError(f"SQLite write failed: {exc}") from exc
 
 
 class SQLiteChunkStore:
@@ -261,22 +298,37 @@ class SQLiteChunkStore:
         self.init_schema()
         now = utc_now()
         with self.db.transaction() as cur:
-            (current,) = cur.execute(
-                "SELECT COALESCE(MAX(version), 0) FROM narrative_chunk"
-                " WHERE library_id = ? AND doc_id = ?",
-                (self.library_id, doc_id),
+            (current,) = cur.execute(  # a retirement writes no rows: count it from the change log
+                "SELECT MAX(COALESCE((SELECT MAX(version) FROM narrative_chunk"
+                "   WHERE library_id = ? AND doc_id = ?), 0),"
+                " COALESCE((SELECT MAX(version) FROM narrative_change"
+                "   WHERE library_id = ? AND doc_id = ?), 0))",
+                (self.library_id, doc_id, self.library_id, doc_id),
             ).fetchone()
             version = int(current) + 1
+            ids = [c.chunk_id for c in chunks]
+            for start in range(0, len(ids), 500):  # a chunk id names one active chunk per library
+                part = ids[start : start + 500]
+                clash = cur.execute(
+                    "SELECT chunk_id, doc_id FROM narrative_chunk WHERE library_id = ? AND active = 1"
+                    f" AND doc_id <> ? AND chunk_id IN ({', '.join('?' * len(part))}) LIMIT 1",
+                    (self.library_id, doc_id, *part),
+                ).fetchone()
+                if clash:
+                    raise IngestError(f"chunk_id {clash[0]!r} is already active in doc {clash[1]!r}")
             cur.execute(
                 "UPDATE narrative_chunk SET active = 0"
                 " WHERE library_id = ? AND doc_id = ? AND active = 1",
                 (self.library_id, doc_id),
             )
-            cur.executemany(
-                f"INSERT INTO narrative_chunk ({', '.join(_COLUMN_NAMES)})"
-                f" VALUES ({', '.join('?' * len(_COLUMN_NAMES))})",
-                [self._row(c, version, valid_as_of, now) for c in chunks],
-            )
+            try:
+                cur.executemany(
+                    f"INSERT INTO narrative_chunk ({', '.join(_COLUMN_NAMES)})"
+                    f" VALUES ({', '.join('?' * len(_COLUMN_NAMES))})",
+                    [self._row(c, version, valid_as_of, now) for c in chunks],
+                )
+            except sqlite3.IntegrityError as exc:
+                raise IngestError(f"cannot store the chunks of {doc_id!r}: {exc}") from None
             cur.execute(
                 "INSERT INTO narrative_change (library_id, doc_id, version, changed_at)"
                 " VALUES (?, ?, ?, ?)",
@@ -340,7 +392,7 @@ class SQLiteChunkStore:
                 clauses.append(f"{column} = ?")
                 params.append(value)
         rows = self.db.query(
-            f"{_SELECT} WHERE {' AND '.join(clauses)} ORDER BY doc_id, ordinal, version",
+            f"{_SELECT} WHERE {' AND '.join(clauses)} ORDER BY doc_id, ordinal, version, chunk_id",
             params,
         )
         return [_to_stored(row) for row in rows]
@@ -348,18 +400,18 @@ class SQLiteChunkStore:
     def iter_active(self, batch_size: int = 5000) -> Iterator[StoredChunk]:
         """All active chunks, streamed in pages of ``batch_size`` (keyset pagination)."""
         self.init_schema()
-        last: tuple[str, int] = ("", -1)
+        last: tuple[str, int, str] = ("", -1, "")
         while True:
             rows = self.db.query(
-                f"{_SELECT} WHERE library_id = ? AND active = 1 AND (doc_id, ordinal) > (?, ?)"
-                " ORDER BY doc_id, ordinal LIMIT ?",
-                (self.library_id, last[0], last[1], batch_size),
+                f"{_SELECT} WHERE library_id = ? AND active = 1 AND (doc_id, ordinal, chunk_id) > (?, ?, ?)"
+                " ORDER BY doc_id, ordinal, chunk_id LIMIT ?",
+                (self.library_id, *last, batch_size),
             )
             if not rows:
                 return
             for row in rows:
                 yield _to_stored(row)
-            last = (rows[-1][2], rows[-1][5])
+            last = (rows[-1][2], rows[-1][5], rows[-1][1])
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         self.init_schema()

@@ -82,7 +82,7 @@ class HybridRetriever:
     ) -> None:
         self.store = store
         self.library_id = store.library_id
-        self.index: LexicalIndex = lexical_index or InMemoryLexicalIndex(store, index_text=index_text)
+        self.index: LexicalIndex = lexical_index if lexical_index is not None else InMemoryLexicalIndex(store, index_text=index_text)
         self.embedding_backend = embedding_backend
         self.legs = tuple(legs) if embedding_backend is not None else ("bm25",)
         self.rrf_k = rrf_k
@@ -96,9 +96,9 @@ class HybridRetriever:
             self.embedding_cache: EmbeddingCache | None = None
             self.dense_gate: DenseGate | None = None
         else:
-            self.vector_store = vector_store or InProcessVectorStore(library_id=store.library_id)
-            self.embedding_cache = embedding_cache or InMemoryEmbeddingCache()
-            self.dense_gate = dense_gate or DenseGate(embedding_backend)
+            self.vector_store = vector_store if vector_store is not None else InProcessVectorStore(library_id=store.library_id)
+            self.embedding_cache = embedding_cache if embedding_cache is not None else InMemoryEmbeddingCache()
+            self.dense_gate = dense_gate if dense_gate is not None else DenseGate(embedding_backend)
             self.namespace = model_namespace(embedding_backend)
 
     # -- keeping derived state in step with the store ---------------------------------------

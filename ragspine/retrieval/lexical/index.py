@@ -265,6 +265,8 @@ class InMemoryLexicalIndex:
         top_k: int | None = None,
     ) -> list[LexicalHit]:
         with self._lock:
+            if top_k is not None and top_k <= 0:
+                return []
             rows, scores = self.score_rows(query_tokens)
             if metadata_filter:
                 keep = [i for i, r in enumerate(rows.tolist()) if metadata_filter.matches(self._meta[r])]

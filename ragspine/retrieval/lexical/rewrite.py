@@ -49,7 +49,8 @@ class GlossaryQueryRewriter:
     def rewrite(self, query: str) -> list[str]:
         out = [query]
         for variants in self._groups:
-            for form in variants:
+            # longest form first: "売上高" must not be rewritten as "売上" + "高"
+            for form in sorted(variants, key=len, reverse=True):
                 pattern = _pattern(form)
                 if not pattern.search(query):
                     continue

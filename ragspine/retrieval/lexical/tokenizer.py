@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 
 _CJK_CLASS = (
+    "\u3005-\u3007"  # 々 〆 〇 (iteration mark, closing mark, ideographic zero)
     "\u3040-\u309f"  # Hiragana
-    "\u30a0-\u30ff"  # Katakana
+    "\u30a0-\u30fa\u30fc-\u30ff"  # Katakana (not U+30FB "・", a punctuation mark)
     "\u31f0-\u31ff"  # Katakana phonetic extensions
     "\u3400-\u4dbf"  # CJK extension A
     "\u4e00-\u9fff"  # CJK unified ideographs

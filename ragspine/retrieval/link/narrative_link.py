@@ -108,23 +108,27 @@ class NarrativeIndexRetriever:
         if automatic:  # AND-ed: an extracted filter can only narrow
             metadata_filter = automatic.and_(metadata_filter)
         results = self._open_results(query, top_k, metadata_filter)
-        if results is None and metadata_filter and self.retry_without_filters:
+        open_results = [r for r in results or [] if not is_restricted(r.chunk.sensitivity)]
+        # "Empty" is judged after RESTRICTED is set aside: otherwise [] versus a retried answer
+        # would tell the caller whether a RESTRICTED chunk matches the filter.
+        if not open_results and metadata_filter and self.retry_without_filters:
             results = self._open_results(query, top_k, None)
-        return [to_snippet(r) for r in results or [] if not is_restricted(r.chunk.sensitivity)]
+            open_results = [r for r in results or [] if not is_restricted(r.chunk.sensitivity)]
+        return [to_snippet(r) for r in open_results[:top_k]]
 
     def _open_results(self, query: str, top_k: int, metadata_filter: Any) -> list[RetrievalResult] | None:
         """Up to ``top_k`` results once RESTRICTED ones are set aside: the index is asked
-        for more while RESTRICTED results took places (at most four rounds). ``None`` when
-        the index found nothing at all (the trigger for the retry without filters)."""
+        for more (doubling, at most eight rounds) while RESTRICTED results took places.
+        ``None`` when the index found nothing at all."""
         want = top_k
-        for _ in range(4):
+        for _ in range(8):
             results = self.index.retrieve(query, top_k=want, metadata_filter=metadata_filter)
             if not results:
                 return None
             n_open = sum(not is_restricted(r.chunk.sensitivity) for r in results)
             if n_open >= top_k or len(results) < want:
                 break
-            want += top_k - n_open
+            want = max(2 * want, want + top_k - n_open)
         return results
 
 

@@ -141,6 +141,8 @@ class ListwiseReranker:
     """A :class:`Reranker` around a :class:`ListwiseJudge`."""
 
     def __init__(self, judge: ListwiseJudge, *, top_n: int = DEFAULT_TOP_N) -> None:
+        if top_n < 1:
+            raise ValueError(f"top_n must be >= 1, got {top_n}")
         self.judge = judge
         self.top_n = top_n
 

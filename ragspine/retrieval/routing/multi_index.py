@@ -31,6 +31,7 @@ class MultiIndexRetriever:
         router: LibraryRouter | None = None,
         descriptions: Mapping[str, str] | None = None,
         rrf_k: int = DEFAULT_RRF_K,
+        retry_without_filters: bool = False,
     ) -> None:
         if not retrievers:
             raise ValueError("MultiIndexRetriever needs at least one library")
@@ -38,6 +39,10 @@ class MultiIndexRetriever:
         self.router = router
         self.descriptions = dict(descriptions or {})
         self.rrf_k = rrf_k
+        # Retry once without filters when the *fused* filtered result is empty. Use it with
+        # per-library retrievers that do not retry themselves (as ``Stack`` builds them), so
+        # one library's unfiltered fallback never sits next to another library's matches.
+        self.retry_without_filters = retry_without_filters
 
     @property
     def libraries(self) -> list[LibraryInfo]:
@@ -50,15 +55,24 @@ class MultiIndexRetriever:
             return everything
         try:
             chosen = self.router.route(query, self.libraries)
-        except Exception as exc:
+            if isinstance(chosen, str):  # a bare id, not a list of its characters
+                chosen = [chosen]
+            picked = [lib for lib in dict.fromkeys(chosen or []) if lib in self.retrievers]
+        except Exception as exc:  # also a malformed answer (not a list of ids)
             log.warning("library routing failed, searching every library: %s", exc)
             return everything
-        picked = [lib for lib in dict.fromkeys(chosen or []) if lib in self.retrievers]
         return picked or everything
 
     def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
+        libraries = self.route(query)
+        out = self._search(query, libraries, filters, top_k)
+        if not out and filters and self.retry_without_filters:
+            out = self._search(query, libraries, None, top_k)
+        return out
+
+    def _search(self, query: str, libraries: list[str], filters: Any, top_k: int) -> list[dict[str, Any]]:
         per_library: dict[str, list[dict[str, Any]]] = {}
-        for lib in self.route(query):
+        for lib in libraries:
             per_library[lib] = self.retrievers[lib].retrieve(query, filters=filters, top_k=top_k)
         rankings: list[Sequence[tuple[str, str]]] = [
             [(lib, s["chunk_id"]) for s in snippets] for lib, snippets in per_library.items()

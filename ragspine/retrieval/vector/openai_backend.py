@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragspine.errors import BackendError, MissingDependencyError
+from ragspine.errors import BackendError, ConfigError, MissingDependencyError
 
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 _KNOWN_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
@@ -35,7 +35,10 @@ class OpenAIEmbeddingBackend:
                 import openai
             except ImportError:
                 raise MissingDependencyError("openai", "openai", "the OpenAI embedding backend") from None
-            client = openai.OpenAI(api_key=api_key, base_url=base_url, **client_kwargs)
+            try:
+                client = openai.OpenAI(api_key=api_key, base_url=base_url, **client_kwargs)
+            except openai.OpenAIError as exc:  # e.g. no API key: a setting, not an outage
+                raise ConfigError(f"cannot configure the OpenAI client (set OPENAI_API_KEY or api_key=): {exc}") from exc
         self.client = client
         self.model = model
         self.dimensions = dimensions

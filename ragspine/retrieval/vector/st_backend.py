@@ -51,7 +51,9 @@ class SentenceTransformerEmbeddingBackend:
 
     @property
     def dim(self) -> int | None:
-        getter = getattr(self.model, "get_sentence_embedding_dimension", None)
+        """The vector size once the model is loaded (``None`` before: reading it must not
+        load, or download, the model)."""
+        getter = getattr(self._model, "get_sentence_embedding_dimension", None)
         return int(getter()) if callable(getter) and getter() else None
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:

@@ -1,0 +1,342 @@
+"""HybridRetriever: filter before embedding, lazy cached vectors, deterministic fusion."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragspine.errors import FilterError
+from ragspine.retrieval.chunking.chunking import chunk_id_for
+from ragspine.retrieval.lexical.fusion import rrf_fuse
+from ragspine.retrieval.lexical.hybrid import HybridRetriever, combine_filters
+from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache, SQLiteEmbeddingCache
+from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
+from ragspine.retrieval.vector.store import InProcessVectorStore
+from tests.helpers import make_chunk
+
+
+class SpyBackend:
+    """Wraps a backend and records every text it is asked to embed."""
+
+    def __init__(self, inner=None) -> None:
+        self.inner = inner or DeterministicEmbeddingBackend(dim=128)
+        self.model_id = getattr(self.inner, "model_id", "spy")
+        self.dim = getattr(self.inner, "dim", None)
+        self.languages = getattr(self.inner, "languages", None)
+        self.calls: list[list[str]] = []
+
+    def embed_texts(self, texts):
+        self.calls.append(list(texts))
+        return self.inner.embed_texts(texts)
+
+    @property
+    def embedded(self) -> list[str]:
+        return [t for call in self.calls for t in call]
+
+    def reset(self) -> None:
+        self.calls.clear()
+
+
+DOCS = {
+    "alpha": ("Port congestion delayed container shipments from Shanghai by three weeks.", {"region": "apac", "year": 2024}),
+    "bravo": ("Revenue grew twelve percent on strong demand for the new routers.", {"region": "emea", "year": 2024}),
+    "charlie": ("The warranty covers parts and labour for two years after delivery.", {"region": "emea", "year": 2023}),
+    "delta": ("Shipments to Rotterdam slipped because of a customs strike.", {"region": "emea", "year": 2024}),
+    "echo": ("The board approved a new supplier in Vietnam to reduce shipment delays.", {"region": "apac", "year": 2023}),
+    "foxtrot": ("Quarterly results: margins fell as freight costs rose sharply.", {"region": "amer", "year": 2024}),
+    "golf": ("Customer satisfaction improved after the support team doubled.", {"region": "amer", "year": 2022}),
+    "hotel": ("Freight rates from Asia to Europe doubled during the congestion.", {"region": "apac", "year": 2024}),
+}
+
+
+def ingest(store, docs=DOCS) -> None:
+    for doc_id, (text, meta) in docs.items():
+        store.replace_doc_chunks(doc_id, [make_chunk(doc_id, 0, text, metadata=meta, title=doc_id)])
+
+
+def ids(results) -> list[str]:
+    return [r.chunk_id for r in results]
+
+
+@pytest.fixture
+def spy():
+    return SpyBackend()
+
+
+@pytest.fixture
+def retriever(store, spy):
+    ingest(store)
+    return HybridRetriever(store, embedding_backend=spy)
+
+
+def test_injected_empty_components_are_used_not_replaced(store, spy):
+    # an empty store/cache/index has len() == 0 and is falsy: it must still be the one used
+    from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
+    from ragspine.retrieval.vector.gate import DenseGate
+
+    ingest(store)
+    vectors, cache, index = InProcessVectorStore(library_id="lib-a"), InMemoryEmbeddingCache(), InMemoryLexicalIndex(store)
+    gate = DenseGate(spy, max_cjk_share=1.0)
+    assert not vectors and not cache and not index
+    r = HybridRetriever(
+        store, embedding_backend=spy, vector_store=vectors, embedding_cache=cache, lexical_index=index, dense_gate=gate
+    )
+    assert r.vector_store is vectors and r.embedding_cache is cache and r.index is index and r.dense_gate is gate
+    r.search("freight")
+    assert vectors.count() == len(DOCS) and len(cache) == len(DOCS) and len(index) == len(DOCS)
+
+
+# -- no backend ------------------------------------------------------------------------------------
+def test_without_a_backend_no_vector_side_is_built(store):
+    ingest(store)
+    r = HybridRetriever(store)
+    assert r.legs == ("bm25",)
+    assert r.vector_store is None and r.embedding_cache is None and r.dense_gate is None
+    results = r.search("shipments delayed", top_k=5)
+    assert results and all(res.scores["vector"] == 0.0 for res in results)
+    assert set(results[0].scores) == {"bm25", "vector", "fused"}
+    assert all(res.library_id == "lib-a" for res in results)
+
+
+# -- filter before embedding -----------------------------------------------------------------------
+def test_metadata_filter_is_applied_before_embedding(retriever, spy):
+    results = retriever.search("shipment delays", top_k=10, metadata_filter={"region": "apac"})
+    apac = {DOCS[d][0] for d in DOCS if DOCS[d][1]["region"] == "apac"}
+    chunk_texts = spy.embedded[:-1]
+    assert spy.embedded[-1] == "shipment delays"  # the query, embedded last
+    assert set(chunk_texts) == apac  # only the survivors, and all of them
+    assert len(chunk_texts) == len(apac)
+    assert {r.chunk.metadata["region"] for r in results} == {"apac"}
+    assert retriever.vector_store.count() == len(apac)
+
+
+def test_keyword_fields_and_filter_are_anded_before_embedding(store, spy):
+    docs = {
+        "a": ("shipments late", {"topic": "ops", "year": 2024}),
+        "b": ("shipments late again", {"topic": "ops", "year": 2020}),
+        "c": ("shipments on time", {"topic": "finance", "year": 2024}),
+    }
+    ingest(store, docs)
+    r = HybridRetriever(store, embedding_backend=spy)
+    results = r.search("shipments", metadata_filter={"year": {"gte": 2023}}, topic="ops")
+    assert ids(results) == ["a#0"]
+    assert spy.embedded == ["shipments late", "shipments"]
+
+
+def test_malformed_filter_raises_before_any_embedding(retriever, spy):
+    with pytest.raises(FilterError):
+        retriever.search("shipments", metadata_filter={"year": {"between": [2020]}})
+    with pytest.raises(FilterError):
+        retriever.search("shipments", metadata_filter={"year": {"like": "20%"}})
+    with pytest.raises(TypeError):
+        retriever.search("shipments", colour="red")
+    assert spy.calls == []
+
+
+def test_a_filter_matching_nothing_embeds_nothing_and_returns_nothing(retriever, spy):
+    assert retriever.search("shipments", metadata_filter={"region": "mars"}) == []
+    assert spy.calls == []  # not even the query: there is nothing to compare it with
+
+
+def test_combine_filters():
+    assert combine_filters(None, {}) is None
+    assert combine_filters(None, {"topic": None}) is None
+    f = combine_filters({"year": 2024}, {"topic": "ops"})
+    assert f.matches({"year": 2024, "topic": "ops"}) and not f.matches({"year": 2024, "topic": "x"})
+
+
+# -- lazy vectors, cached by chunk_id + content hash -------------------------------------------
+def test_vectors_are_computed_lazily_and_only_once(store, spy):
+    ingest(store)
+    r = HybridRetriever(store, embedding_backend=spy)
+    assert spy.calls == []  # constructing embeds nothing
+    r.search("freight rates", top_k=3)
+    assert sorted(spy.embedded[:-1]) == sorted(t for t, _ in DOCS.values())
+    spy.reset()
+    r.search("freight rates", top_k=3)
+    r.search("warranty", top_k=3)
+    assert spy.calls == [["freight rates"], ["warranty"]]
+
+
+def test_a_changed_chunk_is_re_embedded_and_an_unchanged_one_is_not(store, spy):
+    ingest(store)
+    r = HybridRetriever(store, embedding_backend=spy)
+    r.search("freight", top_k=3)
+    spy.reset()
+    store.replace_doc_chunks("golf", [make_chunk("golf", 0, "Golf tournament sponsorship was cancelled.")])
+    store.replace_doc_chunks("hotel", [make_chunk("hotel", 0, DOCS["hotel"][0], metadata=DOCS["hotel"][1])])
+    r.search("freight", top_k=3)
+    # golf changed text -> embedded again; hotel has a new version but the same text -> cache hit
+    assert spy.calls == [["Golf tournament sponsorship was cancelled."], ["freight"]]
+    assert r.vector_store.versions(["golf#0", "hotel#0"]) == {"golf#0": 2, "hotel#0": 2}
+
+
+def test_cache_survives_a_new_retriever(store, sqlite_db, spy):
+    ingest(store)
+    cache = SQLiteEmbeddingCache(sqlite_db)
+    HybridRetriever(store, embedding_backend=spy, embedding_cache=cache).search("freight")
+    spy.reset()
+    fresh = HybridRetriever(store, embedding_backend=spy, embedding_cache=SQLiteEmbeddingCache(sqlite_db))
+    fresh.search("freight")
+    assert spy.calls == [["freight"]]  # every chunk vector came from the cache
+    assert fresh.vector_store.count() == len(DOCS)
+
+
+def test_cache_is_namespaced_by_model(store):
+    ingest(store)
+    cache = InMemoryEmbeddingCache()
+    a = SpyBackend(DeterministicEmbeddingBackend(dim=64))
+    b = SpyBackend(DeterministicEmbeddingBackend(dim=32))
+    HybridRetriever(store, embedding_backend=a, embedding_cache=cache).search("freight")
+    HybridRetriever(store, embedding_backend=b, embedding_cache=cache).search("freight")
+    assert len(b.embedded) == len(DOCS) + 1  # a 64-dim vector is never served to a 32-dim model
+
+
+def test_embedding_is_batched(store):
+    many = {f"d{i:03d}": (f"shipment number {i} was late", {}) for i in range(150)}
+    ingest(store, many)
+    spy = SpyBackend()
+    r = HybridRetriever(store, embedding_backend=spy, embed_batch_size=32)
+    r.search("late shipment")
+    assert [len(c) for c in spy.calls] == [32, 32, 32, 32, 22, 1]
+
+
+def test_ensure_vectors_reports_progress_and_counts(store, spy):
+    ingest(store)
+    r = HybridRetriever(store, embedding_backend=spy)
+    r.refresh()
+    seen = []
+    assert r.ensure_vectors(r.index.candidates(), progress=seen.append) == len(DOCS)
+    assert sum(seen) == len(DOCS)
+    assert r.ensure_vectors(r.index.candidates()) == 0
+
+
+# -- fusion ----------------------------------------------------------------------------------------
+def test_fused_score_is_rrf_of_the_two_legs(retriever):
+    results = retriever.search("freight congestion delays", top_k=8)
+    legs = retriever.rankings("freight congestion delays", depth=100)
+    assert set(legs) == {"bm25", "vector"}
+    expected = rrf_fuse([[cid for cid, _ in legs["bm25"]], [cid for cid, _ in legs["vector"]]], k=60)
+    for res in results:
+        assert res.scores["fused"] == pytest.approx(expected[res.chunk_id])
+        bm25 = dict(legs["bm25"]).get(res.chunk_id, 0.0)
+        vec = dict(legs["vector"]).get(res.chunk_id, 0.0)
+        assert res.scores["bm25"] == pytest.approx(bm25) and res.scores["vector"] == pytest.approx(vec)
+    assert any(res.scores["vector"] != 0.0 for res in results)
+
+
+def test_bm25_leg_equals_the_lexical_index(retriever):
+    legs = retriever.rankings("freight rates", depth=100)
+    hits = retriever.index.search(tokenize("freight rates"), top_k=100)
+    assert legs["bm25"] == [(h.chunk_id, h.score) for h in hits]
+
+
+def test_ties_are_broken_by_chunk_id(store):
+    text = "identical text about shipment delays"
+    names = ["zulu", "mike", "alpha", "kilo", "bravo"]
+    for name in names:  # inserted out of order
+        store.replace_doc_chunks(name, [make_chunk(name, 0, text)])
+    r = HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend())
+    results = r.search("shipment delays", top_k=5)
+    assert ids(results) == sorted(chunk_id_for(n, 0) for n in names)
+    assert len({res.scores["fused"] for res in results}) == 5  # RRF ranks differ, but both legs agree
+    # with a single leg the fused scores tie outright: the order is still by chunk_id
+    economy = HybridRetriever(store).search("shipment delays", top_k=3)
+    assert ids(economy) == sorted(chunk_id_for(n, 0) for n in names)[:3]
+
+
+def test_results_are_always_ordered_by_fused_then_chunk_id(retriever):
+    for query in ["freight", "shipments delayed congestion", "warranty labour", "new supplier Vietnam", "zzz"]:
+        results = retriever.search(query, top_k=8)
+        keys = [(-r.scores["fused"], r.chunk_id) for r in results]
+        assert keys == sorted(keys)
+        assert len(set(ids(results))) == len(results)
+
+
+def test_top_k(retriever, spy):
+    assert retriever.search("freight", top_k=0) == []
+    assert spy.calls == []
+    assert len(retriever.search("freight", top_k=2)) == 2
+    assert len(retriever.search("freight shipments warranty revenue", top_k=100)) <= len(DOCS)
+
+
+def test_dense_leg_ranks_every_candidate_bm25_only_its_matches(store):
+    # the dense leg compares the query with every (filtered) candidate, so it can surface
+    # chunks sharing no word with the query; BM25 only returns chunks with a matching token
+    ingest(store)
+    r = HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend())
+    r.refresh()  # search() refreshes; rankings() is the lower-level call
+    legs = r.rankings("freight", depth=100)
+    assert {cid for cid, _ in legs["vector"]} == {chunk_id_for(d, 0) for d in DOCS}
+    assert {cid for cid, _ in legs["bm25"]} == {"foxtrot#0", "hotel#0"}
+
+
+def test_a_retired_document_disappears_from_both_legs(retriever, store):
+    assert "hotel#0" in ids(retriever.search("freight rates", top_k=8))
+    store.replace_doc_chunks("hotel", [])
+    results = retriever.search("freight rates", top_k=8)
+    assert "hotel#0" not in ids(results)
+    assert "hotel#0" not in {cid for cid, _ in retriever.rankings("freight rates", depth=100)["vector"]}
+
+
+class RemoteLikeStore(InProcessVectorStore):
+    """An InProcessVectorStore that pretends to be a service (no pruning, no ids= restriction)."""
+
+    process_local = False
+
+
+def test_stale_vectors_in_a_shared_store_are_never_returned(store):
+    store.replace_doc_chunks("a", [make_chunk("a", 0, "cats purr softly"), make_chunk("a", 1, "cats meow loudly")])
+    store.replace_doc_chunks("b", [make_chunk("b", 0, "dogs bark at night")])
+    vectors = RemoteLikeStore()
+    r = HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend(), vector_store=vectors, legs=("vector",))
+    assert ids(r.search("cats meow", top_k=3))[0] == "a#1"
+    # a new version of "a" (behind the retriever's back): a#1 is gone, a#0 is about dogs now
+    store.replace_doc_chunks("a", [make_chunk("a", 0, "dogs bark at the moon")])
+    assert vectors.count() == 3  # the stale vectors are still in the shared store
+    results = r.search("cats meow", top_k=3)
+    assert "a#1" not in ids(results)
+    assert {res.chunk.version for res in results if res.chunk_id == "a#0"} <= {2}
+    assert vectors.versions(["a#0"]) == {"a#0": 2}
+    # the vector score of a#0 is that of its new text
+    backend = DeterministicEmbeddingBackend()
+    (q,), (doc,) = backend.embed_texts(["cats meow"]), backend.embed_texts(["dogs bark at the moon"])
+    expected = sum(x * y for x, y in zip(q, doc))
+    got = {res.chunk_id: res.scores["vector"] for res in results}
+    assert got.get("a#0", 0.0) == pytest.approx(expected, abs=1e-6)
+
+
+def test_refresh_prunes_stale_vectors_from_a_process_local_store(retriever):
+    import numpy as np
+
+    from ragspine.retrieval.vector.base import VectorRecord
+
+    retriever.search("freight")
+    rng = np.random.default_rng(0)
+    stale = [VectorRecord(f"gone-{i}", rng.normal(size=128), doc_id="gone", version=1) for i in range(2100)]
+    retriever.vector_store.upsert(stale)
+    assert retriever.vector_store.count() == len(DOCS) + 2100
+    results = retriever.search("freight", top_k=20)
+    assert retriever.vector_store.count() == len(DOCS)
+    assert not [r for r in results if r.chunk_id.startswith("gone-")]
+
+
+class EnglishOnly(DeterministicEmbeddingBackend):
+    languages = ("en",)
+
+
+@pytest.mark.parametrize("vector_store", [InProcessVectorStore, RemoteLikeStore])
+def test_an_old_vector_is_not_returned_when_the_new_version_gets_none(store, vector_store):
+    # v1 is English (embedded); v2 is Chinese, which the model cannot read, so v2 gets no
+    # vector and the v1 vector lingers in the store: it must never stand in for v2
+    store.replace_doc_chunks("a", [make_chunk("a", 0, "cats meow loudly at night")])
+    store.replace_doc_chunks("b", [make_chunk("b", 0, "dogs bark at the mailman")])
+    vectors = vector_store(library_id="lib-a")
+    r = HybridRetriever(store, embedding_backend=EnglishOnly(), vector_store=vectors)
+    assert r.search("cats meow", top_k=1)[0].scores["vector"] > 0.5
+    store.replace_doc_chunks("a", [make_chunk("a", 0, "猫在夜里大声地叫")])
+    results = r.search("cats meow", top_k=5)
+    assert vectors.versions(["a#0"]) == {"a#0": 1}  # the stale vector is still there
+    legs = r.rankings("cats meow", depth=10)
+    assert "a#0" not in {cid for cid, _ in legs["vector"]}
+    assert all(res.scores["vector"] == 0.0 for res in results if res.chunk_id == "a#0")

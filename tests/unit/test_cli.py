@@ -1,0 +1,462 @@
+"""The ``ragspine`` command line: ingest, query with filters and modes, bad input, atomicity."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragspine import cli
+
+RAGSPINE_BIN = Path(sys.executable).parent / "ragspine"
+
+POLICY = """---
+doc_id: kestrel/warranty
+title: Warranty policy
+topic: policy
+year: 2024
+period: 2024-Q3
+valid_as_of: 2024-07-01
+---
+# Warranty policy
+
+Gearboxes are covered for 36 months from installation.
+
+Claims are answered within five working days.
+"""
+
+RESULTS = """---
+title: Q3 results
+topic: results
+year: 2023
+---
+Revenue fell in the third quarter because gearbox deliveries slipped.
+"""
+
+SECRET = """---
+doc_id: kestrel/board
+sensitivity: restricted
+topic: results
+year: 2023
+---
+Gearbox gearbox warranty revenue: the board memo xylophonequartz.
+"""
+
+
+@pytest.fixture
+def env(monkeypatch):
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "deterministic")
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    root = tmp_path / "docs"
+    (root / "sub").mkdir(parents=True)
+    (root / "warranty.md").write_text(POLICY, encoding="utf-8")
+    (root / "sub" / "results.md").write_text(RESULTS, encoding="utf-8")
+    (root / "board.md").write_text(SECRET, encoding="utf-8")
+    (root / "ignored.bin").write_bytes(b"\x00\x01")  # not .txt/.md: skipped when walking a directory
+    return root
+
+
+@pytest.fixture
+def db(tmp_path):
+    return str(tmp_path / "cli.db")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def query_json(capsys, db: str, *args: str) -> list[dict]:
+    code, out, err = run(capsys, "--db", db, *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def active_versions(db: str) -> dict[str, tuple[int, str]]:
+    if not os.path.exists(db):
+        return {}
+    conn = sqlite3.connect(db)
+    try:
+        if not conn.execute("SELECT name FROM sqlite_master WHERE name = 'narrative_chunk'").fetchall():
+            return {}
+        rows = conn.execute(
+            "SELECT doc_id, version, group_concat(text, '|') FROM narrative_chunk WHERE active = 1 GROUP BY doc_id, version"
+        ).fetchall()
+    finally:
+        conn.close()
+    return {doc: (version, text) for doc, version, text in rows}
+
+
+def assert_one_line_error(err: str, *words: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ragspine: error:"), err
+    for word in words:
+        assert word.lower() in lines[0].lower(), (word, err)
+
+
+# -- ingest, libraries, stats, config --------------------------------------------------------------
+def test_ingest_directory_with_front_matter_and_meta(capsys, env, corpus, db):
+    code, out, err = run(capsys, "--db", db, "ingest", str(corpus), "--library", "kestrel",
+                         "--description", "Kestrel reports", "--meta", "source=handbook", "--meta", "rev=3")
+    assert code == 0, err
+    assert "ingested 3 document(s)" in out and "'kestrel'" in out
+    docs = active_versions(db)
+    assert set(docs) == {"kestrel/warranty", "sub/results.md", "kestrel/board"}
+    snippets = query_json(capsys, db, "query", "gearbox warranty", "--library", "kestrel", "--top-k", "10")
+    by_doc = {s["doc_id"]: s for s in snippets}
+    assert "kestrel/board" not in by_doc  # RESTRICTED via front matter (lower case)
+    w = by_doc["kestrel/warranty"]
+    assert w["title"] == "Warranty policy"
+    assert w["metadata"] == {"topic": "policy", "year": 2024, "period": "2024-Q3", "source": "handbook", "rev": 3}
+    assert w["valid_as_of"] == "2024-07-01"
+    assert by_doc["sub/results.md"]["title"] == "Q3 results"
+
+    code, out, _ = run(capsys, "--db", db, "libraries")
+    assert code == 0 and re.search(r"^kestrel\t3 docs\t\d+ chunks\tKestrel reports$", out, re.M)
+    code, out, _ = run(capsys, "--db", db, "stats")
+    assert code == 0 and "libraries:       1" in out and "documents:       3 active" in out
+    assert "retrieval mode:  auto" in out
+    code, out, _ = run(capsys, "--db", db, "--mode", "bm25", "stats")
+    assert code == 0 and "retrieval mode:  economy" in out and "none (economy)" in out
+
+
+def test_ingest_single_files_title_defaults_and_sensitivity(capsys, env, tmp_path, db):
+    plain = tmp_path / "notes.txt"
+    plain.write_text("Gearbox notes without front matter.\n", encoding="utf-8")
+    heading = tmp_path / "h.md"
+    heading.write_text("# Heading title\n\nGearbox body text.\n", encoding="utf-8")
+    code, out, err = run(capsys, "--db", db, "ingest", str(plain), str(heading), "--library", "lib")
+    assert code == 0, err
+    snippets = {s["doc_id"]: s for s in query_json(capsys, db, "query", "gearbox", "--top-k", "5")}
+    assert snippets["notes.txt"]["title"] == "notes"
+    assert snippets["h.md"]["title"] == "Heading title"
+    assert snippets["notes.txt"]["sensitivity"] == "INTERNAL"
+    code, _, err = run(capsys, "--db", db, "ingest", str(plain), "--library", "lib", "--sensitivity", "RESTRICTED")
+    assert code == 0, err
+    assert [s["doc_id"] for s in query_json(capsys, db, "query", "gearbox", "--top-k", "5")] == ["h.md"]
+
+
+def test_config_prints_every_setting(capsys, env, db):
+    code, out, _ = run(capsys, "--db", db, "config")
+    assert code == 0
+    assert f"RAGSPINE_CHUNK_STORE={db}\t#" in out
+    assert "RAGSPINE_EMBEDDING=deterministic" in out
+    for var in ("RAGSPINE_RETRIEVAL_MODE=auto", "RAGSPINE_LIBRARY_ROUTER=none", "RAGSPINE_VECTOR_STORE=memory"):
+        assert var in out
+
+
+def test_libraries_on_an_empty_database(capsys, env, db):
+    code, out, _ = run(capsys, "--db", db, "libraries")
+    assert code == 0 and "no libraries yet" in out
+
+
+# -- query --------------------------------------------------------------------------------------------
+@pytest.fixture
+def ingested(capsys, env, corpus, db):
+    code, _, err = run(capsys, "--db", db, "ingest", str(corpus), "--library", "kestrel")
+    assert code == 0, err
+    return corpus
+
+
+def _source_text(corpus: Path, locator: str) -> str:
+    path, _, span = locator.partition("#char=")
+    start, end = map(int, span.split(","))
+    return Path(path).read_text(encoding="utf-8")[start:end]
+
+
+@pytest.mark.parametrize("mode", ["economy", "bm25", "lexical", "hybrid", "vector", "auto"])
+def test_query_json_has_provenance_in_every_mode(capsys, ingested, db, mode):
+    snippets = query_json(capsys, db, "--mode", mode, "query", "gearbox warranty revenue", "--top-k", "10")
+    assert snippets
+    for s in snippets:
+        for key in ("text", "doc_id", "title", "source_locator", "chunk_id", "metadata", "sensitivity", "library_id"):
+            assert key in s
+        assert set(s["scores"]) == {"bm25", "vector", "fused"}
+        assert s["library_id"] == "kestrel"
+        assert s["sensitivity"].strip().upper() != "RESTRICTED"
+        assert "xylophonequartz" not in json.dumps(s)
+        assert _source_text(ingested, s["source_locator"]) == s["text"]  # points into the real file
+    if mode in ("economy", "bm25", "lexical"):
+        assert all(s["scores"]["vector"] == 0.0 for s in snippets)
+    else:
+        assert any(s["scores"]["vector"] != 0.0 for s in snippets)
+
+
+@pytest.mark.parametrize(
+    "filt,expected",
+    [
+        (("topic", "eq", "policy"), {"kestrel/warranty"}),
+        (("year", "eq", "2024"), {"kestrel/warranty"}),  # JSON value: a number
+        (("year", "eq", '"2024"'), None),  # a JSON string: matches nothing (retry without filters)
+        (("year", "in", "2022,2024"), {"kestrel/warranty"}),
+        (("year", "in", "2024"), {"kestrel/warranty"}),  # one value is a one-item list
+        (("topic", "in", "results"), {"sub/results.md"}),
+        (("year", "nin", "2024"), {"sub/results.md"}),
+        (("topic", "nin", "policy,other"), {"sub/results.md"}),
+        (("year", "between", "2023,2023"), {"sub/results.md"}),
+        (("year", "between", "[2024, 2030]"), {"kestrel/warranty"}),
+        (("period", "between", "2024-Q1,2024-Q4"), {"kestrel/warranty"}),
+        (("year", "gte", "2024"), {"kestrel/warranty"}),
+        (("year", "lt", "2024"), {"sub/results.md"}),
+        (("topic", "ne", "policy"), {"sub/results.md"}),
+        (("TOPIC", "eq", "policy"), None),  # field names are literal: no such field
+    ],
+)
+def test_query_filters(capsys, ingested, db, filt, expected):
+    snippets = query_json(capsys, db, "--mode", "economy", "query", "gearbox revenue warranty",
+                          "--filter", *filt, "--top-k", "10")
+    docs = {s["doc_id"] for s in snippets}
+    if expected is None:  # nothing matched: one retry without filters, never RESTRICTED
+        assert docs == {"kestrel/warranty", "sub/results.md"}
+    else:
+        assert docs == expected
+
+
+def test_query_several_filters_are_anded(capsys, ingested, db):
+    snippets = query_json(capsys, db, "--mode", "economy", "query", "gearbox", "--filter", "topic", "eq", "results",
+                          "--filter", "year", "lte", "2023")
+    assert {s["doc_id"] for s in snippets} == {"sub/results.md"}
+
+
+def test_query_text_output_cites(capsys, ingested, db):
+    code, out, _ = run(capsys, "--db", db, "--mode", "economy", "query", "warranty policy")
+    assert code == 0
+    assert "1. [kestrel] Warranty policy  (kestrel/warranty)" in out
+    assert re.search(r"cite: .*warranty\.md#char=\d+,\d+", out)
+    assert "xylophonequartz" not in out
+
+
+def test_query_no_match(capsys, ingested, db):
+    code, out, _ = run(capsys, "--db", db, "--mode", "economy", "query", "zebra quantum")
+    assert code == 0 and "no matching snippets" in out
+
+
+def test_query_top_k(capsys, ingested, db):
+    assert len(query_json(capsys, db, "--mode", "economy", "query", "gearbox", "--top-k", "1")) == 1
+    code, _, err = run(capsys, "--db", db, "query", "gearbox", "--top-k", "0")
+    assert code == 2
+    assert_one_line_error(err, "top-k")
+
+
+def test_query_over_several_libraries(capsys, env, corpus, tmp_path, db):
+    other = tmp_path / "other.md"
+    other.write_text("Gearbox repair claims for service partners.\n", encoding="utf-8")
+    assert run(capsys, "--db", db, "ingest", str(corpus), "--library", "a")[0] == 0
+    assert run(capsys, "--db", db, "ingest", str(other), "--library", "b")[0] == 0
+    both = query_json(capsys, db, "--mode", "economy", "query", "gearbox", "--top-k", "10")
+    assert {s["library_id"] for s in both} == {"a", "b"}
+    only_b = query_json(capsys, db, "--mode", "economy", "query", "gearbox", "--library", "b")
+    assert {s["library_id"] for s in only_b} == {"b"}
+
+
+# -- bad input: exit 2, one line naming the problem, nothing written ---------------------------------
+def _bad_files(tmp_path: Path) -> dict[str, tuple[Path, tuple[str, ...]]]:
+    binary = tmp_path / "bad" / "binary.md"
+    binary.parent.mkdir(exist_ok=True)
+    binary.write_bytes(b"PK\x03\x04\x00\x00binary")
+    latin = tmp_path / "bad" / "latin.txt"
+    latin.write_bytes("Gearbox für Kunden".encode("latin-1"))
+    empty = tmp_path / "bad" / "empty.md"
+    empty.write_text("---\ntitle: nothing\n---\n   \n", encoding="utf-8")
+    listy = tmp_path / "bad" / "listy.md"
+    listy.write_text("---\ntags: [a, b]\n---\nGearbox body.\n", encoding="utf-8")
+    yaml_bad = tmp_path / "bad" / "yaml.md"
+    yaml_bad.write_text("---\ntitle: [unclosed\n---\nGearbox body.\n", encoding="utf-8")
+    return {
+        "missing": (tmp_path / "nope" / "missing.md", ("missing.md", "no such file")),
+        "binary": (binary, ("binary.md", "binary")),
+        "non-utf8": (latin, ("latin.txt", "UTF-8")),
+        "empty": (empty, ("empty.md", "empty")),
+        "list-metadata": (listy, ("listy.md", "tags")),
+        "bad-yaml": (yaml_bad, ("yaml.md", "YAML")),
+    }
+
+
+@pytest.mark.parametrize("kind", ["missing", "binary", "non-utf8", "empty", "list-metadata", "bad-yaml"])
+def test_failed_ingest_changes_nothing(capsys, env, tmp_path, db, kind):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("Gearbox version one.\n", encoding="utf-8")
+    (root / "b.md").write_text("Warranty version one.\n", encoding="utf-8")
+    assert run(capsys, "--db", db, "ingest", str(root), "--library", "lib")[0] == 0
+    before = active_versions(db)
+    assert before == {"a.md": (1, "Gearbox version one."), "b.md": (1, "Warranty version one.")}
+
+    (root / "a.md").write_text("Gearbox version two.\n", encoding="utf-8")  # a changed good file
+    bad, words = _bad_files(tmp_path)[kind]
+    code, out, err = run(capsys, "--db", db, "ingest", str(root), str(bad), "--library", "lib")
+    assert code == 2
+    assert_one_line_error(err, *words)
+    assert active_versions(db) == before
+    texts = [s["text"] for s in query_json(capsys, db, "--mode", "economy", "query", "gearbox")]
+    assert texts == ["Gearbox version one."]
+    # the good file alone then goes in as version 2
+    assert run(capsys, "--db", db, "ingest", str(root), "--library", "lib")[0] == 0
+    assert active_versions(db)["a.md"] == (2, "Gearbox version two.")
+
+
+def test_bad_file_inside_a_directory_stops_everything(capsys, env, tmp_path, db):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("Gearbox one.\n", encoding="utf-8")
+    (root / "z.md").write_bytes(b"\xff\xfe\x00bad")
+    code, _, err = run(capsys, "--db", db, "ingest", str(root), "--library", "lib")
+    assert code == 2
+    assert_one_line_error(err, "z.md")
+    assert active_versions(db) == {}
+
+
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (("ingest", "{empty_dir}", "--library", "lib"), ("no .txt",)),
+        (("ingest", "{good}", "--library", "lib", "--meta", "novalue"), ("novalue", "KEY=VALUE")),
+        (("ingest", "{good}", "--library", "lib", "--meta", "tags=[1,2]"), ("tags",)),
+        (("ingest", "{good}", "--library", "lib", "--meta", "sensitivity=RESTRICTED"), ("sensitivity", "--sensitivity")),
+        (("ingest", "{good}", "--library", "lib", "--meta", "doc_id=other"), ("doc_id",)),
+        (("ingest", "{good}", "{good_again}", "--library", "lib"), ("good.md", "doc_id")),
+        (("query", "gearbox", "--filter", "year", "like", "3"), ("like", "operator")),
+        (("query", "gearbox", "--filter", "year", "between", "2023"), ("between",)),
+        (("query", "gearbox", "--filter", "year", "gt", "true"), ("year",)),
+        (("--mode", "turbo", "query", "gearbox"), ("turbo", "mode", "economy")),
+        (("--mode", "turbo", "ingest", "{good}", "--library", "lib"), ("turbo",)),
+        (("query", "gearbox", "--library", "nope"), ("nope", "library")),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(capsys, env, tmp_path, db, argv, words):
+    good = tmp_path / "good.md"
+    good.write_text("Gearbox text.\n", encoding="utf-8")
+    (tmp_path / "again").mkdir()
+    good_again = tmp_path / "again" / "good.md"
+    good_again.write_text("Gearbox text again.\n", encoding="utf-8")
+    empty_dir = tmp_path / "emptydir"
+    empty_dir.mkdir()
+    (empty_dir / "x.pdf").write_bytes(b"%PDF")
+    assert run(capsys, "--db", db, "ingest", str(good), "--library", "existing")[0] == 0
+    before = active_versions(db)
+    paths = {"good": str(good), "good_again": str(good_again), "empty_dir": str(empty_dir)}
+    code, out, err = run(capsys, "--db", db, *[a.format(**paths) for a in argv])
+    assert code == 2
+    assert_one_line_error(err, *words)
+    assert active_versions(db) == before
+
+
+@pytest.mark.parametrize("command", [("libraries",), ("stats",), ("query", "gearbox"), ("ingest", "{good}", "--library", "x")])
+def test_db_that_is_not_a_database(capsys, env, tmp_path, command):
+    not_db = tmp_path / "notes.md"
+    not_db.write_text("This is a text file, not SQLite. " * 20, encoding="utf-8")
+    before = not_db.read_bytes()
+    argv = [a.format(good=str(not_db)) for a in command]
+    code, _, err = run(capsys, "--db", str(not_db), *argv)
+    assert code == 2
+    assert_one_line_error(err, "notes.md", "not a database")
+    assert not_db.read_bytes() == before
+    code, _, err = run(capsys, "--db", str(not_db / "inside.db"), *argv)  # a file where a directory should be
+    assert code == 2
+    assert_one_line_error(err, "inside.db")
+    assert not_db.read_bytes() == before
+
+
+def test_query_before_any_ingest(capsys, env, db):
+    code, _, err = run(capsys, "--db", db, "query", "gearbox")
+    assert code == 2
+    assert_one_line_error(err, "ingest")
+
+
+# -- the real console script, and the default (auto = ONNX) mode ----------------------------------------
+def test_console_script_subprocess(tmp_path, corpus):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSPINE_")}
+    env["RAGSPINE_CACHE_DIR"] = str(tmp_path / "cache")
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    env["RAGSPINE_RETRIEVAL_MODE"] = "economy"
+    db = str(tmp_path / "sub.db")
+
+    def ragspine(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(RAGSPINE_BIN), "--db", db, *argv], capture_output=True, text=True, env=env, timeout=60)
+
+    ingest = ragspine("ingest", str(corpus), "--library", "k")
+    assert ingest.returncode == 0, ingest.stderr
+    assert "ingested 3 document(s)" in ingest.stdout
+    query = ragspine("query", "how long are gearboxes covered by the warranty", "--json")
+    assert query.returncode == 0, query.stderr
+    snippets = json.loads(query.stdout)
+    assert snippets[0]["doc_id"] == "kestrel/warranty"
+    assert all(s["doc_id"] != "kestrel/board" for s in snippets)
+    bad = ragspine("query", "x", "--filter", "year", "like", "1")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "like" in bad.stderr
+    missing = ragspine("ingest", str(tmp_path / "nope.md"), "--library", "k")
+    assert missing.returncode == 2 and missing.stderr.strip().count("\n") == 0 and "nope.md" in missing.stderr
+
+
+@pytest.mark.slow
+def test_default_mode_is_auto_with_the_onnx_model(capsys, corpus, db):
+    code, out, err = run(capsys, "--db", db, "ingest", str(corpus), "--library", "k")
+    assert code == 0, err
+    assert "embedded" in out  # auto = the packaged ONNX model
+    snippets = query_json(capsys, db, "query", "how long are gearboxes covered")
+    assert snippets[0]["doc_id"] == "kestrel/warranty"
+    assert any(s["scores"]["vector"] > 0 for s in snippets)
+    assert all(s["doc_id"] != "kestrel/board" for s in snippets)
+
+
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (["query", "gearbox", "--top-k", "many"], ("--top-k", "many")),
+        (["ingest", "x.md"], ("--library",)),
+        (["query", "gearbox", "--filter", "year", "eq"], ("--filter",)),
+        ([], ("COMMAND",)),
+        (["frobnicate"], ("frobnicate",)),
+    ],
+)
+def test_usage_errors_are_one_line_too(capsys, argv, words):
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "error:" in lines[0], err
+    for word in words:
+        assert word in lines[0]
+
+
+def test_help_and_version_still_exit_0(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.startswith("ragspine ")
+    with pytest.raises(SystemExit) as info:
+        cli.main(["query", "--help"])
+    assert info.value.code == 0 and "--filter" in capsys.readouterr().out
+
+
+def test_unreadable_file_is_a_one_line_error(capsys, env, tmp_path, db, monkeypatch):
+    good = tmp_path / "good.md"
+    good.write_text("Gearbox v1.\n", encoding="utf-8")
+    assert run(capsys, "--db", db, "ingest", str(good), "--library", "lib")[0] == 0
+    before = active_versions(db)
+    locked = tmp_path / "locked.md"
+    locked.write_text("Gearbox locked.\n", encoding="utf-8")
+    real = Path.read_bytes
+
+    def read_bytes(self):  # as root chmod cannot deny a read; simulate it
+        if self.name == "locked.md":
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    good.write_text("Gearbox v2.\n", encoding="utf-8")
+    code, _, err = run(capsys, "--db", db, "ingest", str(good), str(locked), "--library", "lib")
+    assert code == 2
+    assert_one_line_error(err, "locked.md", "permission denied")
+    assert active_versions(db) == before

@@ -1,0 +1,152 @@
+"""Settings: the one place RAGSPINE_* variables are read."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+
+from ragspine.config import SETTINGS, Settings, describe, load_settings
+from ragspine.errors import ConfigError
+from ragspine.retrieval.chunking.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
+from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K
+
+DEFAULTS = {
+    "vector_store": "memory",
+    "embedding_cache": "auto",
+    "embedding": "auto",
+    "embedding_backend": None,
+    "retrieval_mode": "auto",
+    "library_router": "none",
+    "filter_extractor": "none",
+    "onnx_model_dir": None,
+    "glossary": None,
+    "dense_max_unknown_share": 0.30,
+    "rrf_k": 60,
+    "candidate_k": 100,
+    "chunk_chars": 480,
+    "overlap_chars": 80,
+    "embed_batch_size": 64,
+}
+
+
+def test_defaults(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    settings = load_settings({})
+    for name, value in DEFAULTS.items():
+        assert getattr(settings, name) == value, name
+    assert settings.chunk_store == os.path.join(str(tmp_path / "data"), "ragspine", "ragspine.db")
+    assert settings.cache_dir == os.path.join(str(tmp_path / "cache"), "ragspine")
+    assert (settings.chunk_chars, settings.overlap_chars) == (DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS)
+    assert settings.rrf_k == DEFAULT_RRF_K
+    assert type(settings.rrf_k) is int and type(settings.dense_max_unknown_share) is float
+
+
+def test_default_paths_without_xdg(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings = load_settings({})
+    assert settings.chunk_store == os.path.join(str(tmp_path), ".local", "share", "ragspine", "ragspine.db")
+    assert settings.cache_dir == os.path.join(str(tmp_path), ".cache", "ragspine")
+
+
+def test_environment_overrides() -> None:
+    env = {
+        "RAGSPINE_CHUNK_STORE": "/data/My Chunks.db",
+        "RAGSPINE_VECTOR_STORE": "QDRANT",
+        "RAGSPINE_EMBEDDING_CACHE": "redis://localhost:6379/0",
+        "RAGSPINE_EMBEDDING": "ONNX",
+        "RAGSPINE_EMBEDDING_BACKEND": "deterministic",
+        "RAGSPINE_RETRIEVAL_MODE": " Economy ",
+        "RAGSPINE_LIBRARY_ROUTER": "Keyword",
+        "RAGSPINE_FILTER_EXTRACTOR": "controlled_vocab",
+        "RAGSPINE_ONNX_MODEL_DIR": "/models/MiniLM",
+        "RAGSPINE_CACHE_DIR": "/tmp/Cache",
+        "RAGSPINE_GLOSSARY": "/etc/glossary.yaml",
+        "RAGSPINE_DENSE_MAX_UNKNOWN_SHARE": "0.5",
+        "RAGSPINE_RRF_K": " 10 ",
+        "RAGSPINE_CANDIDATE_K": "250",
+        "RAGSPINE_CHUNK_CHARS": "800",
+        "RAGSPINE_OVERLAP_CHARS": "0",
+        "RAGSPINE_EMBED_BATCH_SIZE": "16",
+    }
+    s = load_settings(env)
+    assert s.chunk_store == "/data/My Chunks.db"  # paths keep their case
+    assert s.vector_store == "qdrant"  # names are lowercased
+    assert s.embedding_cache == "redis://localhost:6379/0"
+    assert s.embedding == "onnx"
+    assert s.embedding_backend == "deterministic"
+    assert s.retrieval_mode == "economy"  # and stripped
+    assert s.library_router == "keyword"
+    assert s.filter_extractor == "controlled_vocab"
+    assert s.onnx_model_dir == "/models/MiniLM"
+    assert s.cache_dir == "/tmp/Cache"
+    assert s.glossary == "/etc/glossary.yaml"
+    assert s.dense_max_unknown_share == 0.5
+    assert (s.rrf_k, s.candidate_k, s.chunk_chars, s.overlap_chars, s.embed_batch_size) == (10, 250, 800, 0, 16)
+
+
+def test_blank_values_mean_default() -> None:
+    s = load_settings({"RAGSPINE_RRF_K": "", "RAGSPINE_VECTOR_STORE": "   "})
+    assert s.rrf_k == 60 and s.vector_store == "memory"
+
+
+def test_reads_os_environ_by_default(monkeypatch) -> None:
+    monkeypatch.setenv("RAGSPINE_CANDIDATE_K", "7")
+    monkeypatch.setenv("RAGSPINE_RETRIEVAL_MODE", "bm25")
+    s = load_settings()
+    assert (s.candidate_k, s.retrieval_mode) == (7, "bm25")
+    assert load_settings({}).candidate_k == 100  # an explicit mapping is used instead
+
+
+def test_unrelated_variables_are_ignored() -> None:
+    assert load_settings({"RAGSPINE_NOT_A_SETTING": "x", "RRF_K": "3"}).rrf_k == 60
+
+
+@pytest.mark.parametrize(
+    ("var", "raw"),
+    [
+        ("RAGSPINE_RRF_K", "ten"),
+        ("RAGSPINE_CANDIDATE_K", "1.5"),
+        ("RAGSPINE_CHUNK_CHARS", "480chars"),
+        ("RAGSPINE_OVERLAP_CHARS", "0x10"),
+        ("RAGSPINE_EMBED_BATCH_SIZE", "1e3"),
+        ("RAGSPINE_DENSE_MAX_UNKNOWN_SHARE", "thirty percent"),
+    ],
+)
+def test_bad_numbers_raise_config_error_naming_the_variable(var: str, raw: str) -> None:
+    with pytest.raises(ConfigError, match=var) as info:
+        load_settings({var: raw})
+    assert raw in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_settings_are_frozen_and_replace_checks_keys() -> None:
+    s = load_settings({})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.rrf_k = 1  # type: ignore[misc]
+    t = s.replace(rrf_k=5, retrieval_mode="bm25")
+    assert (t.rrf_k, t.retrieval_mode) == (5, "bm25")
+    assert (s.rrf_k, s.retrieval_mode) == (60, "auto")  # the original is unchanged
+    assert s.replace() == s
+    with pytest.raises(ConfigError, match="no_such_setting"):
+        s.replace(no_such_setting=1)
+    with pytest.raises(ConfigError, match="bogus"):
+        s.replace(rrf_k=3, bogus=2)
+    assert s.as_dict()["rrf_k"] == 60
+
+
+def test_registry_and_describe_cover_every_field() -> None:
+    names = [f.name for f in dataclasses.fields(Settings)]
+    assert sorted(SETTINGS) == sorted(names)
+    envs = [setting.env for setting in SETTINGS.values()]
+    assert len(set(envs)) == len(envs) and all(e.startswith("RAGSPINE_") for e in envs)
+    s = load_settings({"RAGSPINE_RRF_K": "12"})
+    rows = describe(s)
+    assert len(rows) == len(names)
+    by_env = {env: (value, help_) for env, value, help_ in rows}
+    assert by_env["RAGSPINE_RRF_K"][0] == "12"
+    assert all(help_ for _, help_ in by_env.values())

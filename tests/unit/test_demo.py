@@ -1,0 +1,117 @@
+"""``ragspine demo``: cited snippets, and the RESTRICTED board memo withheld although it is the
+best lexical match."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragspine import cli
+from ragspine.config import load_settings
+from ragspine.demo import CORPUS_DIR, LIBRARIES, QUESTIONS, DemoReport, run_demo
+from ragspine.documents import read_document
+from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.stack import Stack
+
+BOARD_MEMO = "kestrel/board-memo-q3"
+
+
+def _memo_body() -> str:
+    return read_document(CORPUS_DIR / "board-memo-q3.md", CORPUS_DIR).text
+
+
+def _check_report(report: DemoReport) -> None:
+    assert report.restricted_doc == BOARD_MEMO
+    assert report.restricted_top_lexical is True
+    assert report.restricted_leaked is False
+    assert len(report.answers) == len(QUESTIONS)
+    memo_sentences = [s.strip() for s in re.split(r"(?<=[.?])\s+", _memo_body()) if len(s.strip()) > 30]
+    for question, snippets in report.answers:
+        assert snippets, question.query
+        for s in snippets:
+            assert s["doc_id"] != BOARD_MEMO and not is_restricted(s["sensitivity"])
+            assert "#char=" in s["source_locator"] and s["source_locator"].startswith("demo/corpus/")
+            path, _, span = s["source_locator"].partition("#char=")
+            start, end = map(int, span.split(","))
+            source = (CORPUS_DIR / Path(path).name).read_text(encoding="utf-8")
+            assert source[start:end] == s["text"]
+            assert not any(sentence in s["text"] for sentence in memo_sentences)
+            if question.libraries:
+                assert s["library_id"] in question.libraries
+            if question.filters:
+                assert all(s["metadata"].get(k) == v for k, v in question.filters.items())
+
+
+def test_the_corpus_has_the_restricted_memo():
+    memo = read_document(CORPUS_DIR / "board-memo-q3.md", CORPUS_DIR)
+    assert memo.doc_id == BOARD_MEMO and is_restricted(memo.sensitivity)
+    files = [f for _, fs in LIBRARIES.values() for f in fs]
+    assert all((CORPUS_DIR / f).is_file() for f in files)
+
+
+@pytest.mark.parametrize("mode", ["economy", "hybrid"])
+def test_run_demo_report(tmp_path, mode):
+    env = {"RAGSPINE_CHUNK_STORE": str(tmp_path / "demo.db"), "RAGSPINE_EMBEDDING": "deterministic",
+           "RAGSPINE_CACHE_DIR": str(tmp_path / "cache")}
+    lines: list[str] = []
+    with Stack(load_settings(env), mode=mode) as stack:
+        report = run_demo(stack, echo=lines.append)
+    _check_report(report)
+    text = "\n".join(lines)
+    assert "withheld at both exits" in text and "LEAKED" not in text
+    assert text.count("cite: demo/corpus/") >= len(QUESTIONS)
+    if mode == "economy":
+        assert report.mode.startswith("economy")
+
+
+def test_demo_command_in_process(capsys, tmp_path):
+    db = tmp_path / "kept.db"
+    code = cli.main(["--db", str(db), "--mode", "economy", "demo"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "RESTRICTED check" in out and f"best BM25 match for the first question is {BOARD_MEMO}" in out
+    assert "withheld at both exits" in out
+    assert re.search(r"cite: demo/corpus/[\w.-]+#char=\d+,\d+", out)
+    assert f"demo database: {db}" in out  # --db keeps it
+    assert "third-quarter revenue reversal" not in out  # memo text
+    assert "audit committee" not in out
+
+
+def test_ragspine_demo_subprocess(tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSPINE_")}
+    env.update({"RAGSPINE_RETRIEVAL_MODE": "economy", "RAGSPINE_CACHE_DIR": str(tmp_path / "c"),
+                "XDG_DATA_HOME": str(tmp_path / "x"), "TMPDIR": str(tmp_path)})
+    proc = subprocess.run([str(Path(sys.executable).parent / "ragspine"), "demo"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "#char=" in proc.stdout and "withheld at both exits" in proc.stdout
+    assert "audit committee" not in proc.stdout
+    assert "demo database" not in proc.stdout  # a temporary database, not kept ...
+    assert list(tmp_path.glob("ragspine-demo-*")) == []  # ... and removed
+
+
+def test_demo_keep_keeps_the_temporary_database(capsys, tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert cli.main(["--mode", "economy", "demo", "--keep"]) == 0
+    out = capsys.readouterr().out
+    (kept,) = tmp_path.glob("ragspine-demo-*/demo.db")
+    assert f"demo database: {kept}" in out
+    assert cli.main(["--mode", "economy", "demo"]) == 0
+    assert len(list(tmp_path.glob("ragspine-demo-*"))) == 1  # the second run cleaned up after itself
+
+
+@pytest.mark.slow
+def test_demo_with_the_default_onnx_mode(capsys, tmp_path):
+    code = cli.main(["--db", str(tmp_path / "onnx.db"), "demo"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "retrieval mode: auto with all-MiniLM" in out
+    assert "withheld at both exits" in out and "audit committee" not in out

@@ -1,0 +1,254 @@
+"""``Stack(settings)``: assembly from configuration, lazily, and nothing embedding-related in
+economy mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragspine.config import load_settings
+from ragspine.errors import ConfigError, MissingDependencyError
+from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
+from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
+from ragspine.retrieval.routing.routers import KeywordLibraryRouter
+from ragspine.retrieval.vector import embedding_backends
+from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache, SQLiteEmbeddingCache
+from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
+from ragspine.stack import Stack, load_glossary
+
+
+@pytest.fixture
+def settings(tmp_path):
+    def make(**env: str):
+        base = {"RAGSPINE_CHUNK_STORE": str(tmp_path / "stack.db"), "RAGSPINE_CACHE_DIR": str(tmp_path / "cache"),
+                "RAGSPINE_EMBEDDING": "deterministic"}
+        base.update(env)
+        return load_settings(base)
+
+    return make
+
+
+def fill(stack: Stack) -> None:
+    stack.ensure_library("finance", "revenue and results")
+    stack.ensure_library("support", "warranty and claims")
+    stack.index("finance").ingest_text("f1", "Revenue fell in the third quarter.", metadata={"topic": "results"})
+    stack.index("finance").ingest_text("f2", "Board memo on revenue.", sensitivity="RESTRICTED")
+    stack.index("support").ingest_text("s1", "Warranty claims rose in the third quarter.", metadata={"topic": "claims"})
+
+
+@pytest.mark.parametrize("mode", ["economy", "bm25", "lexical"])
+def test_economy_builds_no_embedding_parts(settings, mode):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE=mode)) as stack:
+        assert stack.mode.name == "economy"
+        assert stack.embedding_backend is None
+        assert stack.embedding_cache is None
+        assert stack.vector_store("finance") is None
+        fill(stack)
+        index = stack.index("finance")
+        assert index.embedding_backend is None and index.vector_store is None
+        assert [s["doc_id"] for s in stack.retriever(["finance"]).retrieve("revenue")] == ["f1"]
+
+
+def test_hybrid_builds_backend_cache_and_stores_lazily(settings):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="hybrid")) as stack:
+        assert stack._backend_built is False  # nothing built before first use
+        backend = stack.embedding_backend
+        assert isinstance(backend, DeterministicEmbeddingBackend)
+        assert stack.embedding_backend is backend
+        assert isinstance(stack.embedding_cache, SQLiteEmbeddingCache) and stack.embedding_cache.db is stack.db
+        fill(stack)
+        index = stack.index("finance")
+        assert index.embedding_backend is backend and index.vector_store is not None
+        assert stack.index("finance") is index  # one index per library
+        assert stack.index("support").vector_store is not index.vector_store
+        snippets = stack.retriever(["finance"]).retrieve("revenue third quarter")
+        assert [s["doc_id"] for s in snippets] == ["f1"] and snippets[0]["scores"]["vector"] > 0
+
+
+def test_memory_embedding_cache(settings):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="hybrid", RAGSPINE_EMBEDDING_CACHE="memory")) as stack:
+        assert isinstance(stack.embedding_cache, InMemoryEmbeddingCache)
+
+
+def test_sqlite_embedding_cache_survives_a_restart(settings, monkeypatch):
+    calls: list[int] = []
+    real = DeterministicEmbeddingBackend.embed_texts
+
+    def counting(self, texts):
+        calls.append(len(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(DeterministicEmbeddingBackend, "embed_texts", counting)
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="hybrid")) as stack:
+        fill(stack)
+        stack.index("finance").sync_vectors()
+        stack.retriever(["finance"]).retrieve("revenue")
+    first = sum(calls)
+    assert first >= 2
+    calls.clear()
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="hybrid")) as stack:
+        assert [s["doc_id"] for s in stack.retriever(["finance"]).retrieve("fell in the third quarter")] == ["f1"]
+    assert calls == [1]  # only the query: chunk vectors came from the SQLite cache
+
+
+def test_auto_mode_without_a_backend_is_economy(settings):
+    with Stack(settings(RAGSPINE_EMBEDDING="none")) as stack:
+        assert stack.mode.name == "auto"
+        assert stack.embedding_backend is None
+        fill(stack)
+        assert stack.index("finance").mode.name == "economy"
+        assert stack.retriever(["finance"]).retrieve("revenue")
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_embedding_modes_need_a_backend(settings, mode):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE=mode, RAGSPINE_EMBEDDING="none")) as stack:
+        with pytest.raises(ConfigError, match="needs an embedding backend"):
+            stack.embedding_backend
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_embedding_modes_without_the_onnx_extra_name_it(settings, monkeypatch, mode):
+    monkeypatch.setattr(embedding_backends, "onnx_available", lambda: False)
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE=mode, RAGSPINE_EMBEDDING="auto")) as stack:
+        with pytest.raises(MissingDependencyError, match="embed-onnx"):
+            stack.embedding_backend
+
+
+def test_auto_without_the_onnx_extra_falls_back_to_bm25(settings, monkeypatch):
+    monkeypatch.setattr(embedding_backends, "onnx_available", lambda: False)
+    with Stack(settings(RAGSPINE_EMBEDDING="auto")) as stack:
+        assert stack.embedding_backend is None
+        fill(stack)
+        assert stack.retriever(["finance"]).retrieve("revenue")
+
+
+def test_mode_argument_overrides_settings(settings):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="hybrid"), mode="lexical") as stack:
+        assert stack.mode.name == "economy" and stack.embedding_backend is None
+
+
+@pytest.mark.parametrize(
+    "env,words",
+    [
+        ({"RAGSPINE_VECTOR_STORE": "faiss"}, ("faiss", "memory")),
+        ({"RAGSPINE_EMBEDDING_CACHE": "memcached"}, ("memcached", "sqlite")),
+        ({"RAGSPINE_RETRIEVAL_MODE": "turbo"}, ("turbo", "economy")),
+    ],
+)
+def test_bad_settings_are_config_errors(settings, env, words):
+    with pytest.raises(ConfigError) as info:
+        Stack(settings(**env))
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_retriever_single_and_multi(settings):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy")) as stack:
+        fill(stack)
+        single = stack.retriever(["support"])
+        assert isinstance(single, NarrativeIndexRetriever) and single.library_id == "support"
+        multi = stack.retriever()
+        assert isinstance(multi, MultiIndexRetriever) and multi.router is None
+        assert sorted(multi.retrievers) == ["finance", "support"]
+        snippets = multi.retrieve("third quarter")
+        assert {(s["library_id"], s["doc_id"]) for s in snippets} == {("finance", "f1"), ("support", "s1")}
+        assert all(s["doc_id"] != "f2" for s in stack.retriever(["finance"]).retrieve("board memo revenue"))
+        dup = stack.retriever(["support", "support"])
+        assert isinstance(dup, NarrativeIndexRetriever)
+
+
+def test_retriever_uses_the_configured_router(settings):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LIBRARY_ROUTER="keyword")) as stack:
+        fill(stack)
+        multi = stack.retriever()
+        assert isinstance(multi.router, KeywordLibraryRouter)
+        assert multi.descriptions == {"finance": "revenue and results", "support": "warranty and claims"}
+        assert {s["library_id"] for s in multi.retrieve("warranty claims third quarter")} == {"support"}
+        assert {s["library_id"] for s in multi.retrieve("third quarter")} == {"finance", "support"}
+
+
+def test_llm_router_without_a_provider_is_a_config_error(settings):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LIBRARY_ROUTER="llm")) as stack:
+        fill(stack)
+        with pytest.raises(ConfigError, match="provider"):
+            stack.retriever()
+
+    class Provider:
+        def chat(self, messages, **kwargs):
+            return '["support"]'
+
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LIBRARY_ROUTER="llm"), provider=Provider()) as stack:
+        assert {s["library_id"] for s in stack.retriever().retrieve("third quarter")} == {"support"}
+
+
+def test_unknown_library_and_no_library(settings):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy")) as stack:
+        with pytest.raises(ConfigError, match="ingest"):
+            stack.retriever()
+        fill(stack)
+        with pytest.raises(ConfigError) as info:
+            stack.retriever(["finance", "nope"])
+        assert "'nope'" in str(info.value) and "finance" in str(info.value) and "support" in str(info.value)
+
+
+def test_libraries_catalog(settings):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy")) as stack:
+        fill(stack)
+        libs = {lib.library_id: lib for lib in stack.libraries()}
+        assert libs["finance"].documents == 2 and libs["support"].chunks == 1
+        assert stack.library("support").description == "warranty and claims"
+        assert stack.library("nope") is None
+
+
+def test_reingest_replaces_in_both_legs(settings):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="hybrid")) as stack:
+        fill(stack)
+        stack.index("support").ingest_text("s1", "Gearbox repairs now take five days.")
+        retriever = stack.retriever(["support"])
+        old = retriever.retrieve("warranty claims rose")
+        assert all("Warranty claims rose" not in s["text"] for s in old)  # neither leg keeps v1
+        (hit,) = retriever.retrieve("gearbox repairs")
+        assert hit["version"] == 2
+
+
+def test_glossary_setting(settings, tmp_path):
+    glossary = tmp_path / "glossary.yaml"
+    glossary.write_text("gearbox:\n  - reducer\n  - 减速器\n", encoding="utf-8")
+    assert load_glossary(str(glossary)) == {"gearbox": ["reducer", "减速器"]}
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_GLOSSARY=str(glossary))) as stack:
+        stack.ensure_library("lib")
+        stack.index("lib").ingest_text("d", "The gearbox warranty is 36 months.")
+        assert [s["doc_id"] for s in stack.retriever(["lib"]).retrieve("reducer warranty")] == ["d"]
+        assert [s["doc_id"] for s in stack.retriever(["lib"]).retrieve("reducer")] == ["d"]
+
+
+@pytest.mark.parametrize("content", ["- just\n- a list\n", "gearbox: reducer\n"])
+def test_bad_glossary_is_a_config_error(tmp_path, content):
+    path = tmp_path / "g.yaml"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ConfigError, match="RAGSPINE_GLOSSARY"):
+        load_glossary(str(path))
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_glossary(str(tmp_path / "missing.yaml"))
+
+
+def test_close_closes_the_database(settings):
+    stack = Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy"))
+    with stack:
+        fill(stack)
+    with pytest.raises(Exception):
+        stack.db.query("SELECT 1")
+
+
+def test_a_filter_over_several_libraries_only_narrows(settings):
+    """The retry without filters is for an empty answer to the whole query: a library with
+    no match must not add unfiltered chunks next to another library's matches."""
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy")) as stack:
+        fill(stack)
+        multi = stack.retriever()
+        matched = multi.retrieve("third quarter", filters={"topic": "results"})
+        assert [(s["library_id"], s["doc_id"]) for s in matched] == [("finance", "f1")]
+        # nothing matches anywhere: one retry without filters, over every library
+        fallback = multi.retrieve("third quarter", filters={"topic": "nowhere"})
+        assert {s["doc_id"] for s in fallback} == {"f1", "s1"}
+        assert all(s["doc_id"] != "f2" for s in fallback)
