@@ -1,0 +1,1 @@
+"""PostgreSQL: the versioned ChunkStore and library catalog (SQLAlchemy 2 + psycopg 3)."""

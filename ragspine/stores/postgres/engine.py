@@ -1,0 +1,66 @@
+"""Engines and connection URLs for PostgreSQL (SQLAlchemy 2 over psycopg 3, pooled)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ragspine.errors import BackendError, ConfigError, MissingDependencyError
+
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def is_postgres_url(value: str) -> bool:
+    return value.startswith(("postgresql://", "postgres://", "postgresql+psycopg://"))
+
+
+def sqlalchemy_url(url: str) -> str:
+    """``postgresql://...`` → ``postgresql+psycopg://...`` (psycopg 3)."""
+    if url.startswith("postgresql+psycopg://"):
+        return url
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    raise ConfigError(f"not a PostgreSQL URL: {url!r} (expected postgresql://user@host/db)")
+
+
+def check_schema_name(schema: str) -> str:
+    if not _SCHEMA_NAME.match(schema):
+        raise ConfigError(f"PostgreSQL schema name {schema!r} must match {_SCHEMA_NAME.pattern}")
+    return schema
+
+
+def make_engine(url: str, *, schema: str | None = None, pool_size: int = 5, max_overflow: int = 10, **kwargs: Any) -> Any:
+    """A pooled SQLAlchemy engine; ``schema`` becomes the connection's ``search_path``."""
+    try:
+        import sqlalchemy as sa
+    except ImportError:
+        raise MissingDependencyError("sqlalchemy", "pgvector", "the PostgreSQL stores") from None
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError("psycopg", "pgvector", "the PostgreSQL stores") from None
+    connect_args = dict(kwargs.pop("connect_args", {}))
+    if schema:
+        connect_args["options"] = f"-csearch_path={check_schema_name(schema)},public"
+    connect_args.setdefault("connect_timeout", 10)
+    try:
+        return sa.create_engine(
+            sqlalchemy_url(url),
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_pre_ping=True,
+            connect_args=connect_args,
+            **kwargs,
+        )
+    except Exception as exc:  # bad URL syntax and the like
+        raise ConfigError(f"cannot create a PostgreSQL engine for {redact(url)}: {exc}") from exc
+
+
+def redact(url: str) -> str:
+    """The URL with its password replaced by ``***``."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+def wrap_error(exc: Exception, url: str, doing: str) -> BackendError:
+    return BackendError(f"PostgreSQL {doing} failed at {redact(url)}: {str(exc).strip().splitlines()[0]}")

@@ -1,0 +1,66 @@
+"""Run the Alembic revisions of ``migrations/`` programmatically (``ragspine migrate``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragspine.errors import ConfigError, MissingDependencyError
+
+
+def migrations_dir() -> Path:
+    """The Alembic script directory: installed as ``ragspine._migrations``, or the
+    repository's ``migrations/`` when running from a checkout."""
+    try:
+        import ragspine._migrations as pkg  # mapped from migrations/ by pyproject.toml
+
+        return Path(pkg.__file__).parent
+    except ImportError:
+        here = Path(__file__).resolve().parents[3] / "migrations"
+        if (here / "env.py").exists():
+            return here
+        raise ConfigError("the Alembic migrations are not installed with ragspine") from None
+
+
+def alembic_config(url: str, *, schema: str | None = None) -> Any:
+    try:
+        from alembic.config import Config
+    except ImportError:
+        raise MissingDependencyError("alembic", "pgvector", "ragspine migrate") from None
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.attributes["url"] = url
+    cfg.attributes["schema"] = schema
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head", *, schema: str | None = None) -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(url, schema=schema), revision)
+
+
+def downgrade(url: str, revision: str = "base", *, schema: str | None = None) -> None:
+    from alembic import command
+
+    command.downgrade(alembic_config(url, schema=schema), revision)
+
+
+def current_revision(url: str, *, schema: str | None = None) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    engine = _plain_engine(url, schema)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn, opts={"version_table_schema": schema}).get_current_revision()
+    finally:
+        engine.dispose()
+
+
+def _plain_engine(url: str, schema: str | None) -> Any:
+    import sqlalchemy as sa
+
+    from ragspine.stores.postgres.engine import check_schema_name, sqlalchemy_url
+
+    args = {"options": f"-csearch_path={check_schema_name(schema)},public"} if schema else {}
+    return sa.create_engine(sqlalchemy_url(url), poolclass=sa.pool.NullPool, connect_args=args)
