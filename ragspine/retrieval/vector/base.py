@@ -12,8 +12,9 @@ and ``unknown_token_share(texts)`` (used by the dense gate, see ``vector/gate.py
   ties broken by ascending id; ``where`` is a :class:`MetadataFilter` over the payload
   metadata (same semantics as everywhere), ``ids`` optionally restricts the candidates. It
   does **not** drop RESTRICTED chunks: the rerank and link exits do;
-* ``delete(ids=, doc_ids=)`` returns how many vectors went; ``count(where=)``;
-  ``versions(ids)`` maps stored ids to the chunk version their vector was computed from.
+* ``delete(ids=, doc_ids=)`` returns how many vectors went; ``clear()`` deletes every vector
+  of the library; ``count(where=)``; ``versions(ids)`` maps stored ids to the chunk version
+  their vector was computed from.
 
 ``EmbeddingCache`` — vectors by key (model namespace + chunk_id + content hash, see
 :func:`embedding_key`): ``get_many(keys)`` / ``set_many(items)``. A cache never fails a
@@ -72,6 +73,8 @@ class VectorStore(Protocol):
     ) -> list[VectorHit]: ...
 
     def delete(self, ids: Sequence[str] = (), *, doc_ids: Sequence[str] = ()) -> int: ...
+
+    def clear(self) -> int: ...
 
     def count(self, where: MetadataFilter | None = None) -> int: ...
 

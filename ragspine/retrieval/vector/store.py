@@ -138,6 +138,14 @@ class InProcessVectorStore:
                 self._compact()
             return len(doomed)
 
+    def clear(self) -> int:
+        with self._lock:
+            n = len(self._row_of)
+            self._matrix = np.zeros((0, self.dim or 0), dtype=np.float32)
+            self._size = 0
+            self._ids, self._records, self._row_of = [], [], {}
+            return n
+
     def _compact(self) -> None:
         live = sorted(self._row_of.values())
         self._matrix = self._matrix[live].copy() if live else np.zeros((0, self.dim or 0), dtype=np.float32)
