@@ -6,6 +6,8 @@
     ragspine stats                           counts and the resolved stack
     ragspine config                          every RAGSPINE_* setting as resolved
     ragspine demo                            ingest a bundled corpus and answer questions
+    ragspine migrate [--url URL] [--schema S] [--revision REV] [--downgrade]
+                                             apply the PostgreSQL schema revisions (Alembic)
 
 Bad input exits with status 2 and one line on stderr naming the problem; nothing is
 written, so the previous version of every document stays active.
@@ -72,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("config", help="print every RAGSPINE_* setting as resolved")
     demo = sub.add_parser("demo", help="ingest a bundled corpus and answer questions")
     demo.add_argument("--keep", action="store_true", help="keep the demo database (printed at the end)")
+    migrate = sub.add_parser("migrate", help="apply the PostgreSQL schema revisions (Alembic)")
+    migrate.add_argument("--url", help="postgresql://... (default: RAGSPINE_CHUNK_STORE)")
+    migrate.add_argument("--schema", help="schema holding the tables (default: RAGSPINE_PG_SCHEMA, else public)")
+    migrate.add_argument("--revision", help="target revision (default: head, or base with --downgrade)")
+    migrate.add_argument("--downgrade", action="store_true", help="downgrade to --revision instead of upgrading")
     return parser
 
 
@@ -174,19 +181,25 @@ def cmd_libraries(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     with _stack(args) as stack:
         libs = stack.libraries()
-        total = stack.db.query("SELECT COUNT(*), COALESCE(SUM(active), 0) FROM narrative_chunk")[0]
-        print(f"chunk store:     {stack.settings.chunk_store}")
-        print(f"retrieval mode:  {stack.mode.name}")
-        print(f"embedding:       {stack.settings.embedding if stack.mode.uses_embeddings else 'none (economy)'}")
-        print(f"libraries:       {len(libs)}")
-        print(f"documents:       {sum(lib.documents for lib in libs)} active")
-        print(f"chunks:          {total[1]} active, {total[0]} stored (all versions)")
+        stored = sum(stack.db.chunk_store(lib.library_id).count(include_inactive=True) for lib in libs)
+        for role, value in stack.describe():
+            print(f"{role + ':':17s}{value}")
+        print(f"{'libraries:':17s}{len(libs)}")
+        print(f"{'documents:':17s}{sum(lib.documents for lib in libs)} active")
+        print(f"{'chunks:':17s}{sum(lib.chunks for lib in libs)} active, {stored} stored (all versions)")
     return 0
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    for env, value, help_text in describe(_settings(args)):
-        print(f"{env}={value}\t# {help_text}")
+    from ragspine.stack import describe_stack
+
+    settings = _settings(args)
+    for role, value in describe_stack(settings, args.mode):
+        print(f"{role + ':':17s}{value}")
+    print()
+    for env, value, help_text in describe(settings):
+        shown = "***" if value != "None" and ("KEY" in env or "PASSWORD" in env) else value
+        print(f"{env}={shown}\t# {help_text}")
     return 0
 
 
@@ -207,6 +220,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if report.restricted_leaked:
         print("ragspine: error: a RESTRICTED snippet was returned", file=sys.stderr)
         return 1
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from ragspine.stores.postgres.engine import is_postgres_url, redact
+
+    settings = _settings(args)
+    url = args.url or settings.chunk_store
+    if not is_postgres_url(url):
+        raise CliError(f"migrate needs a postgresql:// URL (--url or RAGSPINE_CHUNK_STORE), got {redact(url)!r}")
+    from ragspine.stores.postgres.migrate import migrate
+
+    schema = args.schema or getattr(settings, "pg_schema", None)
+    before, after = migrate(url, schema=schema, revision=args.revision, down=args.downgrade)
+    print(f"{redact(url)}{f' (schema {schema})' if schema else ''}: revision {before or 'base'} -> {after or 'base'}")
     return 0
 
 
@@ -244,6 +272,7 @@ _COMMANDS = {
     "stats": cmd_stats,
     "config": cmd_config,
     "demo": cmd_demo,
+    "migrate": cmd_migrate,
 }
 
 

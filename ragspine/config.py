@@ -64,7 +64,25 @@ SETTINGS: dict[str, Setting] = {
     "chunk_chars": Setting("RAGSPINE_CHUNK_CHARS", 480, "chunk budget in characters", int),
     "overlap_chars": Setting("RAGSPINE_OVERLAP_CHARS", 80, "overlap between packed chunks", int),
     "embed_batch_size": Setting("RAGSPINE_EMBED_BATCH_SIZE", 64, "texts per embedding call", int),
+    "data_dir": Setting("RAGSPINE_DATA_DIR", None, "data directory (default: $XDG_DATA_HOME/ragspine)"),
+    "pg_schema": Setting("RAGSPINE_PG_SCHEMA", None, "PostgreSQL schema for RAGSpine's tables (default: public)"),
+    "vector_exact": Setting("RAGSPINE_VECTOR_EXACT", False, "exact (brute-force) vector search in pgvector/Qdrant", bool),
+    "hnsw_ef_search": Setting("RAGSPINE_HNSW_EF_SEARCH", 100, "HNSW candidate list size (pgvector ef_search, Qdrant hnsw_ef)", int),
+    "qdrant_api_key": Setting("RAGSPINE_QDRANT_API_KEY", None, "API key of a Qdrant server"),
+    "embedding_cache_ttl": Setting("RAGSPINE_EMBEDDING_CACHE_TTL", 0, "seconds a cached vector lives in Redis (0 = no expiry)", int),
+    "redis_prefix": Setting("RAGSPINE_REDIS_PREFIX", "ragspine:", "prefix of every Redis key RAGSpine writes"),
 }
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _parse_bool(raw: str) -> bool:
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise ValueError(raw)
 
 
 @dataclass(frozen=True)
@@ -86,6 +104,13 @@ class Settings:
     chunk_chars: int
     overlap_chars: int
     embed_batch_size: int
+    data_dir: str
+    pg_schema: str | None
+    vector_exact: bool
+    hnsw_ef_search: int
+    qdrant_api_key: str | None
+    embedding_cache_ttl: int
+    redis_prefix: str
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,13 +138,15 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             values[name] = raw
             continue
         try:
-            values[name] = setting.kind(raw)
+            values[name] = _parse_bool(raw) if setting.kind is bool else setting.kind(raw)
         except ValueError:
             raise ConfigError(
                 f"{setting.env}={raw!r} is not a valid {setting.kind.__name__}"
             ) from None
+    if values["data_dir"] is None:
+        values["data_dir"] = _default_data_dir()
     if values["chunk_store"] is None:
-        values["chunk_store"] = os.path.join(_default_data_dir(), "ragspine.db")
+        values["chunk_store"] = os.path.join(values["data_dir"], "ragspine.db")
     if values["cache_dir"] is None:
         values["cache_dir"] = _default_cache_dir()
     for name in ("embedding", "retrieval_mode", "library_router", "filter_extractor", "vector_store"):
@@ -132,13 +159,15 @@ def _check_ranges(values: dict[str, Any]) -> None:
     def bad(name: str, why: str) -> ConfigError:
         return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
 
-    for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size"):
+    for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
             raise bad(name, "must be positive")
     if not 0 <= values["overlap_chars"] < values["chunk_chars"]:
         raise bad("overlap_chars", f"must be >= 0 and below RAGSPINE_CHUNK_CHARS ({values['chunk_chars']})")
     if not 0.0 <= values["dense_max_unknown_share"] <= 1.0:
         raise bad("dense_max_unknown_share", "must be within [0, 1]")
+    if values["embedding_cache_ttl"] < 0:
+        raise bad("embedding_cache_ttl", "must be >= 0")
 
 
 def describe(settings: Settings | None = None) -> list[tuple[str, str, str]]:

@@ -128,7 +128,7 @@ def test_ingest_directory_with_front_matter_and_meta(capsys, env, corpus, db):
     assert code == 0 and "libraries:       1" in out and "documents:       3 active" in out
     assert "retrieval mode:  auto" in out
     code, out, _ = run(capsys, "--db", db, "--mode", "bm25", "stats")
-    assert code == 0 and "retrieval mode:  economy" in out and "none (economy)" in out
+    assert code == 0 and "retrieval mode:  economy" in out and "none (economy mode)" in out
 
 
 def test_ingest_single_files_title_defaults_and_sensitivity(capsys, env, tmp_path, db):

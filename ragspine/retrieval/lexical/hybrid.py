@@ -43,6 +43,8 @@ from ragspine.retrieval.vector.store import InProcessVectorStore
 
 DEFAULT_CANDIDATE_K = 100
 DEFAULT_EMBED_BATCH = 64
+VECTOR_SCORE_DECIMALS = 6
+VECTOR_OVERFETCH = 16
 
 Legs = dict[str, list[tuple[str, float]]]
 
@@ -194,11 +196,17 @@ class HybridRetriever:
         local = getattr(self.vector_store, "process_local", False)
         hits = self.vector_store.query(
             qvec,
-            top_k=depth if local else depth + 16,
+            top_k=depth + VECTOR_OVERFETCH,
             where=metadata_filter,
             ids=list(active) if local else None,
         )
-        return [(h.id, h.score) for h in hits if active.get(h.id) == h.version][:depth]
+        # Similarities are compared at 1e-6: stores accumulate float32 dot products in
+        # different orders, so near-ties must not decide the ranking (ties → chunk_id).
+        ranked = sorted(
+            ((h.id, round(h.score, VECTOR_SCORE_DECIMALS)) for h in hits if active.get(h.id) == h.version),
+            key=lambda hit: (-hit[1], hit[0]),
+        )
+        return ranked[:depth]
 
     def fuse(self, legs_per_query: Iterable[Legs], *, top_k: int) -> list[RetrievalResult]:
         """RRF over every leg of every query; chunks fetched from the store, best first."""

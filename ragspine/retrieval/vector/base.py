@@ -103,3 +103,26 @@ def embedding_key(namespace: str, chunk_id: str, text: str) -> str:
 
 def to_float32(vector: Sequence[float]) -> np.ndarray:
     return np.asarray(vector, dtype=np.float32).reshape(-1)
+
+
+#: Candidates whose fast (float32 / engine) score is within this of the k-th best are
+#: re-scored with :func:`exact_cosine_scores` before the cut; float32 products of unit
+#: vectors err by far less.
+RESCORE_MARGIN = 1e-4
+
+
+def exact_cosine_scores(unit_rows: np.ndarray, unit_query: np.ndarray) -> np.ndarray:
+    """Scores of L2-normalized float32 rows against a normalized float32 query: the dot
+    product in float64, rounded to float32.
+
+    A float32 BLAS product gives a row a score that depends on its position among the rows
+    scored with it, so near-ties (common with hashing embeddings) would order differently
+    from one call, or one store, to the next. Here a score depends on the row and the query
+    only, so every store that keeps the same vectors ranks them the same way.
+    """
+    q = np.asarray(unit_query, dtype=np.float64)
+    rows = np.asarray(unit_rows, dtype=np.float32)
+    out = np.empty(len(rows), dtype=np.float32)
+    for start in range(0, len(rows), 16384):
+        out[start : start + 16384] = rows[start : start + 16384].astype(np.float64) @ q
+    return out

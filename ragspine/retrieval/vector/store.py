@@ -17,7 +17,7 @@ import numpy as np
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.retrieval.vector.base import VectorHit, VectorRecord, to_float32
+from ragspine.retrieval.vector.base import RESCORE_MARGIN, VectorHit, VectorRecord, exact_cosine_scores, to_float32
 
 __all__ = ["InProcessVectorStore", "VectorHit", "VectorRecord"]
 
@@ -104,8 +104,9 @@ class InProcessVectorStore:
             scores = self._matrix[rows] @ q
             if len(rows) > top_k:
                 kth = np.partition(scores, len(scores) - top_k)[len(scores) - top_k]
-                keep = scores >= kth
-                rows, scores = rows[keep], scores[keep]
+                keep = scores >= kth - RESCORE_MARGIN
+                rows = rows[keep]
+            scores = exact_cosine_scores(self._matrix[rows], q)  # position-independent near-ties
             ranked = sorted(zip(scores.tolist(), rows.tolist()), key=lambda sr: (-sr[0], self._ids[sr[1]]))
             hits = []
             for score, row in ranked[:top_k]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +35,23 @@ def alembic_config(url: str, *, schema: str | None = None) -> Any:
     return cfg
 
 
+#: Alembic keeps its migration context in module globals: one command at a time per process
+#: (processes are serialized by the advisory lock env.py takes).
+_ALEMBIC_LOCK = threading.Lock()
+
+
 def upgrade(url: str, revision: str = "head", *, schema: str | None = None) -> None:
     from alembic import command
 
-    command.upgrade(alembic_config(url, schema=schema), revision)
+    with _ALEMBIC_LOCK:
+        command.upgrade(alembic_config(url, schema=schema), revision)
 
 
 def downgrade(url: str, revision: str = "base", *, schema: str | None = None) -> None:
     from alembic import command
 
-    command.downgrade(alembic_config(url, schema=schema), revision)
+    with _ALEMBIC_LOCK:
+        command.downgrade(alembic_config(url, schema=schema), revision)
 
 
 def current_revision(url: str, *, schema: str | None = None) -> str | None:
@@ -64,3 +72,28 @@ def _plain_engine(url: str, schema: str | None) -> Any:
 
     args = {"options": f"-csearch_path={check_schema_name(schema)},public"} if schema else {}
     return sa.create_engine(sqlalchemy_url(url), poolclass=sa.pool.NullPool, connect_args=args)
+
+
+def migrate(url: str, *, schema: str | None = None, revision: str | None = None, down: bool = False) -> tuple[str | None, str | None]:
+    """Upgrade (default ``head``) or downgrade (default ``base``); returns the revision
+    ``(before, after)``. Alembic and driver errors become ``ConfigError`` / ``BackendError``."""
+    from ragspine.errors import RagspineError
+    from ragspine.stores.postgres.engine import wrap_error
+
+    try:
+        from alembic.util.exc import CommandError
+    except ImportError:
+        raise MissingDependencyError("alembic", "pgvector", "ragspine migrate") from None
+    try:
+        before = current_revision(url, schema=schema)
+        if down:
+            downgrade(url, revision or "base", schema=schema)
+        else:
+            upgrade(url, revision or "head", schema=schema)
+        return before, current_revision(url, schema=schema)
+    except RagspineError:
+        raise
+    except CommandError as exc:  # e.g. an unknown revision
+        raise ConfigError(f"migration failed: {exc}") from exc
+    except Exception as exc:
+        raise wrap_error(exc, url, "migration") from exc

@@ -1,0 +1,150 @@
+"""Pure conversions between :class:`Chunk` / :class:`StoredChunk` and ``ragspine_chunk`` rows.
+
+No I/O and no driver import: unit-tested without a server.
+
+Metadata lives in the JSONB column ``metadata``. It is written as JSON text (cast to
+``jsonb`` in SQL) so that its types survive the round trip exactly as they do in SQLite:
+``jsonb`` keeps numbers as ``numeric`` and prints an integral value such as ``1e16`` without
+a fraction, which would come back as an ``int``; :func:`metadata_json` therefore writes such
+floats in positional form with a ``.0`` (``10000000000000000.0``), which ``numeric`` keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from ragspine.retrieval.chunking.chunk_store import StoredChunk
+from ragspine.retrieval.chunking.chunking import Chunk
+
+#: The columns a chunk row is read with, in this order (``ingested_at`` is set by the server).
+CHUNK_COLUMNS: tuple[str, ...] = (
+    "library_id",
+    "chunk_id",
+    "doc_id",
+    "version",
+    "active",
+    "ordinal",
+    "text",
+    "title",
+    "source_locator",
+    "char_start",
+    "char_end",
+    "metadata",
+    "sensitivity",
+    "parent_id",
+    "heading",
+    "window_text",
+    "parent_locator",
+    "valid_as_of",
+    "ingested_at",
+)
+
+_TEXT_FIELDS = ("chunk_id", "doc_id", "text", "title", "source_locator", "sensitivity",
+                "parent_id", "heading", "window_text", "parent_locator")
+
+
+def _needs_fraction(value: Any) -> bool:
+    """A float that ``json`` writes with an exponent and ``jsonb`` would print as an int."""
+    return isinstance(value, float) and math.isfinite(value) and value.is_integer() and "e" in repr(value)
+
+
+def _json_scalar(value: Any) -> str:
+    return f"{int(value)}.0" if _needs_fraction(value) else json.dumps(value, ensure_ascii=False)
+
+
+def metadata_json(metadata: Mapping[str, Any]) -> str:
+    """Flat scalar metadata (already validated) → JSON text that ``jsonb`` round-trips."""
+    if not any(_needs_fraction(v) for v in metadata.values()):
+        return json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True)
+    items = sorted(metadata.items())  # 1e+16 -> 10000000000000000.0
+    return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_json_scalar(v)}" for k, v in items) + "}"
+
+
+def metadata_from_db(value: Any) -> dict[str, Any]:
+    """The ``metadata`` column as read (a dict from the driver, or JSON text) → dict."""
+    if value is None:
+        return {}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        value = bytes(value).decode("utf-8")
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, dict):
+        raise ValueError(f"chunk metadata must be a JSON object, got {type(value).__name__}")
+    return dict(value)
+
+
+def nul_field(chunk: Chunk) -> str | None:
+    """The name of a text field (or metadata key/value) holding NUL, which PostgreSQL
+    cannot store; ``None`` when there is none."""
+    for name in _TEXT_FIELDS:
+        if "\x00" in getattr(chunk, name):
+            return name
+    for key, value in chunk.metadata.items():
+        if "\x00" in key or (isinstance(value, str) and "\x00" in value):
+            return f"metadata[{key!r}]"
+    return None
+
+
+def chunk_to_row(chunk: Chunk, *, library_id: str, version: int, valid_as_of: str) -> dict[str, Any]:
+    """The insert parameters of one new (active) row; ``metadata_json`` is JSON text."""
+    return {
+        "library_id": library_id,
+        "chunk_id": chunk.chunk_id,
+        "doc_id": chunk.doc_id,
+        "version": version,
+        "active": True,
+        "ordinal": chunk.ordinal,
+        "text": chunk.text,
+        "title": chunk.title,
+        "source_locator": chunk.source_locator,
+        "char_start": chunk.char_start,
+        "char_end": chunk.char_end,
+        "metadata_json": metadata_json(chunk.metadata),
+        "sensitivity": chunk.sensitivity,
+        "parent_id": chunk.parent_id,
+        "heading": chunk.heading,
+        "window_text": chunk.window_text,
+        "parent_locator": chunk.parent_locator,
+        "valid_as_of": valid_as_of,
+    }
+
+
+def timestamp_text(value: Any) -> str:
+    """A ``timestamptz`` as SQLite's stores write it (UTC ISO-8601, microseconds); ``""``
+    for NULL."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    return str(value)
+
+
+def row_to_stored(row: Any) -> StoredChunk:
+    """A row selected with :data:`CHUNK_COLUMNS` (a mapping or a sequence) → StoredChunk."""
+    v = dict(row) if isinstance(row, Mapping) else dict(zip(CHUNK_COLUMNS, row))
+    return StoredChunk(
+        chunk_id=v["chunk_id"],
+        doc_id=v["doc_id"],
+        text=v["text"],
+        title=v["title"],
+        source_locator=v["source_locator"],
+        ordinal=int(v["ordinal"]),
+        char_start=int(v["char_start"]),
+        char_end=int(v["char_end"]),
+        metadata=metadata_from_db(v["metadata"]),
+        sensitivity=v["sensitivity"],
+        parent_id=v["parent_id"],
+        heading=v["heading"],
+        window_text=v["window_text"],
+        parent_locator=v["parent_locator"],
+        valid_as_of=v["valid_as_of"],
+        ingested_at=timestamp_text(v["ingested_at"]),
+        version=int(v["version"]),
+        active=bool(v["active"]),
+        library_id=v["library_id"],
+    )

@@ -1,0 +1,250 @@
+"""PostgreSQL: the database behind :class:`PostgresChunkStore` and the library catalog.
+
+The counterpart of ``SQLiteDatabase``: one database (optionally one schema of it) holds many
+libraries. The constructor does no I/O; the pooled engine is created on first use, and
+``init_schema()`` runs the Alembic revisions (``upgrade head``) once per instance.
+
+SQL passed to :meth:`PostgresDatabase.query` and :meth:`PostgresDatabase.execute_read` uses
+the driver's placeholders: ``%s`` with a sequence of parameters, ``%(name)s`` with a mapping.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+
+from ragspine.errors import BackendError, ConfigError
+from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, LibraryInfo, check_library_id
+from ragspine.stores.postgres.converters import timestamp_text
+from ragspine.stores.postgres.engine import check_schema_name, is_postgres_url, make_engine, redact, wrap_error
+
+if TYPE_CHECKING:
+    from ragspine.stores.postgres.chunk_store import PostgresChunkStore
+
+_HINT = "is the server running, and are the URL and credentials right? (RAGSPINE_CHUNK_STORE)"
+
+#: Advisory lock keys (64-bit, in one transaction). Order of acquisition, always:
+#: library (shared by writers, exclusive by delete_library) → document → change log.
+LOCK_LIBRARY_SQL = "hashtextextended(:library_id, 1)"
+LOCK_DOC_SQL = "hashtextextended(:doc_id, hashtextextended(:library_id, 0))"
+LOCK_CHANGES_SQL = "hashtextextended(:library_id, 2)"
+
+_LIBRARIES = """
+WITH libs AS (
+    SELECT library_id, description, created_at FROM ragspine_library
+    UNION ALL
+    SELECT DISTINCT c.library_id, '', NULL::timestamptz FROM ragspine_chunk c
+    WHERE NOT EXISTS (SELECT 1 FROM ragspine_library l WHERE l.library_id = c.library_id)
+), counts AS (
+    SELECT library_id, COUNT(DISTINCT doc_id) AS documents, COUNT(*) AS chunks
+    FROM ragspine_chunk WHERE active GROUP BY library_id
+)
+SELECT l.library_id, l.description, l.created_at,
+       COALESCE(c.documents, 0), COALESCE(c.chunks, 0)
+FROM libs l LEFT JOIN counts c ON c.library_id = l.library_id
+"""
+_ORDER = ' ORDER BY l.library_id COLLATE "C"'
+
+
+class PostgresDatabase:
+    """One PostgreSQL database (and schema): a pooled engine, the migrations, the catalog."""
+
+    def __init__(self, url: str | None = None, *, schema: str | None = None, engine: Any = None, pool_size: int = 5) -> None:
+        if engine is None and not (isinstance(url, str) and is_postgres_url(url)):
+            raise ConfigError(f"not a PostgreSQL URL: {redact(str(url))!r} (expected postgresql://user@host/db)")
+        self.url: str = url or engine.url.render_as_string(hide_password=False)
+        self.schema = check_schema_name(schema) if schema else None
+        self.pool_size = pool_size
+        self._engine = engine
+        self._owns_engine = engine is None
+        self._lock = threading.Lock()
+        self._schema_ready = False
+
+    def __repr__(self) -> str:
+        return f"PostgresDatabase({redact(self.url)!r}, schema={self.schema!r})"
+
+    @property
+    def engine(self) -> Any:
+        """The pooled SQLAlchemy engine (created on first use; no connection until then)."""
+        if self._engine is None:
+            with self._lock:
+                if self._engine is None:
+                    self._engine = make_engine(self.url, schema=self.schema, pool_size=self.pool_size)
+        return self._engine
+
+    def error(self, exc: Exception, doing: str) -> BackendError:
+        """``exc`` as a :class:`BackendError` naming the (redacted) URL, with a hint for
+        connection failures."""
+        import sqlalchemy as sa
+
+        err = wrap_error(exc, self.url, doing)
+        if isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.TimeoutError)):
+            err = BackendError(f"{err}; {_HINT}")
+        return err
+
+    def init_schema(self) -> None:
+        """Run the Alembic revisions up to ``head`` (once per instance; idempotent)."""
+        if self._schema_ready:
+            return
+        from ragspine.stores.postgres.migrate import upgrade
+
+        with self._lock:
+            if self._schema_ready:
+                return
+            try:
+                upgrade(self.url, "head", schema=self.schema)
+            except BackendError:
+                raise
+            except Exception as exc:
+                raise self.error(exc, "migration (alembic upgrade head)") from exc
+            self._schema_ready = True
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """``with db.transaction() as conn:`` — one transaction, committed on success.
+
+        Driver errors become :class:`BackendError`, except ``IntegrityError`` and
+        ``DataError`` (bad input: the caller maps them) and errors raised by the caller.
+        """
+        import sqlalchemy as sa
+
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except (sa.exc.IntegrityError, sa.exc.DataError):
+            raise
+        except sa.exc.SQLAlchemyError as exc:
+            raise self.error(exc, "write") from exc
+
+    def read(self, statement: Any, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """Run one SQLAlchemy statement (Core or ``text()``) and return its rows."""
+        import sqlalchemy as sa
+
+        try:
+            with self.engine.connect() as conn:
+                return list(conn.execute(statement, params or {}).all())
+        except sa.exc.SQLAlchemyError as exc:
+            raise self.error(exc, "query") from exc
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement of driver SQL (``%s`` placeholders) in its own transaction."""
+        import sqlalchemy as sa
+
+        try:
+            with self.engine.begin() as conn, conn.connection.driver_connection.cursor() as cur:
+                cur.execute(sql, _driver_params(params))  # no params: a literal % needs no escaping
+                return [tuple(r) for r in cur.fetchall()] if cur.description else []
+        except sa.exc.SQLAlchemyError as exc:
+            raise self.error(exc, "query") from exc
+        except Exception as exc:  # the driver's own errors (psycopg.Error, bad placeholders)
+            raise BackendError(f"PostgreSQL query failed at {redact(self.url)}: {str(exc).strip().splitlines()[0]}") from exc
+
+    def execute_read(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one read-only statement; any write (or a second statement) raises BackendError.
+
+        The statement runs alone in a ``READ ONLY`` transaction that is always rolled back
+        (so ``set_config`` and the like do not outlive it), as a prepared statement (so
+        ``SELECT 1; DELETE ...`` is refused), and session advisory locks it took are released.
+        """
+        import sqlalchemy as sa
+
+        try:
+            with self.engine.connect() as conn:
+                raw = conn.connection.driver_connection
+                try:
+                    with raw.cursor() as cur:
+                        cur.execute("SET TRANSACTION READ ONLY")
+                        cur.execute(sql, _driver_params(params), prepare=True)
+                        rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
+                except Exception as exc:
+                    raise BackendError(f"read-only query refused or failed: {str(exc).strip().splitlines()[0]}") from exc
+                finally:
+                    raw.rollback()
+                    with raw.cursor() as cur:
+                        cur.execute("SELECT pg_advisory_unlock_all()")
+                    raw.rollback()
+                return rows
+        except BackendError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, sa.exc.SQLAlchemyError):
+                raise self.error(exc, "read-only query") from exc
+            raise BackendError(f"read-only query failed at {redact(self.url)}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the pool's connections (an engine passed in is left to its owner)."""
+        if self._engine is not None and self._owns_engine:
+            self._engine.dispose()
+
+    # -- catalog ------------------------------------------------------------------------
+    def chunk_store(self, library_id: str = DEFAULT_LIBRARY_ID) -> "PostgresChunkStore":
+        from ragspine.stores.postgres.chunk_store import PostgresChunkStore
+
+        return PostgresChunkStore(self, library_id=library_id)
+
+    def ensure_library(self, library_id: str, description: str | None = None, tenant_id: str | None = None) -> LibraryInfo:
+        """Create the library if new; a given ``description`` replaces the old one. A library
+        belongs to one tenant: claiming one that another tenant owns raises ConfigError."""
+        import sqlalchemy as sa
+
+        check_library_id(library_id)
+        self.init_schema()
+        params = {"library_id": library_id, "description": description or "", "tenant_id": tenant_id or ""}
+        with self.transaction() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO ragspine_library (library_id, description, tenant_id)"
+                " VALUES (:library_id, :description, :tenant_id) ON CONFLICT (library_id) DO NOTHING"
+            ), params)
+            (owner,) = conn.execute(sa.text(
+                "SELECT tenant_id FROM ragspine_library WHERE library_id = :library_id FOR UPDATE"
+            ), params).one()
+            if tenant_id and owner and owner != tenant_id:
+                raise ConfigError(f"library {library_id!r} belongs to another tenant")
+            if tenant_id and not owner:
+                conn.execute(sa.text("UPDATE ragspine_library SET tenant_id = :tenant_id WHERE library_id = :library_id"), params)
+            if description is not None:
+                conn.execute(sa.text("UPDATE ragspine_library SET description = :description WHERE library_id = :library_id"), params)
+        info = self.get_library(library_id)
+        assert info is not None
+        return info
+
+    def get_library(self, library_id: str) -> LibraryInfo | None:
+        import sqlalchemy as sa
+
+        self.init_schema()
+        rows = self.read(sa.text(_LIBRARIES + " WHERE l.library_id = :library_id"), {"library_id": library_id})
+        return _library_info(rows[0]) if rows else None
+
+    def list_libraries(self) -> list[LibraryInfo]:
+        """Every library: catalog rows, and libraries that only have chunks."""
+        import sqlalchemy as sa
+
+        self.init_schema()
+        return [_library_info(row) for row in self.read(sa.text(_LIBRARIES + _ORDER))]
+
+    def delete_library(self, library_id: str) -> bool:
+        """Delete a library's chunks and catalog row (waits for its running replaces)."""
+        import sqlalchemy as sa
+
+        self.init_schema()
+        params = {"library_id": library_id}
+        with self.transaction() as conn:
+            conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({LOCK_LIBRARY_SQL})"), params)
+            n_chunks = conn.execute(sa.text("DELETE FROM ragspine_chunk WHERE library_id = :library_id"), params).rowcount
+            n_lib = conn.execute(sa.text("DELETE FROM ragspine_library WHERE library_id = :library_id"), params).rowcount
+            conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({LOCK_CHANGES_SQL})"), params)
+            conn.execute(sa.text(
+                "INSERT INTO ragspine_change (library_id, doc_id, version) VALUES (:library_id, '', 0)"
+            ), params)
+        return bool(n_chunks or n_lib)
+
+
+def _library_info(row: Sequence[Any]) -> LibraryInfo:
+    return LibraryInfo(row[0], row[1] or "", timestamp_text(row[2]), int(row[3]), int(row[4]))
+
+
+def _driver_params(params: Sequence[Any] | Mapping[str, Any] | None) -> Any:
+    if not params:
+        return None  # the driver parses no placeholders
+    return dict(params) if isinstance(params, Mapping) else tuple(params)

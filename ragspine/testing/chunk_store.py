@@ -1,0 +1,197 @@
+"""``ChunkStoreConformance``: the ChunkStore contract, one mixin per capability.
+
+Fixture needed: ``chunk_store_factory`` — ``factory(library_id) -> ChunkStore``; every store a
+factory returns lives in one fresh namespace (so two libraries share tables but not rows).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import pytest
+
+from ragspine.errors import BackendError, IngestError, RagspineError
+from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.chunking.chunking import Chunk, chunk_id_for
+
+Factory = Callable[[str], ChunkStore]
+
+
+def doc(doc_id: str, *texts: str, **fields: Any) -> list[Chunk]:
+    return [
+        Chunk(chunk_id=chunk_id_for(doc_id, i), doc_id=doc_id, text=t, ordinal=i, **fields)
+        for i, t in enumerate(texts)
+    ]
+
+
+def active(store: ChunkStore, doc_id: str | None = None) -> list[tuple[str, str, int]]:
+    return [(c.chunk_id, c.text, c.version) for c in store.iter_chunks(doc_id=doc_id)]
+
+
+class ChunkStoreVersioningTests:
+    def test_replace_writes_a_new_version_and_retires_the_old(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-v")
+        store.init_schema()
+        store.init_schema()  # idempotent
+        assert store.replace_doc_chunks("d", doc("d", "one", "two", "three")) == 3
+        assert store.replace_doc_chunks("d", doc("d", "uno", "dos"), valid_as_of="2024-01-01") == 2
+        assert active(store, "d") == [("d#0", "uno", 2), ("d#1", "dos", 2)]
+        every = store.iter_chunks(doc_id="d", include_inactive=True)
+        assert sorted((c.chunk_id, c.version, c.active) for c in every) == [
+            ("d#0", 1, False), ("d#0", 2, True), ("d#1", 1, False), ("d#1", 2, True), ("d#2", 1, False)
+        ]
+        assert {c.valid_as_of for c in store.iter_chunks(doc_id="d")} == {"2024-01-01"}
+        assert store.count() == 2 and store.count(include_inactive=True) == 5
+
+    def test_reingest_is_idempotent_and_empty_list_retires(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-v")
+        store.replace_doc_chunks("d", doc("d", "a", "b"))
+        store.replace_doc_chunks("d", doc("d", "a", "b"))
+        assert [(cid, text) for cid, text, _ in active(store, "d")] == [("d#0", "a"), ("d#1", "b")]
+        assert store.replace_doc_chunks("d", []) == 0
+        assert active(store, "d") == [] and store.doc_ids() == []
+        store.replace_doc_chunks("d", doc("d", "back"))
+        assert [t for _, t, _ in active(store, "d")] == ["back"]
+        versions = [c.version for c in store.iter_chunks(doc_id="d", include_inactive=True)]
+        assert max(versions) == 4  # two replaces, a retirement (it counts), the return
+
+    def test_stored_chunk_round_trips_every_field(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-v")
+        meta = {"topic": "results", "year": 2024, "ratio": 0.25, "final": True, "note": None, "名前": "值 'q'"}
+        chunk = Chunk(
+            chunk_id="d#0", doc_id="d", text="text ü 中文", title="T", source_locator="d#char=0,9",
+            ordinal=0, char_start=0, char_end=9, metadata=meta, sensitivity="RESTRICTED",
+            parent_id="p", heading="H", window_text="window", parent_locator="d#char=0,20",
+        )
+        store.replace_doc_chunks("d", [chunk])
+        (got,) = store.get_chunks(["d#0"])
+        for name in ("chunk_id", "doc_id", "text", "title", "source_locator", "ordinal", "char_start", "char_end",
+                     "sensitivity", "parent_id", "heading", "window_text", "parent_locator"):
+            assert getattr(got, name) == getattr(chunk, name), name
+        assert dict(got.metadata) == meta
+        assert [type(got.metadata[k]) for k in ("year", "ratio", "final")] == [int, float, bool]
+        assert got.active and got.version == 1 and got.ingested_at
+
+
+class ChunkStorePrefilterTests:
+    def test_iter_chunks_is_an_and_prefilter(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-f")
+        store.replace_doc_chunks("a", doc("a", "x", metadata={"entity": "ACME", "period": "2024-Q3", "language": "en"}))
+        store.replace_doc_chunks("b", doc("b", "y", metadata={"entity": "ACME", "period": "2024-Q2"}))
+        store.replace_doc_chunks("c", doc("c", "z", metadata={"entity": "OTHER", "topic": "t", "geography": "EU"}))
+        assert [c.doc_id for c in store.iter_chunks(entity="ACME")] == ["a", "b"]
+        assert [c.doc_id for c in store.iter_chunks(entity="ACME", period="2024-Q3")] == ["a"]
+        assert [c.doc_id for c in store.iter_chunks(topic="t", geography="EU")] == ["c"]
+        assert [c.doc_id for c in store.iter_chunks(language="en")] == ["a"]
+        assert store.iter_chunks(entity="ACME", topic="t") == []
+        assert [c.doc_id for c in store.iter_chunks(doc_id="b")] == ["b"]
+
+    def test_get_chunks_keeps_the_order_asked_and_skips_inactive(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-f")
+        store.replace_doc_chunks("a", doc("a", "a0", "a1"))
+        store.replace_doc_chunks("b", doc("b", "b0"))
+        store.replace_doc_chunks("a", doc("a", "a0 new"))
+        got = store.get_chunks(["b#0", "a#1", "nope", "a#0"])
+        assert [(c.chunk_id, c.text) for c in got] == [("b#0", "b0"), ("a#0", "a0 new")]
+        assert store.doc_ids() == ["a", "b"]
+
+
+class ChunkStoreIsolationTests:
+    def test_libraries_never_see_each_other(self, chunk_store_factory: Factory) -> None:
+        one, two = chunk_store_factory("tenant-1"), chunk_store_factory("tenant-2")
+        one.replace_doc_chunks("d", doc("d", "secret of one"))
+        two.replace_doc_chunks("d", doc("d", "secret of two"))
+        assert active(one) == [("d#0", "secret of one", 1)]
+        assert active(two) == [("d#0", "secret of two", 1)]
+        two.replace_doc_chunks("d", [])
+        assert active(one) == [("d#0", "secret of one", 1)]
+        assert [c.text for c in one.get_chunks(["d#0"])] == ["secret of one"]
+        assert one.count() == 1 and two.count() == 0
+        assert all(c.library_id == "tenant-1" for c in one.iter_chunks(include_inactive=True))
+
+    def test_adversarial_ids_and_values_stay_data(self, chunk_store_factory: Factory) -> None:
+        store, other = chunk_store_factory("lib' OR '1'='1"), chunk_store_factory("victim")
+        other.replace_doc_chunks("v", doc("v", "victim text"))
+        nasty = "x'); DROP TABLE ragspine_chunk; --"
+        store.replace_doc_chunks(nasty, doc(nasty, "a" * 20000, metadata={"k'--": "OR 1=1", "🙂": "名前"}))
+        (got,) = store.iter_chunks(doc_id=nasty)
+        assert len(got.text) == 20000 and got.metadata == {"k'--": "OR 1=1", "🙂": "名前"}
+        assert store.iter_chunks(entity="' OR 1=1 --") == []
+        assert active(other) == [("v#0", "victim text", 1)]
+
+
+class ChunkStoreChangeLogTests:
+    def test_every_replace_appends_one_change(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-c")
+        start = store.change_seq()
+        assert store.changes_since(start) == (start, [])
+        store.replace_doc_chunks("a", doc("a", "x"))
+        store.replace_doc_chunks("b", doc("b", "y"))
+        store.replace_doc_chunks("a", [])
+        seq, docs = store.changes_since(start)
+        assert seq == store.change_seq() > start and docs == ["a", "b"]
+        assert store.changes_since(seq) == (seq, [])
+        other = chunk_store_factory("lib-c2")
+        other.replace_doc_chunks("z", doc("z", "q"))
+        assert store.changes_since(seq) == (seq, [])
+
+
+class ChunkStoreAtomicityTests:
+    def test_a_failed_replace_leaves_the_previous_version_active(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-a")
+        store.replace_doc_chunks("d", doc("d", "v1"))
+        bad_inputs = [
+            doc("other", "wrong doc id"),
+            doc("d", "x") + doc("d", "dup"),  # the same chunk id twice
+            [Chunk(chunk_id="d#0", doc_id="d", text="x", metadata={"list": [1, 2]})],  # type: ignore[dict-item]
+        ]
+        for chunks in bad_inputs:
+            with pytest.raises(IngestError):
+                store.replace_doc_chunks("d", chunks)
+            assert active(store, "d") == [("d#0", "v1", 1)]
+
+    def test_concurrent_replaces_of_one_document_serialize(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-a")
+        store.replace_doc_chunks("d", doc("d", "start"))
+        errors: list[BaseException] = []
+
+        def writer(tag: str) -> None:
+            try:
+                for i in range(8):
+                    store.replace_doc_chunks("d", doc("d", *[f"{tag}{i}-{j}" for j in range(1 + i % 3)]))
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(t,)) for t in "xy"]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        rows = store.iter_chunks(doc_id="d")
+        assert len({c.version for c in rows}) == 1
+        every = store.iter_chunks(doc_id="d", include_inactive=True)
+        assert max(c.version for c in every) == 17
+
+
+class ChunkStoreReadOnlyTests:
+    def test_execute_read_reads_and_refuses_writes(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-r")
+        store.replace_doc_chunks("d", doc("d", "x"))
+        assert [tuple(r) for r in store.execute_read("SELECT 1")] == [(1,)]
+        with pytest.raises((BackendError, RagspineError)):
+            store.execute_read("CREATE TABLE conformance_probe (x INTEGER)")
+        store.replace_doc_chunks("d", doc("d", "still writable"))
+        assert active(store, "d") == [("d#0", "still writable", 2)]
+
+
+class ChunkStoreConformance(
+    ChunkStoreVersioningTests,
+    ChunkStorePrefilterTests,
+    ChunkStoreIsolationTests,
+    ChunkStoreChangeLogTests,
+    ChunkStoreAtomicityTests,
+    ChunkStoreReadOnlyTests,
+):
+    """Every ChunkStore capability; needs the ``chunk_store_factory`` fixture."""

@@ -1,0 +1,51 @@
+"""``EmbeddingCacheConformance``: the EmbeddingCache contract.
+
+Fixture needed: ``embedding_cache`` — an empty cache in its own namespace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragspine.retrieval.vector.base import EmbeddingCache, embedding_key
+
+
+class EmbeddingCacheRoundTripTests:
+    def test_vectors_round_trip_as_exact_float32(self, embedding_cache: EmbeddingCache) -> None:
+        rng = np.random.default_rng(1)
+        items = {embedding_key("m@8", f"d#{i}", f"text {i}"): rng.normal(size=8).astype(np.float32) for i in range(5)}
+        embedding_cache.set_many(items)
+        got = embedding_cache.get_many(list(items))
+        for (key, want), vec in zip(items.items(), got):
+            assert vec is not None and vec.dtype == np.float32, key
+            assert np.array_equal(vec, want), key
+
+    def test_missing_keys_are_none_in_the_order_asked(self, embedding_cache: EmbeddingCache) -> None:
+        key = embedding_key("m@2", "d#0", "t")
+        embedding_cache.set_many({key: np.array([1.0, 2.0], dtype=np.float32)})
+        got = embedding_cache.get_many(["nope", key, "nope", key])
+        assert got[0] is None and got[2] is None
+        assert np.array_equal(got[1], [1.0, 2.0]) and np.array_equal(got[3], [1.0, 2.0])
+
+    def test_the_unreadable_marker_round_trips(self, embedding_cache: EmbeddingCache) -> None:
+        key = embedding_key("m@2", "zh#0", "中文")
+        embedding_cache.set_many({key: np.zeros(0, dtype=np.float32)})
+        (got,) = embedding_cache.get_many([key])
+        assert got is not None and got.size == 0
+
+    def test_overwrite_and_large_batches(self, embedding_cache: EmbeddingCache) -> None:
+        keys = [embedding_key("m@4", f"d#{i}", "x") for i in range(2500)]
+        embedding_cache.set_many({k: np.full(4, i, dtype=np.float32) for i, k in enumerate(keys)})
+        embedding_cache.set_many({keys[0]: np.full(4, -1, dtype=np.float32)})
+        got = embedding_cache.get_many(keys)
+        assert all(v is not None for v in got)
+        assert got[0][0] == -1 and got[2499][0] == 2499
+
+    def test_a_changed_text_is_a_different_key(self, embedding_cache: EmbeddingCache) -> None:
+        old, new = embedding_key("m@2", "d#0", "old text"), embedding_key("m@2", "d#0", "new text")
+        embedding_cache.set_many({old: np.ones(2, dtype=np.float32)})
+        assert embedding_cache.get_many([new]) == [None]
+
+
+class EmbeddingCacheConformance(EmbeddingCacheRoundTripTests):
+    """Every EmbeddingCache capability; needs the ``embedding_cache`` fixture."""

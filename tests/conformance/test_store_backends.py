@@ -1,0 +1,94 @@
+"""One conformance suite (``ragspine.testing``), run against every store backend.
+
+ChunkStore: SQLite, PostgreSQL 18 + pgvector, PostgreSQL 15 without pgvector.
+VectorStore (exact search): in-process, pgvector, Qdrant local mode, Qdrant server.
+EmbeddingCache: in-memory LRU, SQLite table, Redis.
+Backends come from tests/backends.py (URL variable → testcontainers → local server); in CI
+(RAGSPINE_REQUIRE_BACKENDS=1) a missing PostgreSQL, pgvector, Redis or Qdrant-local fails.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache, SQLiteEmbeddingCache
+from ragspine.retrieval.vector.store import InProcessVectorStore
+from ragspine.testing import ChunkStoreConformance, EmbeddingCacheConformance, VectorStoreConformance
+from tests import backends
+
+
+@pytest.fixture(params=["sqlite", "postgresql18", "postgresql15"])
+def chunk_store_factory(request, tmp_path):
+    if request.param == "sqlite":
+        db = SQLiteDatabase(tmp_path / "chunks.db")
+    else:
+        from ragspine.stores.postgres.database import PostgresDatabase
+
+        url, schema = request.getfixturevalue("pg_schema" if request.param == "postgresql18" else "pg15_schema")
+        db = PostgresDatabase(url, schema=schema)
+    db.init_schema()
+    yield db.chunk_store
+    db.close()
+
+
+class TestChunkStoreBackends(ChunkStoreConformance):
+    pass
+
+
+@pytest.fixture(params=["memory", "pgvector", "qdrant-local", "qdrant-server"])
+def vector_store_factory(request):
+    if request.param == "memory":
+        yield lambda library_id, dim: InProcessVectorStore(library_id=library_id, dim=dim)
+        return
+    if request.param == "pgvector":
+        from ragspine.stores.pgvector.store import PgVectorStore
+        from ragspine.stores.postgres.database import PostgresDatabase
+
+        url, schema = request.getfixturevalue("pg_schema")
+        db = PostgresDatabase(url, schema=schema)
+        db.init_schema()
+        yield lambda library_id, dim: PgVectorStore(
+            db.engine, library_id=library_id, model_id="conformance", dim=dim, schema=schema, exact=True
+        )
+        db.close()
+        return
+    from ragspine.stores.qdrant.client import make_qdrant_client
+    from ragspine.stores.qdrant.store import QdrantVectorStore
+
+    if request.param == "qdrant-local":
+        client = request.getfixturevalue("qdrant_local_client")
+    else:
+        client = make_qdrant_client(request.getfixturevalue("qdrant_server_url"))
+    prefix = backends.collection_prefix()
+    yield lambda library_id, dim: QdrantVectorStore(
+        client, library_id=library_id, model_id="conformance", dim=dim, collection_prefix=prefix, exact=True
+    )
+    for collection in client.get_collections().collections:
+        if collection.name.startswith(prefix):
+            client.delete_collection(collection.name)
+
+
+class TestVectorStoreBackends(VectorStoreConformance):
+    pass
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def embedding_cache(request, tmp_path):
+    if request.param == "memory":
+        yield InMemoryEmbeddingCache()
+    elif request.param == "sqlite":
+        db = SQLiteDatabase(tmp_path / "cache.db")
+        yield SQLiteEmbeddingCache(db)
+        db.close()
+    else:
+        from ragspine.stores.redis_cache import RedisEmbeddingCache
+
+        url, prefix = request.getfixturevalue("redis_namespace")
+        cache = RedisEmbeddingCache(url, prefix=prefix)
+        yield cache
+        cache.close()
+
+
+class TestEmbeddingCacheBackends(EmbeddingCacheConformance):
+    pass
