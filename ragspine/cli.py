@@ -74,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("config", help="print every RAGSPINE_* setting as resolved")
     demo = sub.add_parser("demo", help="ingest a bundled corpus and answer questions")
     demo.add_argument("--keep", action="store_true", help="keep the demo database (printed at the end)")
+    demo.add_argument(
+        "--stack", action="store_true",
+        help="run on the configured stores (RAGSPINE_CHUNK_STORE, ...) instead of a temporary SQLite file",
+    )
     migrate = sub.add_parser("migrate", help="apply the PostgreSQL schema revisions (Alembic)")
     migrate.add_argument("--url", help="postgresql://... (default: RAGSPINE_CHUNK_STORE)")
     migrate.add_argument("--schema", help="schema holding the tables (default: RAGSPINE_PG_SCHEMA, else public)")
@@ -206,6 +210,10 @@ def cmd_config(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ragspine.demo import run_demo
 
+    if args.stack:
+        with _stack(args) as stack:
+            report = run_demo(stack)
+        return 1 if report.restricted_leaked else 0
     tmpdir = None if args.db else tempfile.mkdtemp(prefix="ragspine-demo-")
     workdir = args.db or f"{tmpdir}/demo.db"
     stack_args = argparse.Namespace(db=workdir, mode=args.mode)

@@ -115,3 +115,21 @@ def test_demo_with_the_default_onnx_mode(capsys, tmp_path):
     assert code == 0, err
     assert "retrieval mode: auto with all-MiniLM" in out
     assert "withheld at both exits" in out and "audit committee" not in out
+
+
+def test_demo_stack_runs_on_the_configured_stores(capsys, tmp_path, monkeypatch):
+    """`ragspine demo --stack` writes into the configured chunk store (what compose's demo runs)."""
+    from ragspine import cli
+    from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+
+    db_path = tmp_path / "configured.db"
+    monkeypatch.setenv("RAGSPINE_CHUNK_STORE", str(db_path))
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "deterministic")
+    assert cli.main(["demo", "--stack"]) == 0
+    out = capsys.readouterr().out
+    assert "#char=" in out and "withheld at both exits" in out
+    db = SQLiteDatabase(db_path)
+    try:
+        assert {lib.library_id for lib in db.list_libraries()} == {"kestrel-reports", "kestrel-china"}
+    finally:
+        db.close()
