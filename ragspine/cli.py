@@ -27,7 +27,11 @@ from ragspine import __version__
 from ragspine.config import describe, load_settings
 from ragspine.documents import RESERVED_KEYS
 from ragspine.errors import RagspineError
-from ragspine.retrieval.filtering.filters import OPERATORS, FilterCondition, MetadataFilter
+from ragspine.retrieval.filtering.filters import (
+    OPERATORS,
+    FilterCondition,
+    MetadataFilter,
+)
 from ragspine.retrieval.mode import RETRIEVAL_MODES
 
 EXIT_USAGE = 2

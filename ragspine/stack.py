@@ -14,12 +14,20 @@ from ragspine.config import Settings, load_settings
 from ragspine.errors import ConfigError, MissingDependencyError
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
-from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, NarrativeRetriever
+from ragspine.retrieval.link.narrative_link import (
+    NarrativeIndexRetriever,
+    NarrativeRetriever,
+)
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.routing.routers import make_library_router
-from ragspine.retrieval.vector.base import EmbeddingBackend, EmbeddingCache, VectorStore, model_namespace
+from ragspine.retrieval.vector.base import (
+    EmbeddingBackend,
+    EmbeddingCache,
+    VectorStore,
+    model_namespace,
+)
 from ragspine.retrieval.vector.gate import DenseGate
 from ragspine.stores.registry import (
     make_qdrant_client_for,
@@ -28,6 +36,7 @@ from ragspine.stores.registry import (
     parse_embedding_cache,
     parse_vector_store,
 )
+
 
 class Stack:
     """See the module docstring. Close it when done (``with Stack() as stack:``)."""

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.retrieval.sensitivity import is_restricted
 
 CORPUS_DIR = Path(__file__).parent / "corpus"
 

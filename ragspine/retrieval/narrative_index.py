@@ -19,7 +19,11 @@ from ragspine.retrieval.chunking.chunking import (
     chunk_document,
 )
 from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K
-from ragspine.retrieval.lexical.hybrid import DEFAULT_CANDIDATE_K, HybridRetriever, combine_filters
+from ragspine.retrieval.lexical.hybrid import (
+    DEFAULT_CANDIDATE_K,
+    HybridRetriever,
+    combine_filters,
+)
 from ragspine.retrieval.lexical.index import LexicalIndex, default_index_text
 from ragspine.retrieval.lexical.rewrite import QueryRewriter
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode

@@ -9,12 +9,23 @@ from typing import Any, Callable, Sequence
 import pytest
 
 from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
-from ragspine.retrieval.filtering.filters import OPERATORS, FilterCondition, MetadataFilter, metadata_of
+from ragspine.retrieval.filtering.filters import (
+    OPERATORS,
+    FilterCondition,
+    MetadataFilter,
+    metadata_of,
+)
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
-from tests.conformance.conftest import QUERY, assert_no_restricted, ingest, library_a_docs, library_b_docs
+from tests.conformance.conftest import (
+    QUERY,
+    assert_no_restricted,
+    ingest,
+    library_a_docs,
+    library_b_docs,
+)
 
 _MISSING = object()
 

@@ -14,7 +14,11 @@ import pytest
 from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache, SQLiteEmbeddingCache
 from ragspine.retrieval.vector.store import InProcessVectorStore
-from ragspine.testing import ChunkStoreConformance, EmbeddingCacheConformance, VectorStoreConformance
+from ragspine.testing import (
+    ChunkStoreConformance,
+    EmbeddingCacheConformance,
+    VectorStoreConformance,
+)
 from tests import backends
 
 

@@ -9,7 +9,10 @@ import pytest
 
 from ragspine.config import SETTINGS, Settings, describe, load_settings
 from ragspine.errors import ConfigError
-from ragspine.retrieval.chunking.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
+from ragspine.retrieval.chunking.chunking import (
+    DEFAULT_CHUNK_CHARS,
+    DEFAULT_OVERLAP_CHARS,
+)
 from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K
 
 DEFAULTS = {

@@ -22,8 +22,8 @@ Contract (every backend; the conformance suite checks it):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol, Sequence, runtime_checkable
+from dataclasses import dataclass, fields
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from ragspine.retrieval.chunking.chunking import Chunk
 
@@ -39,6 +39,23 @@ class StoredChunk(Chunk):
     version: int = 1
     active: bool = True
     library_id: str = DEFAULT_LIBRARY_ID
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], **overrides: Any) -> "StoredChunk":
+        """Build from a database row as a mapping (extra keys ignored); ``overrides`` win.
+        Integer columns are coerced to ``int`` and ``active`` to ``bool``."""
+        values = {name: row[name] for name in _FIELD_NAMES if name in row}
+        values.update(overrides)
+        for name in _INT_FIELDS:
+            if name in values:
+                values[name] = int(values[name])
+        if "active" in values:
+            values["active"] = bool(values["active"])
+        return cls(**values)
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(StoredChunk))
+_INT_FIELDS = ("ordinal", "char_start", "char_end", "version")
 
 
 @dataclass(frozen=True)

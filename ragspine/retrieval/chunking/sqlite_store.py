@@ -479,24 +479,4 @@ def _to_stored(row: Sequence[Any]) -> StoredChunk:
     for name in STANDARD_FIELDS:  # rows written by an older schema kept these as columns
         if v[name] and name not in meta:
             meta[name] = v[name]
-    return StoredChunk(
-        chunk_id=v["chunk_id"],
-        doc_id=v["doc_id"],
-        text=v["text"],
-        title=v["title"],
-        source_locator=v["source_locator"],
-        ordinal=int(v["ordinal"]),
-        char_start=int(v["char_start"]),
-        char_end=int(v["char_end"]),
-        metadata=meta,
-        sensitivity=v["sensitivity"],
-        parent_id=v["parent_id"],
-        heading=v["heading"],
-        window_text=v["window_text"],
-        parent_locator=v["parent_locator"],
-        valid_as_of=v["valid_as_of"],
-        ingested_at=v["ingested_at"],
-        version=int(v["version"]),
-        active=bool(v["active"]),
-        library_id=v["library_id"],
-    )
+    return StoredChunk.from_row(v, metadata=meta)

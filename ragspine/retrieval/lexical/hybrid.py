@@ -25,7 +25,11 @@ import numpy as np
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
 from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
-from ragspine.retrieval.lexical.index import InMemoryLexicalIndex, LexicalIndex, default_index_text
+from ragspine.retrieval.lexical.index import (
+    InMemoryLexicalIndex,
+    LexicalIndex,
+    default_index_text,
+)
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.metadata import STANDARD_FIELDS
 from ragspine.retrieval.types import RetrievalResult

@@ -15,7 +15,10 @@ from typing import Any, Mapping, Sequence
 
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
-from ragspine.retrieval.link.narrative_link import DEFAULT_RETRIEVE_TOP_K, NarrativeRetriever
+from ragspine.retrieval.link.narrative_link import (
+    DEFAULT_RETRIEVE_TOP_K,
+    NarrativeRetriever,
+)
 from ragspine.retrieval.routing.routers import LibraryRouter
 
 log = logging.getLogger(__name__)

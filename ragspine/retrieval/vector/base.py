@@ -105,6 +105,23 @@ def to_float32(vector: Sequence[float]) -> np.ndarray:
     return np.asarray(vector, dtype=np.float32).reshape(-1)
 
 
+def unit_vector(vector: Sequence[float], dim: int | None, what: str) -> np.ndarray:
+    """``vector`` as an L2-normalized float32 array (a zero vector stays zero).
+
+    Raises :class:`ConfigError` for a wrong dimension or a non-finite component — the one
+    check every vector store applies before it stores or compares a vector.
+    """
+    from ragspine.errors import ConfigError
+
+    vec = to_float32(vector)
+    if dim is not None and vec.shape[0] != dim:
+        raise ConfigError(f"{what} has dimension {vec.shape[0]}, the store holds {dim}-dimensional vectors")
+    if not np.all(np.isfinite(vec)):
+        raise ConfigError(f"{what} contains NaN or infinite components")
+    norm = float(np.linalg.norm(vec))
+    return vec / norm if norm > 0 else vec
+
+
 #: Candidates whose fast (float32 / engine) score is within this of the k-th best are
 #: re-scored with :func:`exact_cosine_scores` before the cut; float32 products of unit
 #: vectors err by far less.

@@ -17,7 +17,14 @@ import numpy as np
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.retrieval.vector.base import RESCORE_MARGIN, VectorHit, VectorRecord, exact_cosine_scores, to_float32
+from ragspine.retrieval.vector.base import (
+    RESCORE_MARGIN,
+    VectorHit,
+    VectorRecord,
+    exact_cosine_scores,
+    to_float32,
+    unit_vector,
+)
 
 __all__ = ["InProcessVectorStore", "VectorHit", "VectorRecord"]
 
@@ -47,18 +54,10 @@ class InProcessVectorStore:
     def upsert(self, records: Sequence[VectorRecord]) -> None:
         with self._lock:
             for record in records:
-                vec = to_float32(record.vector)
                 if self.dim is None:
-                    self.dim = int(vec.shape[0])
+                    self.dim = int(to_float32(record.vector).shape[0])
                     self._matrix = np.zeros((0, self.dim), dtype=np.float32)
-                if vec.shape[0] != self.dim:
-                    raise ConfigError(
-                        f"vector for {record.id!r} has dimension {vec.shape[0]}, "
-                        f"the store holds {self.dim}-dimensional vectors"
-                    )
-                norm = float(np.linalg.norm(vec))
-                if norm > 0:
-                    vec = vec / norm
+                vec = unit_vector(record.vector, self.dim, f"vector for {record.id!r}")
                 row = self._row_of.get(record.id)
                 if row is None:
                     row = self._append_row()

@@ -10,27 +10,18 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
-import numpy as np
-
-from ragspine.errors import ConfigError, IngestError
+from ragspine.errors import IngestError
 from ragspine.retrieval.metadata import validate_metadata
-from ragspine.retrieval.vector.base import VectorHit, VectorRecord, to_float32
+from ragspine.retrieval.vector.base import VectorHit, VectorRecord
+from ragspine.retrieval.vector.base import unit_vector as _unit_vector
 from ragspine.stores.pgvector.filters import pg_storable
 
 __all__ = ["distance_to_score", "rank_hits", "record_to_row", "row_to_hit", "unit_vector"]
 
 
 def unit_vector(vector: Sequence[float], dim: int, what: str) -> list[float]:
-    """``vector`` as a float32 unit vector (a zero vector stays zero); checks the dimension."""
-    vec = to_float32(vector)
-    if vec.shape[0] != dim:
-        raise ConfigError(f"{what} has dimension {vec.shape[0]}, the store holds {dim}-dimensional vectors")
-    if not np.all(np.isfinite(vec)):
-        raise ConfigError(f"{what} contains NaN or infinite components")
-    norm = float(np.linalg.norm(vec))
-    if norm > 0:
-        vec = vec / norm
-    return [float(x) for x in vec]
+    """The L2-normalized float32 vector as floats (``ConfigError`` on a bad dimension)."""
+    return _unit_vector(vector, dim, what).tolist()
 
 
 def is_zero(vector: Sequence[float]) -> bool:

@@ -30,7 +30,13 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from ragspine.errors import ConfigError, RagspineError
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.vector.base import VectorHit, VectorRecord
-from ragspine.stores.pgvector.converters import is_zero, rank_hits, record_to_row, row_to_hit, unit_vector
+from ragspine.stores.pgvector.converters import (
+    is_zero,
+    rank_hits,
+    record_to_row,
+    row_to_hit,
+    unit_vector,
+)
 from ragspine.stores.pgvector.filters import filter_clause, pg_storable
 from ragspine.stores.pgvector.provision import check_embedding_column, provision
 from ragspine.stores.pgvector.tables import check_dim, table_name_for, vector_table

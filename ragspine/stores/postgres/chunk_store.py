@@ -27,7 +27,12 @@ from ragspine.retrieval.chunking.chunk_store import (
 )
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.metadata import STANDARD_FIELDS
-from ragspine.stores.postgres.converters import CHUNK_COLUMNS, chunk_to_row, nul_field, row_to_stored
+from ragspine.stores.postgres.converters import (
+    CHUNK_COLUMNS,
+    chunk_to_row,
+    nul_field,
+    row_to_stored,
+)
 from ragspine.stores.postgres.database import (
     LOCK_CHANGES_SQL,
     LOCK_DOC_SQL,

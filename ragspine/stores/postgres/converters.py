@@ -127,24 +127,5 @@ def timestamp_text(value: Any) -> str:
 def row_to_stored(row: Any) -> StoredChunk:
     """A row selected with :data:`CHUNK_COLUMNS` (a mapping or a sequence) → StoredChunk."""
     v = dict(row) if isinstance(row, Mapping) else dict(zip(CHUNK_COLUMNS, row))
-    return StoredChunk(
-        chunk_id=v["chunk_id"],
-        doc_id=v["doc_id"],
-        text=v["text"],
-        title=v["title"],
-        source_locator=v["source_locator"],
-        ordinal=int(v["ordinal"]),
-        char_start=int(v["char_start"]),
-        char_end=int(v["char_end"]),
-        metadata=metadata_from_db(v["metadata"]),
-        sensitivity=v["sensitivity"],
-        parent_id=v["parent_id"],
-        heading=v["heading"],
-        window_text=v["window_text"],
-        parent_locator=v["parent_locator"],
-        valid_as_of=v["valid_as_of"],
-        ingested_at=timestamp_text(v["ingested_at"]),
-        version=int(v["version"]),
-        active=bool(v["active"]),
-        library_id=v["library_id"],
-    )
+    return StoredChunk.from_row(v, metadata=metadata_from_db(v["metadata"]), ingested_at=timestamp_text(v["ingested_at"]))
+

@@ -15,9 +15,19 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ragspine.errors import BackendError, ConfigError
-from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, LibraryInfo, check_library_id
+from ragspine.retrieval.chunking.chunk_store import (
+    DEFAULT_LIBRARY_ID,
+    LibraryInfo,
+    check_library_id,
+)
 from ragspine.stores.postgres.converters import timestamp_text
-from ragspine.stores.postgres.engine import check_schema_name, is_postgres_url, make_engine, redact, wrap_error
+from ragspine.stores.postgres.engine import (
+    check_schema_name,
+    is_postgres_url,
+    make_engine,
+    redact,
+    wrap_error,
+)
 
 if TYPE_CHECKING:
     from ragspine.stores.postgres.chunk_store import PostgresChunkStore

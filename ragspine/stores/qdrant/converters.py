@@ -16,12 +16,16 @@ import re
 import uuid
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-
 from ragspine.errors import ConfigError
 from ragspine.retrieval.metadata import validate_metadata
-from ragspine.retrieval.vector.base import VectorHit, VectorRecord, to_float32
-from ragspine.stores.qdrant.filters import METADATA_KEY, decode_metadata, encode_metadata, models
+from ragspine.retrieval.vector.base import VectorHit, VectorRecord
+from ragspine.retrieval.vector.base import unit_vector as _unit_vector
+from ragspine.stores.qdrant.filters import (
+    METADATA_KEY,
+    decode_metadata,
+    encode_metadata,
+    models,
+)
 
 __all__ = ["collection_name_for", "point_id", "to_hit", "to_point", "unit_vector"]
 
@@ -42,15 +46,8 @@ def collection_name_for(model_id: str, dim: int, prefix: str = "ragspine") -> st
 
 
 def unit_vector(vector: Sequence[float], dim: int, what: str) -> list[float]:
-    """The L2-normalized vector as floats (a zero vector stays zero); ConfigError on a wrong
-    dimension or a non-finite component."""
-    vec = to_float32(vector)
-    if vec.shape[0] != dim:
-        raise ConfigError(f"{what} has dimension {vec.shape[0]}, the store holds {dim}-dimensional vectors")
-    if not np.all(np.isfinite(vec)):
-        raise ConfigError(f"{what} contains NaN or infinity")
-    norm = float(np.linalg.norm(vec))
-    return (vec / norm if norm > 0 else vec).tolist()
+    """The L2-normalized float32 vector as floats (``ConfigError`` on a bad dimension)."""
+    return _unit_vector(vector, dim, what).tolist()
 
 
 def to_point(library_id: str, record: VectorRecord, dim: int) -> models.PointStruct:

@@ -42,7 +42,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ragspine.errors import MissingDependencyError
-from ragspine.retrieval.filtering.filters import OPERATORS, FilterCondition, MetadataFilter
+from ragspine.retrieval.filtering.filters import (
+    OPERATORS,
+    FilterCondition,
+    MetadataFilter,
+)
 
 try:
     from qdrant_client.http import models

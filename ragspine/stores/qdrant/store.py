@@ -52,10 +52,33 @@ import numpy as np
 
 from ragspine.errors import BackendError, ConfigError, RagspineError
 from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.retrieval.vector.base import RESCORE_MARGIN, VectorHit, VectorRecord, exact_cosine_scores
-from ragspine.stores.qdrant.client import client_guard, describe_client, is_local, is_unreachable, root_cause
-from ragspine.stores.qdrant.converters import collection_name_for, point_id, to_hit, to_point, unit_vector
-from ragspine.stores.qdrant.filters import METADATA_KEY, QdrantFilter, library_condition, models, translate
+from ragspine.retrieval.vector.base import (
+    RESCORE_MARGIN,
+    VectorHit,
+    VectorRecord,
+    exact_cosine_scores,
+)
+from ragspine.stores.qdrant.client import (
+    client_guard,
+    describe_client,
+    is_local,
+    is_unreachable,
+    root_cause,
+)
+from ragspine.stores.qdrant.converters import (
+    collection_name_for,
+    point_id,
+    to_hit,
+    to_point,
+    unit_vector,
+)
+from ragspine.stores.qdrant.filters import (
+    METADATA_KEY,
+    QdrantFilter,
+    library_condition,
+    models,
+    translate,
+)
 
 __all__ = ["QdrantVectorStore", "collection_name_for", "point_id"]
 

@@ -8,7 +8,11 @@ import threading
 import pytest
 
 from ragspine.errors import BackendError, IngestError, RagspineError
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, LibraryCatalog, StoredChunk
+from ragspine.retrieval.chunking.chunk_store import (
+    ChunkStore,
+    LibraryCatalog,
+    StoredChunk,
+)
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_document
 from ragspine.retrieval.chunking.sqlite_store import SQLiteChunkStore, SQLiteDatabase
 from tests.helpers import make_chunk

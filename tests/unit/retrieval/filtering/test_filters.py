@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragspine.errors import FilterError
-from ragspine.retrieval.filtering import OPERATORS, FilterCondition, MetadataFilter, metadata_of, parse_filter
+from ragspine.retrieval.filtering import (
+    OPERATORS,
+    FilterCondition,
+    MetadataFilter,
+    metadata_of,
+    parse_filter,
+)
 from tests.helpers import make_chunk
 
 META: dict[str, Any] = {

@@ -16,7 +16,12 @@ import pytest
 
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
-from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf, bm25_scores
+from ragspine.retrieval.lexical.bm25 import (
+    DEFAULT_BM25_B,
+    DEFAULT_BM25_K1,
+    bm25_idf,
+    bm25_scores,
+)
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from tests.corpora import (

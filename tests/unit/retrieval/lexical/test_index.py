@@ -10,7 +10,11 @@ from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.chunking.sqlite_store import SQLiteChunkStore, SQLiteDatabase
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
 from ragspine.retrieval.lexical.bm25 import bm25_scores
-from ragspine.retrieval.lexical.index import InMemoryLexicalIndex, LexicalHit, LexicalIndex
+from ragspine.retrieval.lexical.index import (
+    InMemoryLexicalIndex,
+    LexicalHit,
+    LexicalIndex,
+)
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from tests.helpers import make_chunk
 

@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 
 from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
-from ragspine.retrieval.vector.base import EmbeddingCache, embedding_key, model_namespace
+from ragspine.retrieval.vector.base import (
+    EmbeddingCache,
+    embedding_key,
+    model_namespace,
+)
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache, SQLiteEmbeddingCache
 
 

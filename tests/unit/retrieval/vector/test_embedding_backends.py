@@ -21,7 +21,10 @@ from ragspine.retrieval.vector.embedding_backends import (
 )
 from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
 from ragspine.retrieval.vector.openai_backend import OpenAIEmbeddingBackend
-from ragspine.retrieval.vector.st_backend import QWEN3_MODEL, SentenceTransformerEmbeddingBackend
+from ragspine.retrieval.vector.st_backend import (
+    QWEN3_MODEL,
+    SentenceTransformerEmbeddingBackend,
+)
 
 SPEC_NAMES = ["none", "auto", "onnx", "fastembed", "minilm", "deterministic", "openai", "qwen3", "st", "sentence-transformers"]
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))

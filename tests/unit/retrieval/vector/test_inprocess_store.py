@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 
 from ragspine.errors import ConfigError
-from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter, parse_filter
+from ragspine.retrieval.filtering.filters import (
+    FilterCondition,
+    MetadataFilter,
+    parse_filter,
+)
 from ragspine.retrieval.vector.base import VectorRecord, VectorStore
 from ragspine.retrieval.vector.store import InProcessVectorStore
 

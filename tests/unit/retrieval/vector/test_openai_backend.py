@@ -13,7 +13,10 @@ import httpx  # noqa: E402
 
 from ragspine.errors import BackendError  # noqa: E402
 from ragspine.retrieval.vector.embedding_backends import make_embedding_backend  # noqa: E402
-from ragspine.retrieval.vector.openai_backend import DEFAULT_OPENAI_MODEL, OpenAIEmbeddingBackend  # noqa: E402
+from ragspine.retrieval.vector.openai_backend import (  # noqa: E402
+    DEFAULT_OPENAI_MODEL,
+    OpenAIEmbeddingBackend,
+)
 
 
 def fake_vector(text: str, dim: int) -> list[float]:

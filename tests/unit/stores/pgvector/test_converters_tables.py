@@ -14,7 +14,13 @@ from sqlalchemy.dialects.postgresql import psycopg as pg_psycopg
 
 from ragspine.errors import ConfigError, IngestError
 from ragspine.retrieval.vector.base import VectorHit, VectorRecord
-from ragspine.stores.pgvector.converters import distance_to_score, rank_hits, record_to_row, row_to_hit, unit_vector
+from ragspine.stores.pgvector.converters import (
+    distance_to_score,
+    rank_hits,
+    record_to_row,
+    row_to_hit,
+    unit_vector,
+)
 from ragspine.stores.pgvector.tables import check_dim, table_name_for, vector_table
 
 

@@ -13,8 +13,17 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import psycopg as pg_psycopg
 
 from ragspine.errors import FilterError
-from ragspine.retrieval.filtering.filters import OPERATORS, FilterCondition, MetadataFilter
-from ragspine.stores.pgvector.filters import HANDLERS, filter_clause, pg_storable, storable_bound
+from ragspine.retrieval.filtering.filters import (
+    OPERATORS,
+    FilterCondition,
+    MetadataFilter,
+)
+from ragspine.stores.pgvector.filters import (
+    HANDLERS,
+    filter_clause,
+    pg_storable,
+    storable_bound,
+)
 
 from .randomdata import random_filter
 

@@ -9,7 +9,11 @@ import time
 import pytest
 
 from ragspine.errors import IngestError, RagspineError
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, LibraryCatalog, StoredChunk
+from ragspine.retrieval.chunking.chunk_store import (
+    ChunkStore,
+    LibraryCatalog,
+    StoredChunk,
+)
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_document
 from ragspine.stores.postgres import PostgresChunkStore, PostgresDatabase
 from tests.helpers import make_chunk

@@ -8,7 +8,11 @@ pytest.importorskip("qdrant_client")
 
 from qdrant_client.http import models  # noqa: E402
 
-from ragspine.retrieval.filtering.filters import OPERATORS, FilterCondition, MetadataFilter  # noqa: E402
+from ragspine.retrieval.filtering.filters import (  # noqa: E402
+    OPERATORS,
+    FilterCondition,
+    MetadataFilter,
+)
 from ragspine.stores.qdrant import filters as qf  # noqa: E402
 
 WEIRD_NAMES = [

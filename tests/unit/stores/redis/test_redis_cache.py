@@ -16,7 +16,11 @@ from ragspine.errors import ConfigError, MissingDependencyError
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.vector.base import EmbeddingCache, embedding_key
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
-from ragspine.stores.redis_cache import RedisEmbeddingCache, decode_vector, encode_vector
+from ragspine.stores.redis_cache import (
+    RedisEmbeddingCache,
+    decode_vector,
+    encode_vector,
+)
 
 
 @pytest.fixture
