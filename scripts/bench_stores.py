@@ -3,8 +3,8 @@
 
     .venv/bin/python scripts/bench_stores.py [--n 100000] [--dim 384] [--backends memory,pgvector,qdrant-local]
 
-Synthetic unit vectors (a mixture of 200 Gaussian clusters, so neighbourhoods look like
-embeddings rather than uniform noise) are spread over three libraries holding 1 %, 10 % and
+Synthetic unit vectors (200 Gaussian clusters in a 32-dimensional latent space projected to
+``--dim``, so neighbourhoods look like embeddings rather than uniform noise) are spread over three libraries holding 1 %, 10 % and
 89 % of them. Every query is scoped to one library, so the 1 % library measures a selective
 filter. Per backend: ingest rate (upserts in batches of 1,000), query p50/p99 at each
 selectivity, and recall@10 of the approximate index against exact search on the same store.
@@ -38,10 +38,16 @@ from ragspine.retrieval.vector.store import InProcessVectorStore  # noqa: E402
 LIBRARIES = (("lib-1pct", 0.01), ("lib-10pct", 0.10), ("lib-rest", 0.89))
 
 
-def synthetic(n: int, dim: int, seed: int = 0) -> np.ndarray:
+def synthetic(n: int, dim: int, seed: int = 0, latent_dim: int = 32) -> np.ndarray:
+    """Unit vectors with embedding-like structure: a mixture of 200 Gaussian clusters in a
+    ``latent_dim``-dimensional space, mapped into ``dim`` dimensions by one fixed random
+    projection, plus a little isotropic noise. (Uniform or full-rank noise in 384 dimensions
+    makes every distance alike, which no real embedding does.)"""
     rng = np.random.default_rng(seed)
-    centers = rng.normal(size=(200, dim)).astype(np.float32)
-    vecs = centers[rng.integers(0, 200, size=n)] + 0.35 * rng.normal(size=(n, dim)).astype(np.float32)
+    basis = np.random.default_rng(12345).normal(size=(latent_dim, dim)).astype(np.float32)
+    centers = np.random.default_rng(54321).normal(size=(200, latent_dim)).astype(np.float32)
+    latent = centers[rng.integers(0, 200, size=n)] + 0.5 * rng.normal(size=(n, latent_dim)).astype(np.float32)
+    vecs = latent @ basis + 0.5 * rng.normal(size=(n, dim)).astype(np.float32)
     return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
 
 
@@ -71,8 +77,9 @@ def pg_url(args: argparse.Namespace) -> tuple[str, Callable[[], None]]:
 
 
 def make_factory(kind: str, args: argparse.Namespace, cleanups: list[Callable[[], None]]) -> Callable[..., Any]:
-    if kind == "memory":
-        return lambda lib, exact=False: InProcessVectorStore(library_id=lib, dim=args.dim)
+    if kind == "memory":  # exact by construction: the "exact" store is the same instance
+        stores: dict[str, InProcessVectorStore] = {}
+        return lambda lib, exact=False: stores.setdefault(lib, InProcessVectorStore(library_id=lib, dim=args.dim))
     if kind == "pgvector":
         from ragspine.stores.pgvector.store import PgVectorStore
         from ragspine.stores.postgres.database import PostgresDatabase
