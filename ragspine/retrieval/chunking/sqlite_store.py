@@ -73,6 +73,8 @@ _DDL = (
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS narrative_chunk_active"
     " ON narrative_chunk (library_id, active, doc_id, ordinal)",
+    "CREATE INDEX IF NOT EXISTS narrative_chunk_active_id"
+    " ON narrative_chunk (library_id, chunk_id) WHERE active = 1",
     "CREATE INDEX IF NOT EXISTS narrative_change_lib ON narrative_change (library_id, seq)",
 )
 
