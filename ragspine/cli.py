@@ -8,6 +8,8 @@
     ragspine demo                            ingest a bundled corpus and answer questions
     ragspine migrate [--url URL] [--schema S] [--revision REV] [--downgrade]
                                              apply the PostgreSQL schema revisions (Alembic)
+    ragspine serve [--host H] [--port P] [--workers N]   the HTTP service (FastAPI on uvicorn)
+    ragspine worker [--burst]                run ingest jobs from the Redis job queue (RQ)
 
 Bad input exits with status 2 and one line on stderr naming the problem; nothing is
 written, so the previous version of every document stays active.
@@ -87,6 +89,12 @@ def _parser() -> argparse.ArgumentParser:
     migrate.add_argument("--schema", help="schema holding the tables (default: RAGSPINE_PG_SCHEMA, else public)")
     migrate.add_argument("--revision", help="target revision (default: head, or base with --downgrade)")
     migrate.add_argument("--downgrade", action="store_true", help="downgrade to --revision instead of upgrading")
+    serve = sub.add_parser("serve", help="run the HTTP service (FastAPI on uvicorn; OpenAPI at /docs)")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--workers", type=int, default=1, help="server processes (default: 1)")
+    worker = sub.add_parser("worker", help="run ingest jobs from the Redis job queue (RQ)")
+    worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
     return parser
 
 
@@ -206,7 +214,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         print(f"{role + ':':17s}{value}")
     print()
     for env, value, help_text in describe(settings):
-        shown = "***" if value != "None" and ("KEY" in env or "PASSWORD" in env) else value
+        shown = "***" if value != "None" and ("KEY" in env or "PASSWORD" in env or "TOKEN" in env) else value
         print(f"{env}={shown}\t# {help_text}")
     return 0
 
@@ -250,6 +258,33 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    if args.workers <= 0 or not 0 < args.port < 65536:
+        raise CliError("--workers must be positive and --port within 1..65535")
+    try:
+        import uvicorn
+    except ImportError:
+        from ragspine.errors import MissingDependencyError
+
+        raise MissingDependencyError("uvicorn", "server", "ragspine serve") from None
+    from ragspine.config import SETTINGS
+
+    changes = {"chunk_store": args.db} if args.db else {}
+    if args.mode:
+        changes["retrieval_mode"] = args.mode
+    for key, value in changes.items():  # server processes read their settings from the environment
+        os.environ[SETTINGS[key].env] = value
+    _settings(args)  # a bad setting fails here, once, before uvicorn starts
+    uvicorn.run("ragspine.service.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from ragspine.service.jobs import run_worker
+
+    return run_worker(_settings(args, **({"retrieval_mode": args.mode} if args.mode else {})), burst=args.burst)
+
+
 def _parse_meta(item: str) -> tuple[str, Any]:
     key, sep, value = item.partition("=")
     if not sep or not key:
@@ -285,6 +320,8 @@ _COMMANDS = {
     "config": cmd_config,
     "demo": cmd_demo,
     "migrate": cmd_migrate,
+    "serve": cmd_serve,
+    "worker": cmd_worker,
 }
 
 

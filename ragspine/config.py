@@ -71,6 +71,16 @@ SETTINGS: dict[str, Setting] = {
     "qdrant_api_key": Setting("RAGSPINE_QDRANT_API_KEY", None, "API key of a Qdrant server"),
     "embedding_cache_ttl": Setting("RAGSPINE_EMBEDDING_CACHE_TTL", 0, "seconds a cached vector lives in Redis (0 = no expiry)", int),
     "redis_prefix": Setting("RAGSPINE_REDIS_PREFIX", "ragspine:", "prefix of every Redis key RAGSpine writes"),
+    # -- the HTTP service (`ragspine serve`, `ragspine worker`) --
+    "admin_token": Setting("RAGSPINE_ADMIN_TOKEN", None, "bearer token of the service's admin endpoints (unset: admin disabled)"),
+    "max_body_bytes": Setting("RAGSPINE_MAX_BODY_BYTES", 10 * 1024 * 1024, "largest request body the service reads (413 above)", int),
+    "job_queue": Setting(
+        "RAGSPINE_JOB_QUEUE", "auto", "ingest jobs: auto (Redis of the embedding cache, else inprocess), inprocess, redis://..."
+    ),
+    "ingest_workers": Setting("RAGSPINE_INGEST_WORKERS", 1, "threads running ingest jobs in the service process (inprocess queue)", int),
+    "embedding_models": Setting(
+        "RAGSPINE_EMBEDDING_MODELS", None, "extra embedding backends a library may choose (comma-separated), besides RAGSPINE_EMBEDDING"
+    ),
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -111,6 +121,11 @@ class Settings:
     qdrant_api_key: str | None
     embedding_cache_ttl: int
     redis_prefix: str
+    admin_token: str | None
+    max_body_bytes: int
+    job_queue: str
+    ingest_workers: int
+    embedding_models: str | None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -149,7 +164,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         values["chunk_store"] = os.path.join(values["data_dir"], "ragspine.db")
     if values["cache_dir"] is None:
         values["cache_dir"] = _default_cache_dir()
-    for name in ("embedding", "retrieval_mode", "library_router", "filter_extractor", "vector_store"):
+    for name in ("embedding", "retrieval_mode", "library_router", "filter_extractor", "vector_store", "embedding_models"):
         values[name] = values[name].lower() if isinstance(values[name], str) else values[name]
     _check_ranges(values)
     return Settings(**values)
@@ -159,7 +174,7 @@ def _check_ranges(values: dict[str, Any]) -> None:
     def bad(name: str, why: str) -> ConfigError:
         return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
 
-    for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search"):
+    for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "ingest_workers"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
             raise bad(name, "must be positive")
     if not 0 <= values["overlap_chars"] < values["chunk_chars"]:

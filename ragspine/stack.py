@@ -3,6 +3,11 @@
 ``Stack(settings)`` opens the chunk database and builds, lazily and only when the retrieval
 mode needs them, the embedding backend, the embedding cache and one vector store per
 library. In ``economy`` mode (``bm25``/``lexical``) none of those three is ever built.
+
+``index(library_id, mode=..., embedding=...)`` also serves a library in another retrieval
+mode or with another embedding backend than the configured ones (the HTTP service stores
+both per library); every index of one library shares its lexical index, and every index of
+one (library, embedding) pair shares its vector store.
 """
 
 from __future__ import annotations
@@ -13,6 +18,11 @@ from typing import Any, Sequence
 from ragspine.config import Settings, load_settings
 from ragspine.errors import ConfigError, MissingDependencyError
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
+from ragspine.retrieval.lexical.index import (
+    InMemoryLexicalIndex,
+    LexicalIndex,
+    default_index_text,
+)
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
 from ragspine.retrieval.link.narrative_link import (
     NarrativeIndexRetriever,
@@ -26,6 +36,7 @@ from ragspine.retrieval.vector.base import (
     EmbeddingBackend,
     EmbeddingCache,
     VectorStore,
+    embedding_key,
     model_namespace,
 )
 from ragspine.retrieval.vector.gate import DenseGate
@@ -63,7 +74,10 @@ class Stack:
         self._cache: EmbeddingCache | None = None
         self._qdrant: Any = None
         self._vector_db: Any = None
-        self._indexes: dict[str, NarrativeIndex] = {}
+        self._indexes: dict[tuple[str, str, str], NarrativeIndex] = {}  # (library, mode, embedding)
+        self._backends: dict[str, EmbeddingBackend | None] = {}  # other specs than the configured one
+        self._lexical: dict[str, LexicalIndex] = {}
+        self._vectors: dict[tuple[str, str], VectorStore] = {}  # (library, embedding)
 
     def __enter__(self) -> "Stack":
         return self
@@ -108,10 +122,36 @@ class Stack:
             )
         return backend
 
+    def _embedding_spec(self, spec: str | None) -> str:
+        return (spec or self.settings.embedding).strip().lower()
+
+    def embedding_backend_for(self, spec: str | None = None) -> EmbeddingBackend | None:
+        """The backend of an embedding ``spec`` (default ``RAGSPINE_EMBEDDING``), one instance
+        per spec; ``None`` for ``none``, and always ``None`` in economy mode."""
+        spec = self._embedding_spec(spec)
+        if spec == self.settings.embedding:
+            return self.embedding_backend
+        if not self.mode.uses_embeddings:
+            return None
+        with self._lock:
+            if spec not in self._backends:
+                from ragspine.retrieval.vector.embedding_backends import (
+                    make_embedding_backend,
+                )
+
+                self._backends[spec] = make_embedding_backend(spec)
+            return self._backends[spec]
+
     @property
     def embedding_cache(self) -> EmbeddingCache | None:
+        return self._cache_for(self.embedding_backend)
+
+    def _cache_for(self, backend: EmbeddingBackend | None) -> EmbeddingCache | None:
+        """The one embedding cache (keys carry the model), built when a backend first needs it."""
+        if backend is None:
+            return self._cache
         with self._lock:
-            if self._cache is None and self.embedding_backend is not None:
+            if self._cache is None:
                 kind = self.cache_spec.kind
                 if kind == "memory":
                     from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
@@ -146,8 +186,10 @@ class Stack:
                 self._vector_db.init_schema()
             return self._vector_db.engine
 
-    def vector_store(self, library_id: str) -> VectorStore | None:
-        backend = self.embedding_backend
+    def vector_store(self, library_id: str, embedding: str | None = None) -> VectorStore | None:
+        """A new handle on ``library_id``'s vectors of one embedding backend (default: the
+        configured one); ``None`` without a backend."""
+        backend = self.embedding_backend_for(embedding)
         if backend is None:
             return None
         kind, s = self.vector_spec.kind, self.settings
@@ -166,12 +208,50 @@ class Stack:
             )
         from ragspine.stores.qdrant.store import QdrantVectorStore
 
+        return QdrantVectorStore(
+            self._qdrant_client(), library_id=library_id, model_id=model_id, dim=dim, exact=s.vector_exact, hnsw_ef=s.hnsw_ef_search
+        )
+
+    def _qdrant_client(self) -> Any:
         with self._lock:
             if self._qdrant is None:
-                self._qdrant = make_qdrant_client_for(self.vector_spec, api_key=s.qdrant_api_key)
-        return QdrantVectorStore(
-            self._qdrant, library_id=library_id, model_id=model_id, dim=dim, exact=s.vector_exact, hnsw_ef=s.hnsw_ef_search
-        )
+                self._qdrant = make_qdrant_client_for(self.vector_spec, api_key=self.settings.qdrant_api_key)
+            return self._qdrant
+
+    def check_stores(self) -> list[tuple[str, str | None]]:
+        """Probe every store this configuration uses: ``(role, None)`` when it answered, else
+        ``(role, why)``. In economy mode only the chunk store is used."""
+        probes: list[tuple[str, Any]] = [("chunk store", lambda: self.db.query("SELECT 1"))]
+        if self.mode.uses_embeddings:
+            if self.vector_spec.kind == "pgvector":
+                probes.append(("vector store", self._probe_pgvector))
+            elif self.vector_spec.kind == "qdrant":
+                probes.append(("vector store", lambda: self._qdrant_client().get_collections()))
+            if self.cache_spec.kind == "redis":
+                probes.append(("embedding cache", lambda: ping_redis(self.cache_spec.target or "")))
+        out: list[tuple[str, str | None]] = []
+        for role, probe in probes:
+            try:
+                probe()
+                out.append((role, None))
+            except Exception as exc:  # a probe reports, never raises
+                out.append((role, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"))
+        return out
+
+    def _probe_pgvector(self) -> None:
+        import sqlalchemy as sa
+
+        with self._pgvector_engine().connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+
+    def cache_stats(self) -> dict[str, int]:
+        """The embedding cache's counters (``hits, misses, errors, fallbacks``); zeros until a
+        query or an ingest built the cache (reading them builds nothing)."""
+        out = {"hits": 0, "misses": 0, "errors": 0, "fallbacks": 0}
+        stats = getattr(self._cache, "stats", None)
+        if stats is not None:
+            out.update(stats.as_dict())
+        return out
 
     # -- libraries and retrievers ---------------------------------------------------------
     def libraries(self) -> list[LibraryInfo]:
@@ -180,30 +260,70 @@ class Stack:
     def library(self, library_id: str) -> LibraryInfo | None:
         return self.db.get_library(library_id)
 
-    def ensure_library(self, library_id: str, description: str | None = None) -> LibraryInfo:
+    def ensure_library(self, library_id: str, description: str | None = None, tenant_id: str | None = None) -> LibraryInfo:
+        """Create the library if new; ``tenant_id`` is recorded where the catalog has an owner
+        column (PostgreSQL)."""
+        if tenant_id and self.chunk_spec.kind == "postgresql":
+            return self.db.ensure_library(library_id, description, tenant_id=tenant_id)
         return self.db.ensure_library(library_id, description)
 
-    def delete_library(self, library_id: str) -> bool:
-        """Remove a library from every store: its chunks, change log and vectors."""
+    def delete_library(self, library_id: str, *, embeddings: Sequence[str] = ()) -> bool:
+        """Remove a library from every store: its chunks, change log, vectors and embedding
+        cache entries — of the configured embedding backend and of each of ``embeddings``.
+
+        Cache keys are model + chunk id + text hash, so an entry shared with an identical
+        chunk of another library goes too (that library recomputes it: a miss, not a loss)."""
+        specs = list(dict.fromkeys(self._embedding_spec(e) for e in (None, *embeddings)))
         with self._lock:
-            index = self._indexes.pop(library_id, None)
-        vectors = index.vector_store if index is not None else self.vector_store(library_id)
-        if vectors is not None:
-            vectors.clear()
+            for key in [k for k in self._indexes if k[0] == library_id]:
+                del self._indexes[key]
+            self._lexical.pop(library_id, None)
+            handles = {spec: self._vectors.pop((library_id, spec), None) for spec in specs}
+        backends = [(spec, b) for spec in specs if (b := self.embedding_backend_for(spec)) is not None]
+        delete_many = getattr(self._cache_for(backends[0][1]) if backends else None, "delete_many", None)
+        if delete_many is not None:
+            chunks = self.db.chunk_store(library_id).iter_chunks(include_inactive=True)
+            for _, backend in backends:
+                namespace = model_namespace(backend)
+                delete_many([embedding_key(namespace, c.chunk_id, default_index_text(c)) for c in chunks])
+        for spec, _ in backends:
+            vectors = handles[spec] or self.vector_store(library_id, spec)
+            if vectors is not None:
+                vectors.clear()
         return bool(self.db.delete_library(library_id))
 
-    def index(self, library_id: str) -> NarrativeIndex:
+    def index(self, library_id: str, *, mode: RetrievalMode | str | None = None, embedding: str | None = None) -> NarrativeIndex:
+        """``library_id``'s index (one per library, mode and embedding backend; defaults: the
+        configured ones). A mode that uses embeddings needs a stack that is not in economy mode."""
+        resolved = self.mode if mode is None else make_retrieval_mode(mode)
+        if resolved.requires_embeddings and not self.mode.uses_embeddings:
+            raise ConfigError(f"retrieval mode {resolved.name!r} needs embeddings, but this stack runs in economy mode")
+        spec = self._embedding_spec(embedding)
+        # the default path asks the stack's backend as ever (None in economy mode)
+        backend = self.embedding_backend_for(spec) if resolved.uses_embeddings or mode is None else None
+        if backend is None and resolved.requires_embeddings:
+            raise ConfigError(f"retrieval mode {resolved.name!r} needs an embedding backend, but the embedding is {spec!r}")
+        key = (library_id, resolved.name, spec) if backend is not None else (library_id, "economy", "")
         with self._lock:
-            index = self._indexes.get(library_id)
+            index = self._indexes.get(key)
             if index is None:
-                backend = self.embedding_backend
                 s = self.settings
+                store = self.db.chunk_store(library_id)
+                lexical = self._lexical.get(library_id)
+                if lexical is None:
+                    lexical = self._lexical[library_id] = InMemoryLexicalIndex(store)
+                vectors = None
+                if backend is not None:
+                    vectors = self._vectors.get((library_id, spec))
+                    if vectors is None:
+                        vectors = self._vectors[(library_id, spec)] = self.vector_store(library_id, spec)  # type: ignore[assignment]
                 index = NarrativeIndex(
-                    self.db.chunk_store(library_id),
+                    store,
                     embedding_backend=backend,
-                    vector_store=self.vector_store(library_id),
-                    embedding_cache=self.embedding_cache,
-                    mode=self.mode if backend is not None else "economy",
+                    vector_store=vectors,
+                    embedding_cache=self._cache_for(backend),
+                    mode=resolved if backend is not None else "economy",
+                    lexical_index=lexical,
                     rewriter=self._rewriter(),
                     dense_gate=DenseGate(backend, max_unknown_share=s.dense_max_unknown_share) if backend else None,
                     rrf_k=s.rrf_k,
@@ -212,7 +332,7 @@ class Stack:
                     overlap_chars=s.overlap_chars,
                     embed_batch_size=s.embed_batch_size,
                 )
-                self._indexes[library_id] = index
+                self._indexes[key] = index
             return index
 
     def _rewriter(self) -> GlossaryQueryRewriter:
@@ -258,6 +378,19 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
         ("retrieval mode", resolved.name),
         ("library router", settings.library_router),
     ]
+
+
+def ping_redis(url: str, timeout: float = 1.0) -> None:
+    """Raise unless the Redis server at ``url`` answers PING within ``timeout`` seconds."""
+    try:
+        import redis
+    except ImportError:
+        raise MissingDependencyError("redis", "redis", "a Redis URL") from None
+    client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    try:
+        client.ping()
+    finally:
+        client.close()
 
 
 def load_glossary(path: str) -> dict[str, list[str]]:

@@ -149,6 +149,14 @@ class NarrativeIndex:
         return self.retriever.ensure_vectors(self.retriever.index.candidates(), progress=progress)
 
     # -- reading ------------------------------------------------------------------------------
+    def max_fused_score(self, query: str) -> float:
+        """The fused score of a chunk ranked first by every ranking ``retrieve(query)`` feeds to
+        RRF (each leg of each query variant): ``n / (rrf_k + 1)``. A result's
+        ``scores["fused"]`` divided by it is in [0, 1] — 1 means "first for every ranker"."""
+        queries = self.rewriter.rewrite(query) if self.rewriter is not None else [query]
+        rankings = sum(len(self.retriever.legs_for(q)) for q in queries)
+        return rankings / (self.retriever.rrf_k + 1)
+
     def retrieve(
         self,
         query: str,

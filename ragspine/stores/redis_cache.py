@@ -178,6 +178,18 @@ class RedisEmbeddingCache:
 
         self._guarded("write", write)
 
+    def delete_many(self, keys: Sequence[str]) -> int:
+        """Delete entries (``DEL`` per ``batch_size`` keys); returns how many existed, 0 when
+        Redis cannot be reached (then the entries expire or are evicted as usual)."""
+        names = [self.prefix + k for k in dict.fromkeys(keys)]
+        if not names:
+            return 0
+
+        def delete() -> int:
+            return sum(int(self._client.delete(*names[i : i + self.batch_size])) for i in range(0, len(names), self.batch_size))
+
+        return self._guarded("delete", delete) or 0
+
     def close(self) -> None:
         """Release the connections (only those of a client this cache built)."""
         if self._owns_client:

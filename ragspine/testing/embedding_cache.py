@@ -47,5 +47,17 @@ class EmbeddingCacheRoundTripTests:
         assert embedding_cache.get_many([new]) == [None]
 
 
-class EmbeddingCacheConformance(EmbeddingCacheRoundTripTests):
+class EmbeddingCacheDeleteTests:
+    """``delete_many(keys) -> int`` (deleting a library removes its cache entries)."""
+
+    def test_delete_many_removes_exactly_those_keys(self, embedding_cache: EmbeddingCache) -> None:
+        keys = [embedding_key("m@2", f"d#{i}", "x") for i in range(1200)]
+        embedding_cache.set_many({k: np.ones(2, dtype=np.float32) for k in keys})
+        assert embedding_cache.delete_many(keys[:1100] + keys[:3] + ["never-stored"]) == 1100  # type: ignore[attr-defined]
+        got = embedding_cache.get_many(keys)
+        assert all(v is None for v in got[:1100]) and all(v is not None for v in got[1100:])
+        assert embedding_cache.delete_many([]) == 0  # type: ignore[attr-defined]
+
+
+class EmbeddingCacheConformance(EmbeddingCacheRoundTripTests, EmbeddingCacheDeleteTests):
     """Every EmbeddingCache capability; needs the ``embedding_cache`` fixture."""

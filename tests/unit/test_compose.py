@@ -169,3 +169,17 @@ def test_dockerfile_installs_the_extras_as_a_non_root_user_with_a_healthcheck():
     users = re.findall(r"^USER\s+(\S+)", text, flags=re.M)
     assert users and users[-1] not in ("root", "0")
     assert re.search(r"^HEALTHCHECK\s", text, flags=re.M)
+
+
+def test_ragspine_serves_http_and_a_worker_runs_the_jobs(compose):
+    services = compose["services"]
+    api = services["ragspine"]
+    assert api["command"][:2] == ["ragspine", "serve"] and "8000" in api["command"]
+    assert "127.0.0.1:8000:8000" in api["ports"]
+    assert "/healthz" in " ".join(api["healthcheck"]["test"])
+    worker = services["worker"]
+    assert worker["command"] == ["ragspine", "worker"] and worker["depends_on"] == services["ragspine"]["depends_on"]
+    assert env_file_entries()["RAGSPINE_JOB_QUEUE"].startswith("redis://redis:")
+    redis_command = services["redis"]["command"]
+    assert redis_command[redis_command.index("--maxmemory-policy") + 1] == "volatile-lru"  # cache keys only
+    assert int(env_file_entries()["RAGSPINE_EMBEDDING_CACHE_TTL"]) > 0  # ...which is why they carry a TTL

@@ -252,3 +252,76 @@ def test_a_filter_over_several_libraries_only_narrows(settings):
         fallback = multi.retrieve("third quarter", filters={"topic": "nowhere"})
         assert {s["doc_id"] for s in fallback} == {"f1", "s1"}
         assert all(s["doc_id"] != "f2" for s in fallback)
+
+
+# -- what the HTTP service needs: indexes per mode/embedding, probes, full deletion ------------
+def test_index_per_mode_and_embedding_shares_lexical_and_vector_state(settings):
+    with Stack(settings(RAGSPINE_EMBEDDING="none", RAGSPINE_RETRIEVAL_MODE="auto")) as stack:
+        fill(stack)
+        plain = stack.index("finance")
+        assert plain.mode.name == "economy" and stack.embedding_backend is None
+        dense = stack.index("finance", mode="hybrid", embedding="deterministic")
+        assert isinstance(dense.embedding_backend, DeterministicEmbeddingBackend) and dense.vector_store is not None
+        assert stack.index("finance", mode="vector", embedding="deterministic").vector_store is dense.vector_store
+        assert dense.retriever.index is plain.retriever.index  # one lexical index per library
+        assert stack.index("finance", mode="hybrid", embedding="deterministic") is dense
+        assert stack.index("finance", mode="economy", embedding="deterministic") is plain
+        with pytest.raises(ConfigError, match="needs an embedding backend"):
+            stack.index("finance", mode="hybrid")  # the configured embedding is none
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy")) as stack:
+        with pytest.raises(ConfigError, match="economy"):
+            stack.index("finance", mode="hybrid")
+
+
+def test_max_fused_score_normalizes_to_one_for_the_top_of_every_leg(settings):
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="hybrid")) as stack:
+        fill(stack)
+        index = stack.index("finance")
+        assert index.retriever.legs_for("revenue") == ("bm25", "vector")
+        variants = len(index.rewriter.rewrite("revenue"))  # the glossary adds synonym queries
+        assert variants > 1 and index.max_fused_score("revenue") == pytest.approx(2 * variants / 61)
+        assert index.max_fused_score("memo") == pytest.approx(2 / 61)
+        top = index.retrieve("memo", top_k=1)[0]
+        assert top.chunk.doc_id == "f2" and top.scores["fused"] / index.max_fused_score("memo") == pytest.approx(1.0)
+        assert stack.index("finance", mode="economy").max_fused_score("memo") == pytest.approx(1 / 61)
+
+
+def test_delete_library_removes_vectors_and_cache_entries_of_every_embedding(settings):
+    with Stack(settings(RAGSPINE_EMBEDDING="deterministic", RAGSPINE_EMBEDDING_CACHE="memory")) as stack:
+        fill(stack)
+        stack.index("finance").sync_vectors()
+        stack.index("support").sync_vectors()
+        cache = stack.embedding_cache
+        assert isinstance(cache, InMemoryEmbeddingCache) and len(cache) == 3
+        vectors = stack.index("finance").vector_store
+        assert stack.delete_library("finance", embeddings=["none"])
+        assert vectors.count() == 0 and len(cache) == 1  # support's entry stays
+        assert stack.library("finance") is None and stack.library("support") is not None
+
+
+def test_check_stores_and_cache_stats(settings, tmp_path):
+    from tests.backends import free_port
+
+    with Stack(settings()) as stack:
+        assert stack.check_stores() == [("chunk store", None)]
+        assert stack.cache_stats() == {"hits": 0, "misses": 0, "errors": 0, "fallbacks": 0}
+        fill(stack)
+        assert stack.cache_stats()["misses"] > 0
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    with Stack(settings(RAGSPINE_EMBEDDING_CACHE=dead, RAGSPINE_VECTOR_STORE="qdrant::memory:")) as stack:
+        checks = dict(stack.check_stores())
+        assert checks["chunk store"] is None and checks["vector store"] is None
+        assert checks["embedding cache"] and "Error" in checks["embedding cache"]
+
+
+def test_warm_cache_embeds_before_the_replace_which_then_only_hits(settings):
+    from ragspine.retrieval.chunking.chunking import chunk_document
+
+    with Stack(settings(RAGSPINE_EMBEDDING_CACHE="memory")) as stack:
+        index = stack.index("lib")
+        chunks = chunk_document("Gearbox warranty is 36 months.\n\nRepairs take five days.", "d", max_chars=40, overlap_chars=0)
+        assert index.retriever.warm_cache(chunks) == len(chunks) == 2
+        assert index.retriever.warm_cache(chunks) == 0  # cached now
+        misses = stack.cache_stats()["misses"]
+        index.replace_doc_chunks("d", chunks)
+        assert stack.cache_stats()["misses"] == misses and index.vector_store.count() == 2

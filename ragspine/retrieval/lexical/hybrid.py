@@ -140,10 +140,34 @@ class HybridRetriever:
                     progress(len(part))
             return embedded
 
+    def warm_cache(self, chunks: Sequence[Any]) -> int:
+        """Put the vectors of ``chunks`` (not necessarily stored yet) into the embedding cache;
+        returns how many were embedded. An ingest calls it *before* its atomic replace, so a
+        failing model leaves the previous version active; the replace then finds them cached."""
+        if self.embedding_backend is None:
+            return 0
+        return self._vectors_for(list(chunks))[1]
+
     def _fill(self, chunk_ids: Sequence[str]) -> int:
-        assert self.embedding_backend is not None and self.vector_store is not None
-        assert self.embedding_cache is not None and self.dense_gate is not None
+        assert self.vector_store is not None
         chunks = self.store.get_chunks(chunk_ids)
+        vectors, embedded = self._vectors_for(chunks)
+        records = []
+        for chunk, vec in zip(chunks, vectors):
+            if vec is None or vec.size == 0:
+                self._unreadable.add((chunk.chunk_id, chunk.version))
+                continue
+            records.append(
+                VectorRecord(chunk.chunk_id, vec, chunk.doc_id, chunk.version, chunk.sensitivity, dict(chunk.metadata))
+            )
+        self.vector_store.upsert(records)
+        return embedded
+
+    def _vectors_for(self, chunks: Sequence[Any]) -> tuple[list[np.ndarray | None], int]:
+        """Each chunk's vector — from the cache, else embedded (and cached); the empty vector
+        for a text the dense gate cannot read — and how many were embedded."""
+        assert self.embedding_backend is not None
+        assert self.embedding_cache is not None and self.dense_gate is not None
         texts = [self._index_text(c) for c in chunks]
         keys = [embedding_key(self.namespace, c.chunk_id, t) for c, t in zip(chunks, texts)]
         vectors: list[np.ndarray | None] = list(self.embedding_cache.get_many(keys))
@@ -161,33 +185,30 @@ class HybridRetriever:
             if vectors[i] is None:
                 vectors[i] = fresh[keys[i]]
         self.embedding_cache.set_many(fresh)
-        records = []
-        for chunk, vec in zip(chunks, vectors):
-            if vec is None or vec.size == 0:
-                self._unreadable.add((chunk.chunk_id, chunk.version))
-                continue
-            records.append(
-                VectorRecord(chunk.chunk_id, vec, chunk.doc_id, chunk.version, chunk.sensitivity, dict(chunk.metadata))
-            )
-        self.vector_store.upsert(records)
-        return len(to_embed)
+        return vectors, len(to_embed)
 
     # -- searching ---------------------------------------------------------------------------
     def rankings(self, query: str, *, metadata_filter: MetadataFilter | None = None, depth: int) -> Legs:
         """Each leg's ranking ``[(chunk_id, score), ...]``, best first, at most ``depth`` long."""
         legs: Legs = {}
+        for leg in self.legs_for(query):
+            if leg == "bm25":
+                hits = self.index.search(tokenize(query), metadata_filter=metadata_filter, top_k=depth)
+                legs["bm25"] = [(h.chunk_id, h.score) for h in hits]
+            else:
+                legs["vector"] = self._dense(query, metadata_filter, depth)
+        return legs
+
+    def legs_for(self, query: str) -> tuple[str, ...]:
+        """The legs a search for ``query`` runs: the dense leg only when the gate can read the
+        query; BM25 when configured, or in its place when the dense leg cannot run."""
         dense_ok = (
             "vector" in self.legs
             and self.dense_gate is not None
             and bool(query.strip())
             and self.dense_gate.query_readable(query)
         )
-        if "bm25" in self.legs or not dense_ok:
-            hits = self.index.search(tokenize(query), metadata_filter=metadata_filter, top_k=depth)
-            legs["bm25"] = [(h.chunk_id, h.score) for h in hits]
-        if dense_ok:
-            legs["vector"] = self._dense(query, metadata_filter, depth)
-        return legs
+        return (("bm25",) if "bm25" in self.legs or not dense_ok else ()) + (("vector",) if dense_ok else ())
 
     def _dense(self, query: str, metadata_filter: MetadataFilter | None, depth: int) -> list[tuple[str, float]]:
         assert self.embedding_backend is not None and self.vector_store is not None

@@ -6,7 +6,8 @@ records "this model cannot read this text" (see ``vector/gate.py``) so the text 
 re-embedded on every query.
 
 Every cache counts ``hits``, ``misses`` and ``errors``; a failing cache answers "miss" and
-never fails a query.
+never fails a query. ``delete_many(keys)`` removes entries (deleting a library removes its
+vectors from the cache) and returns how many existed.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ class InMemoryEmbeddingCache:
             while len(self._items) > self.max_items:
                 self._items.popitem(last=False)
 
+    def delete_many(self, keys: Sequence[str]) -> int:
+        with self._lock:
+            return sum(self._items.pop(key, None) is not None for key in set(keys))
+
 
 class SQLiteEmbeddingCache:
     """Vectors in an ``embedding_cache`` table of a SQLite database (survives restarts)."""
@@ -124,3 +129,16 @@ class SQLiteEmbeddingCache:
         except Exception as exc:
             self.stats.errors += 1
             log.warning("embedding cache write failed: %s", exc)
+
+    def delete_many(self, keys: Sequence[str]) -> int:
+        unique = list(dict.fromkeys(keys))
+        if not unique:
+            return 0
+        self._ensure()
+        deleted = 0
+        with self.db.transaction() as cur:
+            for start in range(0, len(unique), 500):
+                part = unique[start : start + 500]
+                cur.execute(f"DELETE FROM embedding_cache WHERE key IN ({', '.join('?' * len(part))})", part)
+                deleted += cur.rowcount
+        return deleted

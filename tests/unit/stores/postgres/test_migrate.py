@@ -10,8 +10,11 @@ from ragspine.stores.postgres.migrate import current_revision, downgrade, upgrad
 from tests.backends import free_port
 from tests.unit.stores.postgres.helpers import active, doc
 
-HEAD = "0002_vector_space"
-TABLES = ("ragspine_library", "ragspine_chunk", "ragspine_change", "ragspine_vector_space")
+HEAD = "0003_service"
+TABLES = (
+    "ragspine_library", "ragspine_chunk", "ragspine_change", "ragspine_vector_space",
+    "ragspine_tenant", "ragspine_api_key", "ragspine_service_library", "ragspine_job",
+)
 
 
 def _tables(db: PostgresDatabase) -> set[str]:

@@ -1,0 +1,131 @@
+"""API keys and the authentication middleware.
+
+Keys look like ``rsk_<key_id>_<secret>``: ``key_id`` is 12 hex characters (the lookup key,
+shown in listings as the prefix ``rsk_<key_id>``), ``secret`` is ``secrets.token_urlsafe(32)``
+(256 random bits). Only ``sha256(key)`` is stored; a presented key is found by its id and
+compared with ``hmac.compare_digest``. A plain SHA-256 suffices because the keys are random,
+not passwords: there is nothing to guess from the hash.
+
+Rotation issues a new key and ends the old one: at once (``grace_seconds=0``, the default)
+or after a grace period during which both work. Revocation is immediate.
+
+:class:`AuthMiddleware` runs before routing and before any body is read:
+
+* ``/v1/admin/...`` — ``Authorization: Bearer $RAGSPINE_ADMIN_TOKEN`` (403 while the token is
+  unset, 401 when it is wrong or missing);
+* every other ``/v1/...`` — a tenant key (401 when missing, wrong, expired or revoked);
+* ``/retrieval`` (Dify) — Dify's codes: 403 ``1001`` for a missing or malformed header,
+  403 ``1002`` for a key that does not authenticate;
+* everything else (``/healthz``, ``/readyz``, ``/metrics``, ``/docs``) is public.
+
+The tenant id of an authenticated call is ``request.state.tenant_id``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import time
+from typing import Any
+
+from ragspine.service.store import ApiKey, ServiceStore
+
+KEY_PREFIX = "rsk_"
+_KEY = re.compile(r"^rsk_([0-9a-f]{12})_([A-Za-z0-9_-]{32,})$")
+
+DIFY_BAD_HEADER = 1001
+DIFY_AUTH_FAILED = 1002
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def new_key(tenant_id: str, label: str = "", *, now: float | None = None) -> tuple[str, ApiKey]:
+    """``(the key, its stored row)``; the key is shown once and never stored."""
+    key_id = secrets.token_hex(6)
+    key = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+    row = ApiKey(key_id, tenant_id, f"{KEY_PREFIX}{key_id}", hash_key(key), label, now or time.time(), None, None)
+    return key, row
+
+
+def verify_key(store: ServiceStore, key: str, *, now: float | None = None) -> str | None:
+    """The tenant id a key authenticates, or ``None``."""
+    match = _KEY.match(key)
+    if not match:
+        return None
+    row = store.get_key(match.group(1))
+    if row is None or not hmac.compare_digest(row.key_hash, hash_key(key)):
+        return None
+    return row.tenant_id if row.active(now or time.time()) else None
+
+
+def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header; ``None`` if absent or malformed."""
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            scheme, _, token = value.decode("latin-1").strip().partition(" ")
+            token = token.strip()
+            return token if scheme.lower() == "bearer" and token and " " not in token else None
+    return None
+
+
+def has_authorization(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(name.lower() == b"authorization" for name, _ in headers)
+
+
+class AuthMiddleware:
+    """See the module docstring (pure ASGI, so nothing of the body is read before it)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path.startswith("/v1/") or path == "/retrieval"):
+            await self.app(scope, receive, send)
+            return
+        from anyio.to_thread import run_sync
+
+        ctx = scope["app"].state.service
+        token = bearer(scope["headers"])
+        if path.startswith("/v1/admin/") or path == "/v1/admin":
+            admin = ctx.settings.admin_token
+            if not admin:
+                await _json(send, 403, {"detail": "the admin endpoints are disabled: set RAGSPINE_ADMIN_TOKEN on the server"})
+                return
+            if token is None or not hmac.compare_digest(token.encode(), admin.encode()):
+                await _json(send, 401, {"detail": "admin endpoints need Authorization: Bearer <RAGSPINE_ADMIN_TOKEN>"}, bearer=True)
+                return
+            scope.setdefault("state", {})["admin"] = True
+            await self.app(scope, receive, send)
+            return
+        dify = path == "/retrieval"
+        if token is None:
+            if dify:
+                await _json(send, 403, {"error_code": DIFY_BAD_HEADER, "error_msg": "Invalid Authorization header format. Expected 'Bearer <api-key>' format."})
+            else:
+                what = "malformed" if has_authorization(scope["headers"]) else "missing"
+                await _json(send, 401, {"detail": f"{what} Authorization header: send Authorization: Bearer <API key>"}, bearer=True)
+            return
+        tenant_id = await run_sync(verify_key, ctx.store, token)
+        if tenant_id is None:
+            if dify:
+                await _json(send, 403, {"error_code": DIFY_AUTH_FAILED, "error_msg": "Authorization failed: unknown, expired or revoked API key."})
+            else:
+                await _json(send, 401, {"detail": "invalid, expired or revoked API key"}, bearer=True)
+            return
+        scope.setdefault("state", {})["tenant_id"] = tenant_id
+        await self.app(scope, receive, send)
+
+
+async def _json(send: Any, status: int, body: dict, *, bearer: bool = False) -> None:
+    data = json.dumps(body).encode("utf-8")
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    if bearer:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})

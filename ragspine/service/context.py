@@ -1,0 +1,50 @@
+"""``ServiceContext``: what every route and job needs — settings, the stack, the service
+store, the job queue and the metrics — and the library → index mapping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ragspine.config import Settings
+from ragspine.service.metrics import Metrics
+from ragspine.service.store import Library, ServiceStore
+from ragspine.stack import Stack
+
+
+def catalog_id(tenant_id: str, name: str) -> str:
+    """The chunk store's library id of a tenant's library: chunk rows of two tenants never collide."""
+    return f"{tenant_id}/{name}"
+
+
+@dataclass
+class ServiceContext:
+    settings: Settings
+    stack: Stack
+    store: ServiceStore
+    metrics: Metrics | None = None
+    queue: Any = None  # a JobQueue, set once the context exists
+    owns_stack: bool = True
+
+    @classmethod
+    def open(cls, settings: Settings, *, stack: Stack | None = None, metrics: Metrics | None = None) -> ServiceContext:
+        owns = stack is None
+        stack = stack or Stack(settings)
+        try:
+            store = ServiceStore.for_stack(stack)
+        except Exception:
+            if owns:
+                stack.close()
+            raise
+        return cls(settings, stack, store, metrics, owns_stack=owns)
+
+    def index(self, library: Library, mode: str | None = None) -> Any:
+        """The library's index in ``mode`` (default: the library's own mode)."""
+        return self.stack.index(library.library_id, mode=mode or library.retrieval_mode, embedding=library.embedding)
+
+    def close(self) -> None:
+        if self.queue is not None:
+            self.queue.close()
+        self.store.close()
+        if self.owns_stack:
+            self.stack.close()

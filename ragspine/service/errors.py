@@ -1,0 +1,84 @@
+"""Exception → JSON response. Bad input is always a 4xx (never a 5xx, which a client such as
+Dify retries and whose message it drops); only an unreachable store is a 503."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from ragspine.errors import (
+    BackendError,
+    ConfigError,
+    FilterError,
+    IngestError,
+    MissingDependencyError,
+)
+from ragspine.service.store import Conflict
+
+
+class NotFound(Exception):
+    """A resource the caller cannot see: missing or another tenant's (the same answer)."""
+
+
+class UnsupportedMediaType(IngestError):
+    """An upload that is not text (415)."""
+
+
+def validation_message(errors: list[dict[str, Any]]) -> str:
+    """``body.documents.0.text: Value error, the document is empty`` — the first error, one line."""
+    if not errors:
+        return "invalid request"
+    first = errors[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    message = str(first.get("msg", "invalid value"))
+    if first.get("type") == "json_invalid":
+        message = f"malformed JSON ({first.get('ctx', {}).get('error', 'cannot parse')})"
+    return f"{where}: {message}" if where else message
+
+
+def install(app: FastAPI) -> None:
+    def reply(status: int, detail: Any) -> JSONResponse:
+        return JSONResponse(status_code=status, content={"detail": detail})
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = jsonable_encoder(exc.errors())
+        if request.url.path == "/retrieval":  # Dify's endpoint answers in Dify's error shape
+            return JSONResponse(status_code=422, content={"error_code": 3002, "error_msg": validation_message(errors)})
+        return JSONResponse(status_code=422, content={"detail": errors, "message": validation_message(errors)})
+
+    @app.exception_handler(NotFound)
+    async def _not_found(request: Request, exc: NotFound) -> JSONResponse:
+        return reply(404, str(exc))
+
+    @app.exception_handler(Conflict)
+    async def _conflict(request: Request, exc: Conflict) -> JSONResponse:
+        return reply(409, str(exc))
+
+    @app.exception_handler(FilterError)
+    async def _bad_filter(request: Request, exc: FilterError) -> JSONResponse:
+        return reply(400, f"bad filter: {exc}")
+
+    @app.exception_handler(UnsupportedMediaType)
+    async def _media(request: Request, exc: UnsupportedMediaType) -> JSONResponse:
+        return reply(415, str(exc))
+
+    @app.exception_handler(IngestError)
+    async def _bad_document(request: Request, exc: IngestError) -> JSONResponse:
+        return reply(422, str(exc))
+
+    @app.exception_handler(MissingDependencyError)
+    async def _missing(request: Request, exc: MissingDependencyError) -> JSONResponse:
+        return reply(503, f"the server is missing a dependency: {exc}")
+
+    @app.exception_handler(ConfigError)
+    async def _config(request: Request, exc: ConfigError) -> JSONResponse:
+        return reply(400, str(exc))
+
+    @app.exception_handler(BackendError)
+    async def _backend(request: Request, exc: BackendError) -> JSONResponse:
+        return reply(503, f"a store is unavailable: {exc}")

@@ -1,0 +1,156 @@
+"""Ingestion: documents validated at upload, written by a job.
+
+An upload is checked completely before it is queued (size → 413, shape and metadata → 422),
+and stored with the job as plain dicts. The job then, document by document:
+
+1. chunks it (the server's ``RAGSPINE_CHUNK_CHARS`` / ``RAGSPINE_OVERLAP_CHARS``);
+2. computes its vectors into the embedding cache — *before* anything is written, so a model
+   failure leaves the previous version active;
+3. makes the new version active in one atomic versioned replace (the index's vectors follow
+   from the cache). If storing vectors fails after that, the job still succeeds with a
+   ``warning``: the document is searchable, and missing vectors are computed at query time.
+
+A failed job reports the document and the reason; that document and the ones after it keep
+their previous version (documents before it in the same batch were applied).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ragspine.documents import RESERVED_KEYS, split_front_matter
+from ragspine.errors import IngestError
+from ragspine.retrieval.chunking.chunking import chunk_document
+from ragspine.retrieval.metadata import validate_metadata
+from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+
+PROGRESS_EVERY_S = 0.5  # progress is written at most this often (and when the job ends)
+
+
+def document_payload(doc: Any) -> dict[str, Any]:
+    """A validated :class:`~ragspine.service.models.DocumentIn` as the job stores it."""
+    return {
+        "doc_id": doc.doc_id, "title": doc.title, "text": doc.text, "metadata": dict(doc.metadata),
+        "sensitivity": doc.sensitivity, "valid_as_of": doc.valid_as_of, "source": doc.doc_id, "source_offset": 0,
+    }
+
+
+def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) -> dict[str, Any]:
+    """A ``.txt``/``.md`` upload: UTF-8, optional YAML front matter (``doc_id, title,
+    sensitivity, valid_as_of`` + metadata), form fields override it. Locators point into the
+    uploaded file. Raises :class:`IngestError` naming the problem."""
+    name = filename or "upload.txt"
+    if b"\x00" in raw:
+        raise IngestError(f"{name}: looks binary (contains NUL bytes); upload .txt or .md text")
+    try:
+        content = raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"{name}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
+    front, body, offset = split_front_matter(content, name)
+    if not body.strip():
+        raise IngestError(f"{name}: the document is empty")
+    meta: dict[str, Any] = {k: _plain(v) for k, v in front.items() if k not in RESERVED_KEYS}
+    if fields.get("metadata"):
+        try:
+            extra = json.loads(fields["metadata"] or "")
+        except ValueError:
+            raise IngestError("metadata: not valid JSON (send a JSON object)") from None
+        if not isinstance(extra, dict):
+            raise IngestError("metadata: send a JSON object of field -> scalar")
+        reserved = sorted(set(extra) & set(RESERVED_KEYS))
+        if reserved:
+            raise IngestError(f"metadata: {reserved[0]!r} is a document field; send it as a form field")
+        meta.update(extra)
+    try:
+        metadata = validate_metadata(meta)
+    except IngestError as exc:
+        raise IngestError(f"{name}: {exc}") from None
+    stem = name.rsplit("/", 1)[-1]
+    doc_id = fields.get("doc_id") or str(front.get("doc_id") or stem)
+    title = fields.get("title") or str(front.get("title") or _first_heading(body) or stem.rsplit(".", 1)[0])
+    return {
+        "doc_id": doc_id, "title": title, "text": body, "metadata": metadata,
+        "sensitivity": fields.get("sensitivity") or str(front.get("sensitivity") or DEFAULT_SENSITIVITY),
+        "valid_as_of": fields.get("valid_as_of") or str(_plain(front.get("valid_as_of")) or ""),
+        "source": stem, "source_offset": offset,
+    }
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, (dt.date, dt.datetime)) else value
+
+
+def _first_heading(body: str) -> str:
+    for line in body.splitlines():
+        if line.startswith("#"):
+            return line.lstrip("#").strip().rstrip("#").strip()
+    return ""
+
+
+def plan(settings: Any, doc: Mapping[str, Any]) -> list[Any]:
+    return chunk_document(
+        doc["text"], doc["doc_id"], title=doc["title"], metadata=doc["metadata"], sensitivity=doc["sensitivity"],
+        source=doc["source"], source_offset=doc["source_offset"],
+        max_chars=settings.chunk_chars, overlap_chars=settings.overlap_chars,
+    )
+
+
+def active_version(store: Any, doc_id: str) -> int:
+    return max((c.version for c in store.iter_chunks(doc_id=doc_id)), default=0)
+
+
+def run_job(ctx: Any, job_id: str) -> None:
+    """Run one queued job (see the module docstring); a job that is not queued is skipped."""
+    claimed = ctx.store.claim_job(job_id)
+    if claimed is None:
+        return
+    job, payload = claimed
+    docs = list((payload or {}).get("documents", []))
+    written, warnings, current, done, reported = 0, [], None, 0, time.monotonic()
+    try:
+        library = ctx.store.library_by_id(job.library_id)
+        if library is None:
+            raise IngestError("the library was deleted")
+        index = ctx.index(library)
+        for position, doc in enumerate(docs, 1):
+            current = doc["doc_id"]
+            chunks = plan(ctx.settings, doc)
+            index.retriever.warm_cache(chunks)  # a failing model stops here, nothing written
+            before = active_version(index.store, current)
+            try:
+                written += index.replace_doc_chunks(current, chunks, valid_as_of=doc["valid_as_of"])
+            except Exception as exc:
+                if active_version(index.store, current) == before:
+                    raise  # the replace itself failed: the previous version is still active
+                written += len(chunks)
+                warnings.append(f"{current}: vectors not stored yet ({_reason(exc)}); computed at query time")
+            done = position
+            if time.monotonic() - reported >= PROGRESS_EVERY_S:
+                ctx.store.progress(job_id, done, written)
+                reported = time.monotonic()
+            _count(ctx, "ingest_documents", "succeeded")
+            _count(ctx, "ingest_chunks", None, len(chunks))
+    except Exception as exc:
+        where = f"document {current!r} failed" if current is not None else "the job failed"
+        error = f"{where}: {_reason(exc)}; it keeps its previous version"
+        _count(ctx, "ingest_documents", "failed")
+        _count(ctx, "jobs_finished", "failed")
+        ctx.store.finish_job(job_id, "failed", error=error, warning="; ".join(warnings) or None, done=done, chunks=written)
+        return
+    _count(ctx, "jobs_finished", "succeeded")
+    ctx.store.finish_job(job_id, "succeeded", warning="; ".join(warnings) or None, done=done, chunks=written)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _count(ctx: Any, name: str, label: str | None, amount: float = 1) -> None:
+    metric = getattr(ctx.metrics, name, None)
+    if metric is not None:
+        (metric.labels(label) if label else metric).inc(amount)

@@ -1,0 +1,65 @@
+"""``BodyLimitMiddleware``: a request body over ``max_bytes`` is answered 413 before any
+handler parses it — at once when ``Content-Length`` says so, else as soon as the streamed
+body passes the limit. The body is buffered (at most ``max_bytes``) and replayed to the app."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class BodyLimitMiddleware:
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name.lower() == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await _reply(send, 400, "Content-Length is not a number")
+                    return
+                if declared > self.max_bytes:
+                    await _too_large(send, self.max_bytes)
+                    return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.max_bytes:
+                await _too_large(send, self.max_bytes)
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _too_large(send: Any, limit: int) -> None:
+    await _reply(send, 413, f"request body is over the {limit}-byte limit (RAGSPINE_MAX_BODY_BYTES)")
+
+
+async def _reply(send: Any, status: int, detail: str) -> None:
+    data = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), (b"connection", b"close"),
+    ]})
+    await send({"type": "http.response.body", "body": data})

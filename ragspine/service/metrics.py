@@ -1,0 +1,96 @@
+"""Prometheus metrics, in a ``CollectorRegistry`` of the app's own (two apps in one process —
+as in tests — never collide).
+
+* ``ragspine_http_requests_total{method,route,status}`` and
+  ``ragspine_http_request_duration_seconds{method,route}`` (route = the path template);
+* ``ragspine_retrieval_duration_seconds{endpoint,mode}`` — ``/v1/retrieve`` and Dify's ``/retrieval``;
+* ``ragspine_ingest_documents_total{outcome}``, ``ragspine_ingest_chunks_total``,
+  ``ragspine_ingest_jobs_finished_total{state}`` — counted by the process that ran the job
+  (the server with the in-process queue; each ``ragspine worker`` otherwise);
+* ``ragspine_ingest_jobs{state}`` — every job in the database by state (all workers);
+* ``ragspine_embedding_cache_{hits,misses,errors,fallbacks}_total`` — this process's cache.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter("ragspine_http_requests", "HTTP requests", ["method", "route", "status"], registry=r)
+        self.request_latency = Histogram(
+            "ragspine_http_request_duration_seconds", "HTTP request latency", ["method", "route"], buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.retrieval_latency = Histogram(
+            "ragspine_retrieval_duration_seconds", "retrieval latency (search only)", ["endpoint", "mode"], buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.ingest_documents = Counter("ragspine_ingest_documents", "documents ingested by this process", ["outcome"], registry=r)
+        self.ingest_chunks = Counter("ragspine_ingest_chunks", "chunks written by this process", registry=r)
+        self.jobs_finished = Counter("ragspine_ingest_jobs_finished", "ingest jobs this process finished", ["state"], registry=r)
+
+    def watch(self, context: Callable[[], Any]) -> None:
+        """Export the job table and the embedding cache of the service ``context()`` returns."""
+        self.registry.register(_ServiceCollector(context))
+
+
+class _ServiceCollector:
+    def __init__(self, context: Callable[[], Any]) -> None:
+        self.context = context
+
+    def describe(self) -> list[Any]:
+        return []  # collected on scrape only (no I/O at registration)
+
+    def collect(self) -> Any:
+        ctx = self.context()
+        stats = ctx.stack.cache_stats() if ctx is not None else {}
+        for name in ("hits", "misses", "errors", "fallbacks"):
+            family = CounterMetricFamily(f"ragspine_embedding_cache_{name}", f"embedding cache {name}")
+            family.add_metric([], float(stats.get(name, 0)))
+            yield family
+        jobs = GaugeMetricFamily("ragspine_ingest_jobs", "ingest jobs in the database by state", labels=["state"])
+        try:
+            counts = ctx.store.job_counts() if ctx is not None else {}
+        except Exception:  # a scrape never fails because the database is down
+            counts = {}
+        for state, n in counts.items():
+            jobs.add_metric([state], float(n))
+        yield jobs
+
+
+class MetricsMiddleware:
+    """Counts and times every HTTP request by its route template (pure ASGI)."""
+
+    def __init__(self, app: Any, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+        start = time.perf_counter()
+
+        async def sending(message: dict) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            method = scope.get("method", "")
+            self.metrics.request_latency.labels(method, route).observe(time.perf_counter() - start)
+            self.metrics.requests.labels(method, route, str(status)).inc()

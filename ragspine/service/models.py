@@ -1,0 +1,190 @@
+"""Request and response bodies of the HTTP API (pydantic), shared by the routes.
+
+Request bodies of ``/v1`` forbid unknown fields (a typo such as ``filter`` for ``filters`` is a
+422 naming it); Dify's body ignores them (Dify may add fields).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ragspine.documents import RESERVED_KEYS
+from ragspine.errors import IngestError
+from ragspine.retrieval.metadata import validate_metadata
+from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+
+NAME_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
+MAX_BATCH = 1000
+MAX_TOP_K = 200
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- admin ---------------------------------------------------------------------------------
+class TenantIn(_In):
+    tenant_id: str = Field(pattern=NAME_PATTERN, description="1-64 characters of A-Z a-z 0-9 . _ -")
+    name: str = Field("", max_length=200)
+
+
+class KeyIn(_In):
+    label: str = Field("", max_length=200)
+
+
+class RotateIn(_In):
+    grace_seconds: int = Field(0, ge=0, le=30 * 86400, description="how long the old key keeps working (0: revoked now)")
+    label: str | None = Field(None, max_length=200)
+
+
+class KeyOut(BaseModel):
+    key_id: str
+    prefix: str
+    label: str
+    created_at: str
+    expires_at: str | None = None
+    revoked_at: str | None = None
+    active: bool
+
+
+class IssuedKeyOut(KeyOut):
+    key: str = Field(description="the API key itself: shown once, stored only as a hash")
+
+
+class TenantOut(BaseModel):
+    tenant_id: str
+    name: str
+    created_at: str
+
+
+class TenantCreatedOut(TenantOut):
+    api_key: IssuedKeyOut
+
+
+# -- libraries and documents ---------------------------------------------------------------
+class LibraryIn(_In):
+    name: str = Field(pattern=NAME_PATTERN, description="unique per tenant; 1-64 characters of A-Z a-z 0-9 . _ -")
+    description: str = Field("", max_length=4000, description="what the library holds (the keyword router reads it)")
+    embedding_model: str | None = Field(None, description="an embedding backend the server offers (default: its RAGSPINE_EMBEDDING), or none")
+    retrieval_mode: str | None = Field(None, description="auto | hybrid | vector | economy (default: the server's)")
+
+
+class LibraryOut(BaseModel):
+    name: str
+    description: str
+    embedding_model: str
+    retrieval_mode: str
+    created_at: str
+    documents: int = 0
+    chunks: int = 0
+
+
+class DocumentIn(_In):
+    doc_id: str = Field(min_length=1, max_length=512)
+    title: str = Field("", max_length=1000)
+    text: str = Field(min_length=1)
+    metadata: dict[str, Any] = Field(default_factory=dict, description="scalars only: string, number, boolean, null")
+    sensitivity: str = Field(DEFAULT_SENSITIVITY, min_length=1, max_length=64)
+    valid_as_of: str = Field("", max_length=64)
+
+    @field_validator("doc_id")
+    @classmethod
+    def _doc_id(cls, value: str) -> str:
+        if not value.strip() or any(ord(ch) < 32 for ch in value):
+            raise ValueError("doc_id must be printable and not blank")
+        return value
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the document is empty")
+        if "\x00" in value:
+            raise ValueError("text contains NUL characters")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        reserved = sorted(set(value) & set(RESERVED_KEYS))
+        if reserved:
+            raise ValueError(f"{reserved[0]!r} is a document field, not metadata: set it at the top level")
+        try:
+            return validate_metadata(value)
+        except IngestError as exc:
+            raise ValueError(str(exc)) from None
+
+
+class DocumentBatchIn(_In):
+    documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+    @model_validator(mode="after")
+    def _unique(self) -> DocumentBatchIn:
+        seen: set[str] = set()
+        for doc in self.documents:
+            if doc.doc_id in seen:
+                raise ValueError(f"doc_id {doc.doc_id!r} appears twice in one batch")
+            seen.add(doc.doc_id)
+        return self
+
+
+class JobOut(BaseModel):
+    job_id: str
+    library: str
+    state: str = Field(description="queued | running | succeeded | failed")
+    progress: str = Field(description="documents done/total")
+    done: int
+    total: int
+    doc_ids: list[str]
+    chunks: int = Field(description="chunks written so far")
+    error: str | None = None
+    warning: str | None = None
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+# -- retrieval -----------------------------------------------------------------------------
+class RetrieveIn(_In):
+    query: str = Field(min_length=1, max_length=4000)
+    libraries: list[str] | None = Field(None, description="library names (default: every library of the tenant)")
+    filters: Any = Field(None, description='{"field": value | {"op": value}} or [{"field", "op", "value"}]; ops: eq ne in nin gt gte lt lte between')
+    top_k: int = Field(10, ge=1, le=MAX_TOP_K)
+    mode: str | None = Field(None, description="auto | hybrid | vector | economy (default: each library's)")
+    retry_without_filters: bool = Field(False, description="when the filtered result is empty, search once more without filters")
+
+
+class RetrieveOut(BaseModel):
+    query: str
+    libraries: list[str]
+    snippets: list[dict[str, Any]]
+
+
+# -- Dify's external knowledge API ---------------------------------------------------------
+class _DifyIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class DifyRetrievalSetting(_DifyIn):
+    top_k: int | None = Field(None, ge=1, le=MAX_TOP_K)
+    score_threshold: float | None = Field(None, ge=0.0, le=1.0)
+
+
+class DifyCondition(_DifyIn):
+    name: list[str] | str
+    comparison_operator: str
+    value: Any = None
+
+
+class DifyMetadataCondition(_DifyIn):
+    logical_operator: str | None = None
+    conditions: list[DifyCondition] | None = None
+
+
+class DifyRequest(_DifyIn):
+    knowledge_id: str = ""
+    query: str = ""
+    retrieval_setting: DifyRetrievalSetting | None = None
+    metadata_condition: DifyMetadataCondition | None = None

@@ -1,0 +1,69 @@
+"""What the routers share: the context, the caller's tenant, library lookup, output shapes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ragspine.service.context import ServiceContext
+from ragspine.service.errors import NotFound
+from ragspine.service.models import JobOut, KeyOut, LibraryOut
+from ragspine.service.store import ApiKey, Job, Library
+
+_bearer = HTTPBearer(auto_error=False, description="a tenant API key (rsk_...) or, for /v1/admin, RAGSPINE_ADMIN_TOKEN")
+
+
+def documented_bearer(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> None:
+    """Declares the bearer scheme in OpenAPI; the AuthMiddleware has already checked it."""
+
+
+def context(request: Request) -> ServiceContext:
+    return request.app.state.service
+
+
+def tenant_id(request: Request) -> str:
+    return request.state.tenant_id
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def library_or_404(ctx: ServiceContext, tenant: str, name: str) -> Library:
+    """The tenant's library ``name``; another tenant's library is answered exactly like a missing one."""
+    library = ctx.store.get_library(tenant, name)
+    if library is None:
+        raise NotFound(f"library {name!r} not found")
+    return library
+
+
+def library_out(library: Library, counts: Any = None) -> LibraryOut:
+    return LibraryOut(
+        name=library.name, description=library.description, embedding_model=library.embedding,
+        retrieval_mode=library.retrieval_mode, created_at=iso(library.created_at) or "",
+        documents=getattr(counts, "documents", 0), chunks=getattr(counts, "chunks", 0),
+    )
+
+
+def job_out(job: Job, library_name: str) -> JobOut:
+    return JobOut(
+        job_id=job.job_id, library=library_name, state=job.state, progress=f"{job.done}/{job.total}",
+        done=job.done, total=job.total, doc_ids=list(job.doc_ids), chunks=job.chunks, error=job.error,
+        warning=job.warning, created_at=iso(job.created_at) or "", started_at=iso(job.started_at),
+        finished_at=iso(job.finished_at),
+    )
+
+
+def key_out(key: ApiKey, now: float) -> KeyOut:
+    return KeyOut(
+        key_id=key.key_id, prefix=key.prefix, label=key.label, created_at=iso(key.created_at) or "",
+        expires_at=iso(key.expires_at), revoked_at=iso(key.revoked_at), active=key.active(now),
+    )
+
+
+def external_name(library_id: str) -> str:
+    """``<tenant>/<name>`` → ``<name>`` (responses never show the tenant prefix)."""
+    return library_id.split("/", 1)[1] if "/" in library_id else library_id

@@ -1,0 +1,62 @@
+"""``POST /retrieval``: Dify's external knowledge API (see ``ragspine/service/dify.py``).
+
+Register RAGSpine in Dify as an external knowledge API with endpoint ``http(s)://host:8000``
+and a tenant API key; the knowledge id is a library name. The key was already checked by the
+AuthMiddleware (403 1001/1002) before this body is read.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from ragspine.errors import FilterError
+from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
+from ragspine.service import dify
+from ragspine.service.context import ServiceContext
+from ragspine.service.models import DifyRequest
+from ragspine.service.routes.common import context, documented_bearer, tenant_id
+
+router = APIRouter(tags=["dify"], dependencies=[Depends(documented_bearer)])
+
+
+def dify_error(status: int, code: int, message: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error_code": code, "error_msg": message})
+
+
+@router.post(
+    "/retrieval",
+    summary="Dify external knowledge retrieval",
+    responses={
+        200: {"description": '{"records": [{"content", "score" (0..1), "title", "metadata"}]}'},
+        400: {"description": "error_code 2001: unknown knowledge_id; 3001: a metadata condition that cannot be applied"},
+        403: {"description": "error_code 1001: missing/malformed Authorization header; 1002: authorization failed"},
+        422: {"description": "error_code 3002: the body is not a valid request"},
+    },
+)
+def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JSONResponse:
+    library = ctx.store.get_library(tenant, body.knowledge_id) if body.knowledge_id else None
+    if library is None:
+        return dify_error(400, dify.KNOWLEDGE_MISSING, "The knowledge does not exist.")
+    try:
+        filters = dify.map_condition(body.metadata_condition)
+    except (dify.UnsupportedCondition, FilterError) as exc:
+        return dify_error(400, dify.UNSUPPORTED_CONDITION, f"unsupported metadata condition: {exc}")
+    setting = body.retrieval_setting
+    top_k = (setting.top_k if setting and setting.top_k else None) or dify.DEFAULT_TOP_K
+    threshold = (setting.score_threshold if setting and setting.score_threshold is not None else 0.0)
+    if not body.query.strip():
+        return JSONResponse({"records": []})
+    index = ctx.index(library)
+    retriever = NarrativeIndexRetriever(index, retry_without_filters=False)  # never widen Dify's filter
+    start = time.perf_counter()
+    try:
+        snippets = retriever.retrieve(body.query, filters=filters, top_k=top_k)
+    except FilterError as exc:
+        return dify_error(400, dify.UNSUPPORTED_CONDITION, f"unsupported metadata condition: {exc}")
+    if ctx.metrics is not None:
+        ctx.metrics.retrieval_latency.labels("dify", library.retrieval_mode).observe(time.perf_counter() - start)
+    best = index.max_fused_score(body.query)
+    return JSONResponse({"records": dify.records(snippets, best, top_k=top_k, threshold=threshold, library_name=library.name)})

@@ -1,0 +1,106 @@
+"""Documents and ingestion jobs: upload (JSON, batch, file) → a background job; retire."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
+
+from ragspine.service.context import ServiceContext
+from ragspine.service.errors import NotFound, UnsupportedMediaType
+from ragspine.service.ingest import active_version, document_payload, file_payload
+from ragspine.service.models import DocumentBatchIn, DocumentIn, JobOut
+from ragspine.service.routes.common import (
+    context,
+    documented_bearer,
+    external_name,
+    job_out,
+    library_or_404,
+    tenant_id,
+)
+from ragspine.service.store import Library
+
+router = APIRouter(prefix="/v1", tags=["documents"], dependencies=[Depends(documented_bearer)])
+
+TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/octet-stream", "")
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+
+
+def enqueue(ctx: ServiceContext, library: Library, docs: list[dict[str, Any]]) -> JobOut:
+    job_id = uuid.uuid4().hex
+    doc_ids = [d["doc_id"] for d in docs]
+    if len(doc_ids) == 1:
+        ctx.store.supersede(library.library_id, doc_ids[0], f"superseded by job {job_id} (a later upload of {doc_ids[0]!r})")
+    job = ctx.store.create_job(job_id, library.tenant_id, library.library_id, doc_ids, {"documents": docs})
+    try:
+        ctx.queue.submit(job_id)
+    except Exception as exc:
+        ctx.store.finish_job(job_id, "failed", error=f"the job queue is unavailable: {exc}")
+        raise
+    return job_out(job, library.name)
+
+
+@router.post("/libraries/{name}/documents", status_code=202, response_model=JobOut, summary="Add or replace one document (a job)")
+def upload_document(name: str, body: DocumentIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
+    return enqueue(ctx, library_or_404(ctx, tenant, name), [document_payload(body)])
+
+
+@router.post("/libraries/{name}/documents/batch", status_code=202, response_model=JobOut, summary="Add or replace many documents (one job)")
+def upload_batch(name: str, body: DocumentBatchIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
+    return enqueue(ctx, library_or_404(ctx, tenant, name), [document_payload(d) for d in body.documents])
+
+
+@router.post("/libraries/{name}/documents/upload", status_code=202, response_model=JobOut, summary="Upload a .txt/.md file (a job)")
+def upload_file(
+    name: str,
+    file: UploadFile = File(description="UTF-8 text or Markdown, optional YAML front matter"),
+    doc_id: str | None = Form(None, max_length=512, description="default: front matter doc_id, else the file name"),
+    title: str | None = Form(None, max_length=1000),
+    sensitivity: str | None = Form(None, max_length=64),
+    valid_as_of: str | None = Form(None, max_length=64),
+    metadata: str | None = Form(None, description="a JSON object of field -> scalar"),
+    ctx: ServiceContext = Depends(context),
+    tenant: str = Depends(tenant_id),
+) -> JobOut:
+    library = library_or_404(ctx, tenant, name)
+    filename = file.filename or "upload.txt"
+    media = (file.content_type or "").split(";")[0].strip().lower()
+    if media not in TEXT_TYPES and not filename.lower().endswith(TEXT_SUFFIXES):
+        raise UnsupportedMediaType(f"{filename}: {media} is not text; upload a .txt or .md file")
+    fields = {"doc_id": doc_id, "title": title, "sensitivity": sensitivity, "valid_as_of": valid_as_of, "metadata": metadata}
+    return enqueue(ctx, library, [file_payload(filename, file.file.read(), fields)])
+
+
+@router.get("/libraries/{name}/documents", summary="List the active documents of a library")
+def list_documents(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict:
+    library = library_or_404(ctx, tenant, name)
+    return {"library": name, "doc_ids": ctx.stack.db.chunk_store(library.library_id).doc_ids()}
+
+
+@router.delete("/libraries/{name}/documents/{doc_id:path}", summary="Retire a document (its history stays)")
+def retire_document(name: str, doc_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict:
+    library = library_or_404(ctx, tenant, name)
+    index = ctx.index(library)
+    if active_version(index.store, doc_id) == 0:
+        raise NotFound(f"document {doc_id!r} not found in library {name!r}")
+    ctx.store.supersede(library.library_id, doc_id, f"superseded: {doc_id!r} was deleted before this job ran")
+    index.retire(doc_id)
+    return {"library": name, "doc_id": doc_id, "retired": True}
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut, summary="An ingestion job: state, progress, error")
+def get_job(job_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
+    job = ctx.store.get_job(job_id)
+    if job is None or job.tenant_id != tenant:
+        raise NotFound(f"job {job_id!r} not found")
+    return job_out(job, external_name(job.library_id))
+
+
+@router.get("/jobs", response_model=list[JobOut], summary="Recent jobs (newest first)")
+def list_jobs(
+    library: str | None = Query(None), limit: int = Query(50, ge=1, le=500),
+    ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+) -> list[JobOut]:
+    library_id = library_or_404(ctx, tenant, library).library_id if library is not None else None
+    return [job_out(j, external_name(j.library_id)) for j in ctx.store.list_jobs(tenant, library_id=library_id, limit=limit)]

@@ -1,0 +1,87 @@
+"""``/v1/libraries``: a tenant's libraries (create, list, show, delete)."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Depends
+
+from ragspine.errors import ConfigError
+from ragspine.retrieval.mode import RETRIEVAL_MODES, make_retrieval_mode
+from ragspine.service.context import ServiceContext, catalog_id
+from ragspine.service.models import LibraryIn, LibraryOut
+from ragspine.service.routes.common import (
+    context,
+    documented_bearer,
+    library_or_404,
+    library_out,
+    tenant_id,
+)
+from ragspine.service.store import Conflict, Library
+
+router = APIRouter(prefix="/v1/libraries", tags=["libraries"], dependencies=[Depends(documented_bearer)])
+
+
+def embedding_choices(ctx: ServiceContext) -> list[str]:
+    """The embedding backends a library may use: the server's, the extra ones, and none."""
+    if not ctx.stack.mode.uses_embeddings:
+        return ["none"]
+    extra = [e.strip().lower() for e in (ctx.settings.embedding_models or "").split(",") if e.strip()]
+    return list(dict.fromkeys([ctx.settings.embedding, *extra, "none"]))
+
+
+def resolve_library_settings(ctx: ServiceContext, embedding: str | None, mode: str | None) -> tuple[str, str]:
+    choices = embedding_choices(ctx)
+    if embedding is None:
+        embedding = choices[0] if ctx.stack.embedding_backend_for(choices[0]) is not None else "none"
+    embedding = embedding.strip().lower()
+    if embedding not in choices:
+        raise ConfigError(f"embedding_model {embedding!r} is not offered by this server; choose one of {', '.join(choices)}")
+    try:
+        resolved = make_retrieval_mode(mode if mode is not None else ctx.stack.mode.name)
+    except ConfigError:
+        raise ConfigError(f"unknown retrieval_mode {mode!r}; choose one of {', '.join(RETRIEVAL_MODES)}") from None
+    if embedding == "none" or ctx.stack.embedding_backend_for(embedding) is None:
+        if resolved.requires_embeddings:
+            raise ConfigError(f"retrieval_mode {resolved.name!r} needs an embedding model, and this library has none")
+        return "none", "economy"
+    return embedding, resolved.name
+
+
+@router.post("", status_code=201, response_model=LibraryOut, summary="Create a library")
+def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
+    embedding, mode = resolve_library_settings(ctx, body.embedding_model, body.retrieval_mode)
+    library = Library(catalog_id(tenant, body.name), tenant, body.name, body.description, embedding, mode, time.time())
+    try:
+        ctx.store.add_library(library)
+    except Conflict:
+        raise Conflict(f"library {body.name!r} exists already") from None
+    try:
+        if ctx.stack.library(library.library_id) is not None:  # leftovers of an interrupted delete
+            ctx.stack.delete_library(library.library_id, embeddings=[embedding])
+        info = ctx.stack.ensure_library(library.library_id, body.description, tenant_id=tenant)
+    except Exception:
+        ctx.store.delete_library(library.library_id)
+        raise
+    return library_out(library, info)
+
+
+@router.get("", response_model=list[LibraryOut], summary="List the tenant's libraries")
+def list_libraries(ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> list[LibraryOut]:
+    libraries = ctx.store.list_libraries(tenant)
+    counts = {info.library_id: info for info in ctx.stack.libraries()} if libraries else {}
+    return [library_out(lib, counts.get(lib.library_id)) for lib in libraries]
+
+
+@router.get("/{name}", response_model=LibraryOut, summary="Show a library")
+def get_library(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
+    library = library_or_404(ctx, tenant, name)
+    return library_out(library, ctx.stack.library(library.library_id))
+
+
+@router.delete("/{name}", summary="Delete a library: its chunks, vectors and cache entries in every store")
+def delete_library(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict:
+    library = library_or_404(ctx, tenant, name)
+    ctx.stack.delete_library(library.library_id, embeddings=[library.embedding])  # stores first: a failure can be retried
+    ctx.store.delete_library(library.library_id)
+    return {"name": name, "deleted": True}

@@ -1,0 +1,83 @@
+"""The service's tables (SQLAlchemy Core), the same on SQLite and PostgreSQL.
+
+On the embedded default they live in the chunk store's SQLite file (``create_all``); on
+PostgreSQL the Alembic revision ``0003_service`` creates them. Times are Unix seconds
+(``Float``), so expiry comparisons are plain numbers on both databases.
+
+* ``ragspine_tenant`` — one row per tenant;
+* ``ragspine_api_key`` — a tenant's keys: the SHA-256 of the key and its display prefix
+  (the key itself is never stored); ``revoked_at`` / ``expires_at`` end it;
+* ``ragspine_service_library`` — which tenant owns which catalog library, under which
+  external name, with its embedding backend and retrieval mode;
+* ``ragspine_job`` — ingestion jobs: state, progress, error;
+* ``ragspine_job_payload`` — a job's validated documents while it waits or runs (deleted when
+  it ends; kept apart so that progress updates never rewrite a large row).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+tenant = sa.Table(
+    "ragspine_tenant",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("name", sa.Text, nullable=False, server_default=""),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+api_key = sa.Table(
+    "ragspine_api_key",
+    metadata,
+    sa.Column("key_id", sa.String(32), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("prefix", sa.String(64), nullable=False),
+    sa.Column("key_hash", sa.String(64), nullable=False),
+    sa.Column("label", sa.Text, nullable=False, server_default=""),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=True),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+    sa.Index("ragspine_api_key_tenant", "tenant_id"),
+)
+
+service_library = sa.Table(
+    "ragspine_service_library",
+    metadata,
+    sa.Column("library_id", sa.String(200), primary_key=True),  # the catalog id: "<tenant>/<name>"
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("description", sa.Text, nullable=False, server_default=""),
+    sa.Column("embedding", sa.Text, nullable=False, server_default="none"),
+    sa.Column("retrieval_mode", sa.Text, nullable=False, server_default="auto"),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("tenant_id", "name", name="ragspine_service_library_name"),
+)
+
+job = sa.Table(
+    "ragspine_job",
+    metadata,
+    sa.Column("job_id", sa.String(32), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("library_id", sa.String(200), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),  # queued | running | succeeded | failed
+    sa.Column("done", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("total", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("doc_ids", sa.JSON, nullable=False),
+    sa.Column("chunks", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("warning", sa.Text, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=True),
+    sa.Column("finished_at", sa.Float, nullable=True),
+    sa.Index("ragspine_job_tenant", "tenant_id", "created_at"),
+    sa.Index("ragspine_job_state", "state"),
+)
+
+job_payload = sa.Table(
+    "ragspine_job_payload",
+    metadata,
+    sa.Column("job_id", sa.String(32), primary_key=True),
+    sa.Column("payload", sa.JSON, nullable=False),
+)

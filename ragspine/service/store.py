@@ -1,0 +1,290 @@
+"""``ServiceStore``: tenants, API keys, library ownership and jobs — SQL on SQLite or PostgreSQL.
+
+``ServiceStore.for_stack(stack)`` uses the stack's own database: the chunk store's SQLite
+file (tables created here with ``create_all``; write transactions ``BEGIN IMMEDIATE`` so they
+queue behind the chunk store's writers instead of failing), or its PostgreSQL engine (tables
+from the Alembic revision ``0003_service``, which ``stack.db.init_schema()`` has applied).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from typing import Any
+
+import sqlalchemy as sa
+
+from ragspine.errors import BackendError
+from ragspine.service.schema import (
+    api_key,
+    job,
+    job_payload,
+    metadata,
+    service_library,
+    tenant,
+)
+
+JOB_STATES = ("queued", "running", "succeeded", "failed")
+
+
+class Conflict(Exception):
+    """A row with that key exists already."""
+
+
+def _row(cls: Any, row: Any) -> Any:
+    mapping = row._mapping
+    return cls(**{f.name: mapping[f.name] for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class Tenant:
+    tenant_id: str
+    name: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    key_id: str
+    tenant_id: str
+    prefix: str
+    key_hash: str
+    label: str
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+
+    def active(self, now: float) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+
+
+@dataclass(frozen=True)
+class Library:
+    library_id: str  # catalog id "<tenant_id>/<name>"
+    tenant_id: str
+    name: str
+    description: str
+    embedding: str
+    retrieval_mode: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Job:
+    job_id: str
+    tenant_id: str
+    library_id: str
+    state: str
+    done: int
+    total: int
+    doc_ids: list[str]
+    chunks: int
+    error: str | None
+    warning: str | None
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+
+
+_JOB_COLUMNS = [job.c[f.name] for f in fields(Job)]
+
+
+class ServiceStore:
+    def __init__(self, engine: Any, *, create: bool = False) -> None:
+        self.engine = engine
+        if create:
+            metadata.create_all(engine)
+
+    @classmethod
+    def for_stack(cls, stack: Any) -> ServiceStore:
+        if stack.chunk_spec.kind == "postgresql":
+            return cls(stack.db.engine)
+        return cls(sqlite_engine(stack.db.path), create=True)
+
+    def close(self) -> None:
+        if self.engine.dialect.name == "sqlite":
+            self.engine.dispose()
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        try:
+            with self.engine.connect().execution_options(ragspine_write=True) as conn, conn.begin():
+                yield conn
+        except sa.exc.IntegrityError as exc:
+            raise Conflict(str(exc.orig)) from None
+        except sa.exc.SQLAlchemyError as exc:
+            raise BackendError(f"service store write failed: {exc}") from exc
+
+    def _read(self, statement: Any) -> list[Any]:
+        try:
+            with self.engine.connect() as conn:
+                return list(conn.execute(statement).all())
+        except sa.exc.SQLAlchemyError as exc:
+            raise BackendError(f"service store read failed: {exc}") from exc
+
+    def ping(self) -> None:
+        self._read(sa.select(sa.literal(1)))
+
+    # -- tenants and keys ---------------------------------------------------------------
+    def create_tenant(self, tenant_id: str, name: str) -> Tenant:
+        row = Tenant(tenant_id, name, time.time())
+        with self._write() as conn:
+            conn.execute(tenant.insert().values(**row.__dict__))
+        return row
+
+    def get_tenant(self, tenant_id: str) -> Tenant | None:
+        rows = self._read(sa.select(tenant).where(tenant.c.tenant_id == tenant_id))
+        return _row(Tenant, rows[0]) if rows else None
+
+    def list_tenants(self) -> list[Tenant]:
+        return [_row(Tenant, r) for r in self._read(sa.select(tenant).order_by(tenant.c.tenant_id))]
+
+    def add_key(self, key: ApiKey) -> ApiKey:
+        with self._write() as conn:
+            conn.execute(api_key.insert().values(**key.__dict__))
+        return key
+
+    def get_key(self, key_id: str) -> ApiKey | None:
+        rows = self._read(sa.select(api_key).where(api_key.c.key_id == key_id))
+        return _row(ApiKey, rows[0]) if rows else None
+
+    def list_keys(self, tenant_id: str) -> list[ApiKey]:
+        query = sa.select(api_key).where(api_key.c.tenant_id == tenant_id).order_by(api_key.c.created_at)
+        return [_row(ApiKey, r) for r in self._read(query)]
+
+    def end_key(self, tenant_id: str, key_id: str, *, at: float, revoke: bool) -> bool:
+        """Revoke a key now (``revoke``) or let it expire ``at`` (rotation's grace period)."""
+        values = {"revoked_at": at} if revoke else {"expires_at": at}
+        where = (api_key.c.key_id == key_id) & (api_key.c.tenant_id == tenant_id) & api_key.c.revoked_at.is_(None)
+        with self._write() as conn:
+            return bool(conn.execute(api_key.update().where(where).values(**values)).rowcount)
+
+    # -- libraries ----------------------------------------------------------------------
+    def add_library(self, library: Library) -> Library:
+        with self._write() as conn:
+            conn.execute(service_library.insert().values(**library.__dict__))
+        return library
+
+    def get_library(self, tenant_id: str, name: str) -> Library | None:
+        where = (service_library.c.tenant_id == tenant_id) & (service_library.c.name == name)
+        rows = self._read(sa.select(service_library).where(where))
+        return _row(Library, rows[0]) if rows else None
+
+    def library_by_id(self, library_id: str) -> Library | None:
+        rows = self._read(sa.select(service_library).where(service_library.c.library_id == library_id))
+        return _row(Library, rows[0]) if rows else None
+
+    def list_libraries(self, tenant_id: str) -> list[Library]:
+        query = sa.select(service_library).where(service_library.c.tenant_id == tenant_id).order_by(service_library.c.name)
+        return [_row(Library, r) for r in self._read(query)]
+
+    def delete_library(self, library_id: str) -> None:
+        """The ownership row and the library's jobs (a queued one then never runs)."""
+        with self._write() as conn:
+            ids = sa.select(job.c.job_id).where(job.c.library_id == library_id).scalar_subquery()
+            conn.execute(job_payload.delete().where(job_payload.c.job_id.in_(ids)))
+            conn.execute(job.delete().where(job.c.library_id == library_id))
+            conn.execute(service_library.delete().where(service_library.c.library_id == library_id))
+
+    # -- jobs ---------------------------------------------------------------------------
+    def create_job(self, job_id: str, tenant_id: str, library_id: str, doc_ids: Sequence[str], payload: Any) -> Job:
+        values = {
+            "job_id": job_id, "tenant_id": tenant_id, "library_id": library_id, "state": "queued",
+            "done": 0, "total": len(doc_ids), "doc_ids": list(doc_ids), "chunks": 0,
+            "error": None, "warning": None, "created_at": time.time(), "started_at": None, "finished_at": None,
+        }
+        with self._write() as conn:
+            conn.execute(job.insert().values(**values))
+            conn.execute(job_payload.insert().values(job_id=job_id, payload=payload))
+        return Job(**values)
+
+    def get_job(self, job_id: str) -> Job | None:
+        rows = self._read(sa.select(*_JOB_COLUMNS).where(job.c.job_id == job_id))
+        return _row(Job, rows[0]) if rows else None
+
+    def list_jobs(self, tenant_id: str, *, library_id: str | None = None, limit: int = 50) -> list[Job]:
+        where = job.c.tenant_id == tenant_id
+        if library_id is not None:
+            where = where & (job.c.library_id == library_id)
+        query = sa.select(*_JOB_COLUMNS).where(where).order_by(job.c.created_at.desc()).limit(limit)
+        return [_row(Job, r) for r in self._read(query)]
+
+    def claim_job(self, job_id: str) -> tuple[Job, Any] | None:
+        """Move a queued job to ``running`` and return it with its payload; ``None`` when it
+        is not queued (taken by another worker, superseded, or its library deleted)."""
+        with self._write() as conn:
+            moved = conn.execute(
+                job.update().where((job.c.job_id == job_id) & (job.c.state == "queued"))
+                .values(state="running", started_at=time.time())
+            ).rowcount
+            if not moved:
+                return None
+            row = conn.execute(sa.select(*_JOB_COLUMNS).where(job.c.job_id == job_id)).one()
+            payload = conn.execute(sa.select(job_payload.c.payload).where(job_payload.c.job_id == job_id)).scalar()
+        return _row(Job, row), payload
+
+    def progress(self, job_id: str, done: int, chunks: int) -> None:
+        with self._write() as conn:
+            conn.execute(job.update().where(job.c.job_id == job_id).values(done=done, chunks=chunks))
+
+    def finish_job(
+        self, job_id: str, state: str, *, error: str | None = None, warning: str | None = None,
+        done: int | None = None, chunks: int | None = None,
+    ) -> None:
+        values: dict[str, Any] = {"state": state, "error": error, "warning": warning, "finished_at": time.time()}
+        if done is not None:
+            values.update(done=done, chunks=chunks or 0)
+        with self._write() as conn:
+            conn.execute(job.update().where(job.c.job_id == job_id).values(**values))
+            conn.execute(job_payload.delete().where(job_payload.c.job_id == job_id))
+
+    def supersede(self, library_id: str, doc_id: str, reason: str) -> int:
+        """Fail the queued single-document jobs of ``doc_id`` (a later request replaces them)."""
+        with self._write() as conn:
+            rows = conn.execute(
+                sa.select(job.c.job_id, job.c.doc_ids).where((job.c.library_id == library_id) & (job.c.state == "queued"))
+            ).all()
+            ids = [r.job_id for r in rows if list(r.doc_ids) == [doc_id]]
+            if ids:
+                conn.execute(
+                    job.update().where(job.c.job_id.in_(ids) & (job.c.state == "queued"))
+                    .values(state="failed", error=reason, finished_at=time.time())
+                )
+                conn.execute(job_payload.delete().where(job_payload.c.job_id.in_(ids)))
+        return len(ids)
+
+    def job_ids(self, state: str) -> list[str]:
+        return [r.job_id for r in self._read(sa.select(job.c.job_id).where(job.c.state == state).order_by(job.c.created_at))]
+
+    def fail_jobs(self, state: str, reason: str) -> int:
+        with self._write() as conn:
+            ids = sa.select(job.c.job_id).where(job.c.state == state).scalar_subquery()
+            conn.execute(job_payload.delete().where(job_payload.c.job_id.in_(ids)))
+            return int(conn.execute(
+                job.update().where(job.c.state == state).values(state="failed", error=reason, finished_at=time.time())
+            ).rowcount)
+
+    def job_counts(self) -> dict[str, int]:
+        counts = {state: 0 for state in JOB_STATES}
+        for state, n in self._read(sa.select(job.c.state, sa.func.count()).group_by(job.c.state)):
+            counts[state] = int(n)
+        return counts
+
+
+def sqlite_engine(path: str) -> Any:
+    """An engine on the chunk store's SQLite file: WAL readers, ``BEGIN IMMEDIATE`` writers."""
+    if path == ":memory:":
+        raise BackendError("the service needs a SQLite file (RAGSPINE_CHUNK_STORE), not :memory:")
+    engine = sa.create_engine(f"sqlite:///{path}", connect_args={"timeout": 30, "check_same_thread": False})
+
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" event below emits BEGIN
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("ragspine_write") else "BEGIN")
+
+    return engine

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""A bounded loopback load test of `ragspine serve`: retrieval QPS and latency percentiles.
+
+Starts the server on 127.0.0.1 (a temporary SQLite file, in-process jobs), creates a tenant
+and a library, ingests a synthetic corpus through the API (single-paragraph documents, so
+``--chunks`` documents give exactly that many chunks), then sends ``POST /v1/retrieve`` (or
+Dify's ``/retrieval``) from ``--concurrency`` client threads until ``--requests`` requests
+or ``--duration`` seconds, whichever comes first. Prints QPS and p50/p90/p99. Traffic goes to
+127.0.0.1 only, and the server is stopped at the end.
+
+    .venv/bin/python scripts/load_test.py --mode economy
+    .venv/bin/python scripts/load_test.py --mode hybrid          # deterministic embeddings
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def vocabulary(rng: random.Random, size: int) -> list[str]:
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ze", "pa", "qu", "dor", "lin", "mar", "tek", "gro"]
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+def zipf_sampler(rng: random.Random, words: list[str]):
+    weights = [1.0 / (rank + 1) for rank in range(len(words))]
+    return lambda k: rng.choices(words, weights=weights, k=k)
+
+
+def corpus(n: int, seed: int) -> tuple[list[dict], list[str]]:
+    rng = random.Random(seed)
+    words = vocabulary(rng, 5000)
+    sample = zipf_sampler(rng, words)
+    docs = []
+    for i in range(n):
+        text = " ".join(sample(rng.randint(45, 60))).capitalize() + "."
+        docs.append({"doc_id": f"doc-{i:06d}", "title": f"Document {i}", "text": text[:470],
+                     "metadata": {"year": 2015 + i % 10, "group": f"g{i % 7}"}})
+    queries = [" ".join(sample(rng.randint(2, 5))) for _ in range(500)]
+    return docs, queries
+
+
+def start_server(port: int, mode: str, workdir: str, admin: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSPINE_")}
+    env.update({
+        "RAGSPINE_CHUNK_STORE": os.path.join(workdir, "load.db"),
+        "RAGSPINE_EMBEDDING": "deterministic" if mode != "economy" else "none",
+        "RAGSPINE_RETRIEVAL_MODE": mode,
+        "RAGSPINE_ADMIN_TOKEN": admin,
+        "RAGSPINE_JOB_QUEUE": "inprocess",
+        "RAGSPINE_DATA_DIR": workdir,
+    })
+    return subprocess.Popen(
+        [sys.executable, "-m", "ragspine.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+def wait_ready(base: str, server: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit("the server exited during start-up")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit("the server did not become ready")
+
+
+def ingest(http: httpx.Client, docs: list[dict], batch: int) -> float:
+    start = time.perf_counter()
+    jobs = []
+    for i in range(0, len(docs), batch):
+        r = http.post("/v1/libraries/load/documents/batch", json={"documents": docs[i : i + batch]})
+        r.raise_for_status()
+        jobs.append(r.json()["job_id"])
+    for job_id in jobs:
+        while True:
+            job = http.get(f"/v1/jobs/{job_id}").json()
+            if job["state"] == "failed":
+                raise SystemExit(f"ingest job failed: {job['error']}")
+            if job["state"] == "succeeded":
+                break
+            time.sleep(0.2)
+    return time.perf_counter() - start
+
+
+def load(base: str, headers: dict, queries: list[str], args: argparse.Namespace) -> tuple[list[float], int, float]:
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    sent = 0
+    stop_at = time.monotonic() + args.duration
+
+    def body(q: str) -> tuple[str, dict]:
+        if args.endpoint == "dify":
+            return "/retrieval", {"knowledge_id": "load", "query": q, "retrieval_setting": {"top_k": args.top_k, "score_threshold": 0}}
+        return "/v1/retrieve", {"query": q, "libraries": ["load"], "top_k": args.top_k}
+
+    def client(worker: int) -> None:
+        nonlocal sent, errors
+        rng = random.Random(worker)
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+            while True:
+                with lock:
+                    if sent >= args.requests or time.monotonic() >= stop_at:
+                        return
+                    sent += 1
+                path, payload = body(rng.choice(queries))
+                t0 = time.perf_counter()
+                r = http.post(path, json=payload)
+                elapsed = time.perf_counter() - t0
+                with lock:
+                    if r.status_code == 200:
+                        latencies.append(elapsed)
+                    else:
+                        errors += 1
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(args.concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies, errors, time.perf_counter() - start
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", default="economy", choices=["economy", "hybrid", "vector"])
+    parser.add_argument("--chunks", type=int, default=10_000)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--requests", type=int, default=2000, help="at most this many requests")
+    parser.add_argument("--duration", type=float, default=60.0, help="at most this many seconds of load")
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--endpoint", default="retrieve", choices=["retrieve", "dify"])
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    if args.requests <= 0 or args.duration <= 0 or args.concurrency <= 0:
+        parser.error("--requests, --duration and --concurrency must be positive")
+
+    docs, queries = corpus(args.chunks, args.seed)
+    admin = secrets.token_hex(16)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="ragspine-load-") as workdir:
+        server = start_server(port, args.mode, workdir, admin)
+        try:
+            wait_ready(base, server)
+            with httpx.Client(base_url=base, timeout=300) as http:
+                r = http.post("/v1/admin/tenants", json={"tenant_id": "load"}, headers={"Authorization": f"Bearer {admin}"})
+                r.raise_for_status()
+                headers = {"Authorization": f"Bearer {r.json()['api_key']['key']}"}
+                http.headers.update(headers)
+                http.post("/v1/libraries", json={"name": "load", "description": "synthetic"}).raise_for_status()
+                ingest_s = ingest(http, docs, args.batch)
+                chunks = http.get("/v1/libraries/load").json()["chunks"]
+                for q in queries[: args.warmup]:
+                    http.post("/v1/retrieve", json={"query": q, "libraries": ["load"], "top_k": args.top_k}).raise_for_status()
+            latencies, errors, wall = load(base, headers, queries, args)
+        finally:
+            server.terminate()
+            try:
+                server.wait(15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    if not latencies:
+        raise SystemExit(f"no successful request ({errors} errors)")
+    ms = [x * 1000 for x in latencies]
+    print(f"mode={args.mode} endpoint={args.endpoint} chunks={chunks} ingest={ingest_s:.1f}s "
+          f"({chunks / ingest_s:.0f} chunks/s through the API)")
+    print(f"requests={len(latencies)} errors={errors} concurrency={args.concurrency} wall={wall:.1f}s")
+    print(f"QPS={len(latencies) / wall:.1f}  p50={statistics.median(ms):.1f}ms  p90={percentile(ms, 0.90):.1f}ms  "
+          f"p99={percentile(ms, 0.99):.1f}ms  max={max(ms):.1f}ms")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

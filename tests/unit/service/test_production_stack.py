@@ -1,0 +1,59 @@
+"""The same API on the production stack: PostgreSQL + pgvector, the Redis embedding cache;
+deleting a library empties every store of it."""
+
+from __future__ import annotations
+
+import redis
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from ragspine.service.app import create_app
+from tests.unit.service.conftest import (
+    doc,
+    ingest,
+    make_settings,
+    new_library,
+    new_tenant,
+    retrieve,
+)
+
+
+def test_postgres_pgvector_redis(tmp_path, pg_schema, redis_namespace) -> None:
+    url, schema = pg_schema
+    redis_url, prefix = redis_namespace
+    settings = make_settings(
+        tmp_path, RAGSPINE_CHUNK_STORE=url, RAGSPINE_PG_SCHEMA=schema, RAGSPINE_VECTOR_STORE="pgvector",
+        RAGSPINE_EMBEDDING_CACHE=redis_url, RAGSPINE_REDIS_PREFIX=prefix, RAGSPINE_JOB_QUEUE="inprocess",
+    )
+    with TestClient(create_app(settings)) as client:
+        acme, globex = new_tenant(client, "acme"), new_tenant(client, "globex")
+        new_library(client, acme, "hb")
+        new_library(client, globex, "hb")  # same name, another tenant
+        job = ingest(client, acme, "hb", doc("d1", "Gearbox warranty is 36 months.", metadata={"year": 2024}), doc("d2", "Repairs take five days."))
+        assert job["state"] == "succeeded"
+        ingest(client, globex, "hb", doc("d1", "Globex ships turbines."))
+        snippets = retrieve(client, acme, "gearbox warranty", filters={"year": {"gte": 2024}}).json()["snippets"]
+        assert [s["doc_id"] for s in snippets] == ["d1"] and snippets[0]["scores"]["vector"] > 0
+        assert all(s["library_id"] == "hb" for s in retrieve(client, globex, "turbines gearbox").json()["snippets"])
+        assert client.get("/readyz").json()["checks"] == {
+            "chunk store": "ok", "vector store": "ok", "embedding cache": "ok", "service store": "ok", "job queue (inprocess)": "ok",
+        }
+
+        engine = client.app.state.service.stack.db.engine
+        cache = redis.Redis.from_url(redis_url)
+
+        def counts(library_id: str) -> tuple[int, int]:
+            with engine.connect() as conn:
+                table = conn.execute(sa.text("SELECT table_name FROM ragspine_vector_space")).scalar_one()
+                vectors = conn.execute(sa.text(f'SELECT COUNT(*) FROM "{table}" WHERE library_id = :l'), {"l": library_id}).scalar_one()
+                chunks = conn.execute(sa.text("SELECT COUNT(*) FROM ragspine_chunk WHERE library_id = :l"), {"l": library_id}).scalar_one()
+            return chunks, vectors
+
+        assert counts("acme/hb") == (2, 2) and counts("globex/hb") == (1, 1)
+        cached = len(list(cache.scan_iter(match=f"{prefix}emb:*")))
+        assert cached == 3
+        assert client.delete("/v1/libraries/hb", headers=acme).status_code == 200
+        assert counts("acme/hb") == (0, 0) and counts("globex/hb") == (1, 1)
+        assert len(list(cache.scan_iter(match=f"{prefix}emb:*"))) == 1  # only globex's entry is left
+        cache.close()
+        assert retrieve(client, globex, "turbines").json()["snippets"][0]["doc_id"] == "d1"
