@@ -97,6 +97,7 @@ class HybridRetriever:
         self._index_text = index_text
         self._lock = threading.RLock()
         self._unreadable: set[tuple[str, int]] = set()
+        self._verified: set[tuple[str, int]] = set()  # (chunk_id, version) known to be in sync
         if embedding_backend is None:
             self.vector_store: VectorStore | None = None
             self.embedding_cache: EmbeddingCache | None = None
@@ -110,6 +111,8 @@ class HybridRetriever:
     # -- keeping derived state in step with the store ---------------------------------------
     def refresh(self) -> None:
         self.index.refresh()
+        if len(self._verified) > 2 * max(len(self.index), 1000):
+            self._verified &= set(self.index.candidates())
         store = self.vector_store
         if store is not None and getattr(store, "process_local", False):
             if store.count() > 2 * max(len(self.index), 1000):
@@ -215,7 +218,10 @@ class HybridRetriever:
         candidates = self.index.candidates(metadata_filter)
         if not candidates:
             return []
-        self.ensure_vectors(candidates)
+        unverified = [c for c in candidates if c not in self._verified]
+        if unverified:  # steady state: nothing to check, no per-query work over the library
+            self.ensure_vectors(unverified)
+            self._verified.update(unverified)
         qvec = self.embedding_backend.embed_texts([query])[0]
         active = dict(candidates)
         local = getattr(self.vector_store, "process_local", False)
@@ -228,7 +234,11 @@ class HybridRetriever:
         # Similarities are compared at 1e-6: stores accumulate float32 dot products in
         # different orders, so near-ties must not decide the ranking (ties → chunk_id).
         ranked = sorted(
-            ((h.id, round(h.score, VECTOR_SCORE_DECIMALS)) for h in hits if active.get(h.id) == h.version),
+            (
+                (h.id, round(h.score, VECTOR_SCORE_DECIMALS))
+                for h in hits
+                if active.get(h.id) == h.version
+            ),
             key=lambda hit: (-hit[1], hit[0]),
         )
         return ranked[:depth]
