@@ -98,6 +98,7 @@ class HybridRetriever:
         self._lock = threading.RLock()
         self._unreadable: set[tuple[str, int]] = set()
         self._verified: set[tuple[str, int]] = set()  # (chunk_id, version) known to be in sync
+        self._verified_seq: int | None = None  # index sequence at which every chunk was
         if embedding_backend is None:
             self.vector_store: VectorStore | None = None
             self.embedding_cache: EmbeddingCache | None = None
@@ -215,33 +216,48 @@ class HybridRetriever:
 
     def _dense(self, query: str, metadata_filter: MetadataFilter | None, depth: int) -> list[tuple[str, float]]:
         assert self.embedding_backend is not None and self.vector_store is not None
-        candidates = self.index.candidates(metadata_filter)
-        if not candidates:
+        if not self._sync_candidates(metadata_filter):
             return []
-        unverified = [c for c in candidates if c not in self._verified]
-        if unverified:  # steady state: nothing to check, no per-query work over the library
-            self.ensure_vectors(unverified)
-            self._verified.update(unverified)
         qvec = self.embedding_backend.embed_texts([query])[0]
-        active = dict(candidates)
-        local = getattr(self.vector_store, "process_local", False)
-        hits = self.vector_store.query(
-            qvec,
-            top_k=depth + VECTOR_OVERFETCH,
-            where=metadata_filter,
-            ids=list(active) if local else None,
-        )
+        want = depth + VECTOR_OVERFETCH
+        hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter)
+        current = self._current(hits)
+        if len(current) < min(depth, len(hits)) and len(hits) == want:
+            # stale vectors (retired elsewhere) crowded the top: ask again within the candidates
+            active = dict(self.index.candidates(metadata_filter))
+            hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter, ids=list(active))
+            current = self._current(hits)
         # Similarities are compared at 1e-6: stores accumulate float32 dot products in
         # different orders, so near-ties must not decide the ranking (ties → chunk_id).
         ranked = sorted(
-            (
-                (h.id, round(h.score, VECTOR_SCORE_DECIMALS))
-                for h in hits
-                if active.get(h.id) == h.version
-            ),
+            ((h.id, round(h.score, VECTOR_SCORE_DECIMALS)) for h in current),
             key=lambda hit: (-hit[1], hit[0]),
         )
         return ranked[:depth]
+
+    def _sync_candidates(self, metadata_filter: MetadataFilter | None) -> bool:
+        """Vectors for the filter-surviving candidates, checked once per (chunk_id, version);
+        an unfiltered query at an index sequence already fully checked does nothing.
+        False when no chunk survives the filter (then nothing is embedded, not even the query)."""
+        seq = getattr(self.index, "seq", None)
+        if metadata_filter is None and seq is not None and seq == self._verified_seq:
+            return len(self.index) > 0
+        candidates = self.index.candidates(metadata_filter)
+        unverified = [c for c in candidates if c not in self._verified]
+        if unverified:
+            self.ensure_vectors(unverified)
+            self._verified.update(unverified)
+        if metadata_filter is None:
+            self._verified_seq = seq
+        return bool(candidates)
+
+    def _current(self, hits: Sequence[Any]) -> list[Any]:
+        """Hits whose vector was computed from the chunk's active version."""
+        version_of = getattr(self.index, "version_of", None)
+        if version_of is None:
+            active = dict(self.index.candidates())
+            return [h for h in hits if active.get(h.id) == h.version]
+        return [h for h in hits if version_of(h.id) == h.version]
 
     def fuse(self, legs_per_query: Iterable[Legs], *, top_k: int) -> list[RetrievalResult]:
         """RRF over every leg of every query; chunks fetched from the store, best first."""

@@ -229,6 +229,11 @@ class InMemoryLexicalIndex:
     def __len__(self) -> int:
         return self._n_active
 
+    @property
+    def seq(self) -> int | None:
+        """The store change sequence this index reflects (``None`` before the first refresh)."""
+        return self._seq
+
     def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
         rows = np.zeros(0, dtype=np.int32)
         tfs = np.zeros(0, dtype=np.float32)

@@ -43,6 +43,7 @@ class InProcessVectorStore:
         self._ids: list[str] = []
         self._records: list[VectorRecord | None] = []
         self._row_of: dict[str, int] = {}
+        self._live: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self._row_of)
@@ -62,6 +63,7 @@ class InProcessVectorStore:
                 if row is None:
                     row = self._append_row()
                     self._row_of[record.id] = row
+                    self._live = None
                 self._matrix[row] = vec
                 self._ids[row] = record.id
                 self._records[row] = VectorRecord(
@@ -100,7 +102,9 @@ class InProcessVectorStore:
             rows = self._candidate_rows(where, ids)
             if not len(rows):
                 return []
-            scores = self._matrix[rows] @ q
+            # every row live (no tombstones): score a view of the matrix, no gather copy
+            block = self._matrix[: self._size] if len(rows) == self._size else self._matrix[rows]
+            scores = block @ q
             if len(rows) > top_k:
                 kth = np.partition(scores, len(scores) - top_k)[len(scores) - top_k]
                 keep = scores >= kth - RESCORE_MARGIN
@@ -116,12 +120,15 @@ class InProcessVectorStore:
 
     def _candidate_rows(self, where: MetadataFilter | None, ids: Collection[str] | None) -> np.ndarray:
         if ids is not None:
-            rows = sorted(self._row_of[i] for i in set(ids) if i in self._row_of)
+            rows = np.asarray(sorted(self._row_of[i] for i in set(ids) if i in self._row_of), dtype=np.int64)
         else:
-            rows = sorted(self._row_of.values())
+            if self._live is None:  # every live row, cached until the next write
+                self._live = np.asarray(sorted(self._row_of.values()), dtype=np.int64)
+            rows = self._live
         if where:
-            rows = [r for r in rows if where.matches(self._records[r].metadata)]  # type: ignore[union-attr]
-        return np.asarray(rows, dtype=np.int64)
+            keep = [r for r in rows.tolist() if where.matches(self._records[r].metadata)]  # type: ignore[union-attr]
+            rows = np.asarray(keep, dtype=np.int64)
+        return rows
 
     def delete(self, ids: Sequence[str] = (), *, doc_ids: Sequence[str] = ()) -> int:
         with self._lock:
@@ -131,6 +138,8 @@ class InProcessVectorStore:
                 doomed |= {
                     rec.id for rec in self._records if rec is not None and rec.doc_id in docs and rec.id in self._row_of
                 }
+            if doomed:
+                self._live = None
             for chunk_id in doomed:
                 row = self._row_of.pop(chunk_id)
                 self._records[row] = None
@@ -144,6 +153,7 @@ class InProcessVectorStore:
             self._matrix = np.zeros((0, self.dim or 0), dtype=np.float32)
             self._size = 0
             self._ids, self._records, self._row_of = [], [], {}
+            self._live = None
             return n
 
     def _compact(self) -> None:
@@ -153,6 +163,7 @@ class InProcessVectorStore:
         self._records = [self._records[r] for r in live]
         self._size = len(live)
         self._row_of = {chunk_id: row for row, chunk_id in enumerate(self._ids)}
+        self._live = None
 
     def count(self, where: MetadataFilter | None = None) -> int:
         with self._lock:
