@@ -21,7 +21,9 @@ from ragspine.retrieval.chunking.chunking import (
 from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K
 from ragspine.retrieval.lexical.hybrid import (
     DEFAULT_CANDIDATE_K,
+    MAX_STALE_RETRIES,
     HybridRetriever,
+    StaleRanking,
     combine_filters,
 )
 from ragspine.retrieval.lexical.index import LexicalIndex, default_index_text
@@ -169,11 +171,16 @@ class NarrativeIndex:
         if top_k <= 0:
             return []
         retriever = self.retriever
-        retriever.refresh()
         queries = self.rewriter.rewrite(query) if self.rewriter is not None else [query]
         depth = max(retriever.candidate_k, top_k)
-        legs = [retriever.rankings(q, metadata_filter=filt, depth=depth) for q in queries]
-        results = retriever.fuse(legs, top_k=top_k)
+        for attempt in range(MAX_STALE_RETRIES + 1):  # a version committed mid-query: re-rank
+            retriever.refresh()
+            legs = [retriever.rankings(q, metadata_filter=filt, depth=depth) for q in queries]
+            try:
+                results = retriever.fuse(legs, top_k=top_k, stale="raise" if attempt < MAX_STALE_RETRIES else "skip")
+                break
+            except StaleRanking:
+                continue
         if self.reranker is not None:
             reranker = self.reranker
             results = rerank_open_subset(results, lambda items: reranker.rerank(query, items))

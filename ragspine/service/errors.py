@@ -3,6 +3,8 @@ Dify retries and whose message it drops); only an unreachable store is a 503."""
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -17,7 +19,7 @@ from ragspine.errors import (
     IngestError,
     MissingDependencyError,
 )
-from ragspine.service.store import Conflict
+from ragspine.service.store import Conflict, Unstorable
 
 
 class NotFound(Exception):
@@ -26,6 +28,26 @@ class NotFound(Exception):
 
 class UnsupportedMediaType(IngestError):
     """An upload that is not text (415)."""
+
+
+class EchoJSONResponse(JSONResponse):
+    """A response that echoes the request's input (validation errors): it may hold what
+    Python's JSON parser accepts but a strict encoder refuses — a lone surrogate
+    (``"\\ud800"``), ``NaN`` or ``Infinity`` — so non-ASCII is escaped and non-finite
+    numbers become strings."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(_finite(content), ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def validation_message(errors: list[dict[str, Any]]) -> str:
@@ -49,7 +71,7 @@ def install(app: FastAPI) -> None:
         errors = jsonable_encoder(exc.errors())
         if request.url.path == "/retrieval":  # Dify's endpoint answers in Dify's error shape
             return JSONResponse(status_code=422, content={"error_code": 3002, "error_msg": validation_message(errors)})
-        return JSONResponse(status_code=422, content={"detail": errors, "message": validation_message(errors)})
+        return EchoJSONResponse(status_code=422, content={"detail": errors, "message": validation_message(errors)})
 
     @app.exception_handler(NotFound)
     async def _not_found(request: Request, exc: NotFound) -> JSONResponse:
@@ -58,6 +80,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Conflict)
     async def _conflict(request: Request, exc: Conflict) -> JSONResponse:
         return reply(409, str(exc))
+
+    @app.exception_handler(Unstorable)
+    async def _unstorable(request: Request, exc: Unstorable) -> JSONResponse:
+        return reply(422, str(exc))
 
     @app.exception_handler(FilterError)
     async def _bad_filter(request: Request, exc: FilterError) -> JSONResponse:

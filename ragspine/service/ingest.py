@@ -33,10 +33,27 @@ PROGRESS_EVERY_S = 0.5  # progress is written at most this often (and when the j
 
 def document_payload(doc: Any) -> dict[str, Any]:
     """A validated :class:`~ragspine.service.models.DocumentIn` as the job stores it."""
-    return {
+    return storable({
         "doc_id": doc.doc_id, "title": doc.title, "text": doc.text, "metadata": dict(doc.metadata),
         "sensitivity": doc.sensitivity, "valid_as_of": doc.valid_as_of, "source": doc.doc_id, "source_offset": 0,
-    }
+    })
+
+
+def storable(payload: dict[str, Any]) -> dict[str, Any]:
+    """Refuse at upload what no job could store on every backend: a NUL character (PostgreSQL
+    text cannot hold it) or a lone surrogate (not UTF-8) in a field or a metadata key/value —
+    so the embedded default and PostgreSQL refuse the same documents, and say so at once."""
+    fields = [(name, payload[name]) for name in ("doc_id", "title", "sensitivity", "valid_as_of", "source")]
+    fields += [(f"metadata key {key!r}", key) for key in payload["metadata"]]
+    fields += [(f"metadata[{key!r}]", value) for key, value in payload["metadata"].items() if isinstance(value, str)]
+    for what, value in fields:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise IngestError(f"document {payload['doc_id']!r}: {what} contains a lone surrogate (not valid Unicode)") from None
+        if "\x00" in value:
+            raise IngestError(f"document {payload['doc_id']!r}: {what} contains a NUL character")
+    return payload
 
 
 def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) -> dict[str, Any]:
@@ -72,12 +89,12 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) ->
     stem = name.rsplit("/", 1)[-1]
     doc_id = fields.get("doc_id") or str(front.get("doc_id") or stem)
     title = fields.get("title") or str(front.get("title") or _first_heading(body) or stem.rsplit(".", 1)[0])
-    return {
+    return storable({
         "doc_id": doc_id, "title": title, "text": body, "metadata": metadata,
         "sensitivity": fields.get("sensitivity") or str(front.get("sensitivity") or DEFAULT_SENSITIVITY),
         "valid_as_of": fields.get("valid_as_of") or str(_plain(front.get("valid_as_of")) or ""),
         "source": stem, "source_offset": offset,
-    }
+    })
 
 
 def _plain(value: Any) -> Any:

@@ -33,6 +33,10 @@ class Conflict(Exception):
     """A row with that key exists already."""
 
 
+class Unstorable(ValueError):
+    """A value the database cannot hold, e.g. a NUL character on PostgreSQL (answered 422)."""
+
+
 def _row(cls: Any, row: Any) -> Any:
     mapping = row._mapping
     return cls(**{f.name: mapping[f.name] for f in fields(cls)})
@@ -114,6 +118,8 @@ class ServiceStore:
                 yield conn
         except sa.exc.IntegrityError as exc:
             raise Conflict(str(exc.orig)) from None
+        except sa.exc.DataError as exc:  # bad input, not an outage
+            raise Unstorable(f"invalid value: {str(exc.orig).strip().splitlines()[0]}") from None
         except sa.exc.SQLAlchemyError as exc:
             raise BackendError(f"service store write failed: {exc}") from exc
 
@@ -121,6 +127,10 @@ class ServiceStore:
         try:
             with self.engine.connect() as conn:
                 return list(conn.execute(statement).all())
+        except sa.exc.DataError:
+            # a lookup value the database cannot hold (a NUL character on PostgreSQL) matches
+            # no row — as on SQLite — rather than failing as if the store were down
+            return []
         except sa.exc.SQLAlchemyError as exc:
             raise BackendError(f"service store read failed: {exc}") from exc
 

@@ -50,7 +50,20 @@ DEFAULT_EMBED_BATCH = 64
 VECTOR_SCORE_DECIMALS = 6
 VECTOR_OVERFETCH = 16
 
-Legs = dict[str, list[tuple[str, float]]]
+MAX_STALE_RETRIES = 3
+
+
+class Legs(dict):  # type: ignore[type-arg]
+    """``{leg: [(chunk_id, score), ...]}`` plus ``versions``: the chunk version each score
+    was computed from (so a fetch can tell a chunk replaced since it was scored)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.versions: dict[str, int] = {}
+
+
+class StaleRanking(Exception):
+    """A ranked chunk was replaced by a newer version before its text was fetched."""
 
 
 def combine_filters(
@@ -194,13 +207,14 @@ class HybridRetriever:
     # -- searching ---------------------------------------------------------------------------
     def rankings(self, query: str, *, metadata_filter: MetadataFilter | None = None, depth: int) -> Legs:
         """Each leg's ranking ``[(chunk_id, score), ...]``, best first, at most ``depth`` long."""
-        legs: Legs = {}
+        legs = Legs()
         for leg in self.legs_for(query):
             if leg == "bm25":
                 hits = self.index.search(tokenize(query), metadata_filter=metadata_filter, top_k=depth)
                 legs["bm25"] = [(h.chunk_id, h.score) for h in hits]
+                legs.versions.update((h.chunk_id, h.version) for h in hits)
             else:
-                legs["vector"] = self._dense(query, metadata_filter, depth)
+                legs["vector"] = self._dense(query, metadata_filter, depth, legs.versions)
         return legs
 
     def legs_for(self, query: str) -> tuple[str, ...]:
@@ -214,7 +228,9 @@ class HybridRetriever:
         )
         return (("bm25",) if "bm25" in self.legs or not dense_ok else ()) + (("vector",) if dense_ok else ())
 
-    def _dense(self, query: str, metadata_filter: MetadataFilter | None, depth: int) -> list[tuple[str, float]]:
+    def _dense(
+        self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None
+    ) -> list[tuple[str, float]]:
         assert self.embedding_backend is not None and self.vector_store is not None
         if not self._sync_candidates(metadata_filter):
             return []
@@ -233,6 +249,8 @@ class HybridRetriever:
             ((h.id, round(h.score, VECTOR_SCORE_DECIMALS)) for h in current),
             key=lambda hit: (-hit[1], hit[0]),
         )
+        if versions is not None:
+            versions.update((h.id, h.version) for h in current)
         return ranked[:depth]
 
     def _sync_candidates(self, metadata_filter: MetadataFilter | None) -> bool:
@@ -259,11 +277,20 @@ class HybridRetriever:
             return [h for h in hits if active.get(h.id) == h.version]
         return [h for h in hits if version_of(h.id) == h.version]
 
-    def fuse(self, legs_per_query: Iterable[Legs], *, top_k: int) -> list[RetrievalResult]:
-        """RRF over every leg of every query; chunks fetched from the store, best first."""
+    def fuse(
+        self, legs_per_query: Iterable[Legs], *, top_k: int, stale: str = "skip"
+    ) -> list[RetrievalResult]:
+        """RRF over every leg of every query; chunks fetched from the store, best first.
+
+        A chunk whose active version is not the one it was scored on (replaced in between)
+        is never shown with the old scores: ``stale="raise"`` raises :class:`StaleRanking`
+        (the caller re-ranks), ``"skip"`` leaves it out.
+        """
         rankings: list[list[str]] = []
         best: dict[str, dict[str, float]] = {}
+        scored: dict[str, int] = {}
         for legs in legs_per_query:
+            scored.update(getattr(legs, "versions", {}))
             for leg, ranking in legs.items():
                 rankings.append([cid for cid, _ in ranking])
                 for cid, score in ranking:
@@ -280,6 +307,10 @@ class HybridRetriever:
             for cid, fused in page:
                 chunk = chunks.get(cid)
                 if chunk is None:  # retired since it was scored
+                    continue
+                if cid in scored and chunk.version != scored[cid]:
+                    if stale == "raise":
+                        raise StaleRanking(cid)
                     continue
                 legs_seen = best.get(cid, {})
                 scores = {"bm25": legs_seen.get("bm25", 0.0), "vector": legs_seen.get("vector", 0.0), "fused": fused}
@@ -299,6 +330,11 @@ class HybridRetriever:
         filt = combine_filters(metadata_filter, fields)
         if top_k <= 0:
             return []
-        self.refresh()
-        legs = self.rankings(query, metadata_filter=filt, depth=max(self.candidate_k, top_k))
-        return self.fuse([legs], top_k=top_k)
+        for attempt in range(MAX_STALE_RETRIES + 1):
+            self.refresh()
+            legs = self.rankings(query, metadata_filter=filt, depth=max(self.candidate_k, top_k))
+            try:
+                return self.fuse([legs], top_k=top_k, stale="raise" if attempt < MAX_STALE_RETRIES else "skip")
+            except StaleRanking:
+                continue
+        raise AssertionError("unreachable")

@@ -82,7 +82,7 @@ def list_documents(name: str, ctx: ServiceContext = Depends(context), tenant: st
 def retire_document(name: str, doc_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict:
     library = library_or_404(ctx, tenant, name)
     index = ctx.index(library)
-    if active_version(index.store, doc_id) == 0:
+    if "\x00" in doc_id or active_version(index.store, doc_id) == 0:  # PostgreSQL cannot even look up a NUL
         raise NotFound(f"document {doc_id!r} not found in library {name!r}")
     ctx.store.supersede(library.library_id, doc_id, f"superseded: {doc_id!r} was deleted before this job ran")
     index.retire(doc_id)
