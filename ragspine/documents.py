@@ -80,15 +80,7 @@ def read_document(
         raw = path.read_bytes()
     except OSError as exc:  # e.g. permission denied
         raise IngestError(f"{where}: cannot read ({exc.strerror})") from None
-    if b"\x00" in raw:
-        raise IngestError(f"{where}: looks binary (contains NUL bytes); ingest .txt or .md text files")
-    try:
-        content = raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"{where}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
-    front, body, offset = split_front_matter(content, where)
-    if not body.strip():
-        raise IngestError(f"{where}: the document is empty")
+    front, body, offset = decode_document(raw, where)
     meta: dict[str, Any] = dict(defaults or {})
     meta.update({k: v for k, v in front.items() if k not in RESERVED_KEYS})
     try:
@@ -107,6 +99,24 @@ def read_document(
         valid_as_of=str(_plain(front.get("valid_as_of")) or ""),
         metadata=metadata,
     )
+
+
+def decode_document(raw: bytes, where: str) -> tuple[dict[str, Any], str, int]:
+    """Bytes of a ``.txt``/``.md`` document → ``(front matter, body, body offset)``.
+
+    Raises :class:`IngestError` naming ``where`` for binary (NUL) or non-UTF-8 content and for
+    an empty body. A UTF-8 byte-order mark is dropped.
+    """
+    if b"\x00" in raw:
+        raise IngestError(f"{where}: looks binary (contains NUL bytes); use .txt or .md text files")
+    try:
+        content = raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"{where}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
+    front, body, offset = split_front_matter(content, where)
+    if not body.strip():
+        raise IngestError(f"{where}: the document is empty")
+    return front, body, offset
 
 
 def split_front_matter(content: str, where: str = "document") -> tuple[dict[str, Any], str, int]:

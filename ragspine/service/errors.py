@@ -63,9 +63,6 @@ def validation_message(errors: list[dict[str, Any]]) -> str:
 
 
 def install(app: FastAPI) -> None:
-    def reply(status: int, detail: Any) -> JSONResponse:
-        return JSONResponse(status_code=status, content={"detail": detail})
-
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = jsonable_encoder(exc.errors())
@@ -73,38 +70,26 @@ def install(app: FastAPI) -> None:
             return JSONResponse(status_code=422, content={"error_code": 3002, "error_msg": validation_message(errors)})
         return EchoJSONResponse(status_code=422, content={"detail": errors, "message": validation_message(errors)})
 
-    @app.exception_handler(NotFound)
-    async def _not_found(request: Request, exc: NotFound) -> JSONResponse:
-        return reply(404, str(exc))
+    for exc_type, status, template in STATUS_OF:
+        app.add_exception_handler(exc_type, _replier(status, template))
 
-    @app.exception_handler(Conflict)
-    async def _conflict(request: Request, exc: Conflict) -> JSONResponse:
-        return reply(409, str(exc))
 
-    @app.exception_handler(Unstorable)
-    async def _unstorable(request: Request, exc: Unstorable) -> JSONResponse:
-        return reply(422, str(exc))
+#: exception → (HTTP status, message template); the most specific class registered wins.
+STATUS_OF: tuple[tuple[type[Exception], int, str], ...] = (
+    (NotFound, 404, "{}"),
+    (Conflict, 409, "{}"),
+    (Unstorable, 422, "{}"),
+    (FilterError, 400, "bad filter: {}"),
+    (UnsupportedMediaType, 415, "{}"),
+    (IngestError, 422, "{}"),
+    (MissingDependencyError, 503, "the server is missing a dependency: {}"),
+    (ConfigError, 400, "{}"),
+    (BackendError, 503, "a store is unavailable: {}"),
+)
 
-    @app.exception_handler(FilterError)
-    async def _bad_filter(request: Request, exc: FilterError) -> JSONResponse:
-        return reply(400, f"bad filter: {exc}")
 
-    @app.exception_handler(UnsupportedMediaType)
-    async def _media(request: Request, exc: UnsupportedMediaType) -> JSONResponse:
-        return reply(415, str(exc))
+def _replier(status: int, template: str) -> Any:
+    async def handler(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(status_code=status, content={"detail": template.format(exc)})
 
-    @app.exception_handler(IngestError)
-    async def _bad_document(request: Request, exc: IngestError) -> JSONResponse:
-        return reply(422, str(exc))
-
-    @app.exception_handler(MissingDependencyError)
-    async def _missing(request: Request, exc: MissingDependencyError) -> JSONResponse:
-        return reply(503, f"the server is missing a dependency: {exc}")
-
-    @app.exception_handler(ConfigError)
-    async def _config(request: Request, exc: ConfigError) -> JSONResponse:
-        return reply(400, str(exc))
-
-    @app.exception_handler(BackendError)
-    async def _backend(request: Request, exc: BackendError) -> JSONResponse:
-        return reply(503, f"a store is unavailable: {exc}")
+    return handler

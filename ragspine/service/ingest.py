@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ragspine.documents import RESERVED_KEYS, split_front_matter
+from ragspine.documents import RESERVED_KEYS, decode_document
 from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.metadata import validate_metadata
@@ -61,15 +61,7 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) ->
     sensitivity, valid_as_of`` + metadata), form fields override it. Locators point into the
     uploaded file. Raises :class:`IngestError` naming the problem."""
     name = filename or "upload.txt"
-    if b"\x00" in raw:
-        raise IngestError(f"{name}: looks binary (contains NUL bytes); upload .txt or .md text")
-    try:
-        content = raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"{name}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
-    front, body, offset = split_front_matter(content, name)
-    if not body.strip():
-        raise IngestError(f"{name}: the document is empty")
+    front, body, offset = decode_document(raw, name)
     meta: dict[str, Any] = {k: _plain(v) for k, v in front.items() if k not in RESERVED_KEYS}
     if fields.get("metadata"):
         try:
