@@ -64,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--sensitivity", help="sensitivity of documents without one in front matter")
     ingest.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata for every document")
     ingest.add_argument("--no-embed", action="store_true", help="skip computing vectors now (done lazily at query time)")
+    ingest.add_argument(
+        "--force", action="store_true",
+        help="write a new version even of documents whose stored version is identical (default: skip them, so an"
+        " interrupted ingest resumes where it stopped)",
+    )
+    ingest.add_argument("--batch", type=_positive_int, default=5000, metavar="CHUNKS", help="chunks per transaction (default: 5000)")
 
     query = sub.add_parser("query", help="retrieve cited snippets")
     query.add_argument("query")
@@ -130,36 +136,42 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ragspine.documents import collect_files, read_document
+    from ragspine.retrieval.chunking.chunk_store import DocumentChunks
     from ragspine.retrieval.chunking.chunking import chunk_document
 
     defaults = dict(_parse_meta(item) for item in args.meta)
     files = collect_files(args.paths)
-    docs = [read_document(path, root, defaults=defaults, sensitivity=args.sensitivity) for path, root in files]
     seen: dict[str, str] = {}
-    for doc in docs:
+    for path, root in tqdm(files, desc="check", unit="file", disable=None, leave=False):
+        doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity)  # every file, before any write
         if doc.doc_id in seen:
             raise CliError(f"{doc.source}: doc_id {doc.doc_id!r} is also used by {seen[doc.doc_id]}")
         seen[doc.doc_id] = doc.source
     with _stack(args) as stack:
         s = stack.settings
-        planned = [
-            (doc, chunk_document(
-                doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
-                source=doc.source, source_offset=doc.body_offset, max_chars=s.chunk_chars, overlap_chars=s.overlap_chars,
-            ))
-            for doc in docs
-        ]  # every document is read and chunked before anything is written
+
+        def planned():  # streamed: one file in memory at a time
+            for path, root in files:
+                doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity)
+                yield DocumentChunks(doc.doc_id, chunk_document(
+                    doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
+                    source=doc.source, source_offset=doc.body_offset, max_chars=s.chunk_chars, overlap_chars=s.overlap_chars,
+                ), doc.valid_as_of)
+
         stack.ensure_library(args.library, args.description)
         index = stack.index(args.library)
-        total = 0
-        for doc, chunks in tqdm(planned, desc=f"ingest → {args.library}", unit="doc", disable=None):
-            total += index.replace_doc_chunks(doc.doc_id, chunks, valid_as_of=doc.valid_as_of, embed=False)
+        with tqdm(total=len(files), desc=f"ingest → {args.library}", unit="doc", disable=None) as bar:
+            report = index.ingest_many(
+                planned(), batch_chunks=args.batch, resume=not args.force,
+                progress=lambda docs, chunks: (bar.update(docs), bar.set_postfix(chunks=chunks, refresh=False)),
+            )
         embedded = 0
         if index.embedding_backend is not None and not args.no_embed:
             missing = len(index.retriever.index.candidates()) if hasattr(index.retriever.index, "candidates") else 0
             with tqdm(total=missing, desc="embed", unit="chunk", disable=None) as bar:
                 embedded = index.sync_vectors(progress=bar.update)
-        print(f"ingested {len(docs)} document(s), {total} chunk(s) into {args.library!r}"
+        print(f"ingested {report.written} document(s), {report.chunks} chunk(s) into {args.library!r}"
+              + (f"; {report.skipped} unchanged document(s) skipped" if report.skipped else "")
               + (f"; embedded {embedded} chunk(s)" if embedded else ""))
     return 0
 
@@ -283,6 +295,16 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from ragspine.service.jobs import run_worker
 
     return run_worker(_settings(args, **({"retrieval_mode": args.mode} if args.mode else {})), burst=args.burst)
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {raw!r}")
+    return value
 
 
 def _parse_meta(item: str) -> tuple[str, Any]:

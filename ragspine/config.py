@@ -48,6 +48,10 @@ SETTINGS: dict[str, Setting] = {
     "embedding_backend": Setting(
         "RAGSPINE_EMBEDDING_BACKEND", None, "default spec of make_embedding_backend() (library level)"
     ),
+    "lexical_index": Setting(
+        "RAGSPINE_LEXICAL_INDEX", "auto",
+        "auto (in PostgreSQL when the chunk store is, else in-process) | memory | postgres",
+    ),
     "retrieval_mode": Setting("RAGSPINE_RETRIEVAL_MODE", "auto", "auto|hybrid|vector|economy|bm25|lexical"),
     "library_router": Setting("RAGSPINE_LIBRARY_ROUTER", "none", "none|keyword|llm"),
     "filter_extractor": Setting("RAGSPINE_FILTER_EXTRACTOR", "none", "none|controlled_vocab|llm"),
@@ -102,6 +106,7 @@ class Settings:
     embedding_cache: str
     embedding: str
     embedding_backend: str | None
+    lexical_index: str
     retrieval_mode: str
     library_router: str
     filter_extractor: str

@@ -292,6 +292,20 @@ class Stack:
                 vectors.clear()
         return bool(self.db.delete_library(library_id))
 
+    def _lexical_index(self, store: Any) -> LexicalIndex:
+        """The configured LexicalIndex over ``store`` (``RAGSPINE_LEXICAL_INDEX``)."""
+        choice = (self.settings.lexical_index or "auto").strip().lower()
+        on_postgres = self.chunk_spec.kind == "postgresql"
+        if choice not in ("auto", "memory", "postgres"):
+            raise ConfigError(f"RAGSPINE_LEXICAL_INDEX={choice!r} is not one of auto, memory, postgres")
+        if choice == "postgres" and not on_postgres:
+            raise ConfigError("RAGSPINE_LEXICAL_INDEX=postgres needs a PostgreSQL chunk store (RAGSPINE_CHUNK_STORE=postgresql://...)")
+        if choice == "postgres" or (choice == "auto" and on_postgres):
+            from ragspine.stores.postgres.lexical import PostgresLexicalIndex
+
+            return PostgresLexicalIndex(store)
+        return InMemoryLexicalIndex(store)
+
     def index(self, library_id: str, *, mode: RetrievalMode | str | None = None, embedding: str | None = None) -> NarrativeIndex:
         """``library_id``'s index (one per library, mode and embedding backend; defaults: the
         configured ones). A mode that uses embeddings needs a stack that is not in economy mode."""
@@ -311,7 +325,7 @@ class Stack:
                 store = self.db.chunk_store(library_id)
                 lexical = self._lexical.get(library_id)
                 if lexical is None:
-                    lexical = self._lexical[library_id] = InMemoryLexicalIndex(store)
+                    lexical = self._lexical[library_id] = self._lexical_index(store)
                 vectors = None
                 if backend is not None:
                     vectors = self._vectors.get((library_id, spec))

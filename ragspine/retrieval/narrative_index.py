@@ -8,10 +8,11 @@ The RESTRICTED exit #2 is the link adapter (``link/narrative_link.py``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from ragspine.errors import ConfigError
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
+from ragspine.retrieval.chunking.chunk_store import ChunkStore, DocumentChunks, StoredChunk, fingerprint
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
@@ -34,6 +35,20 @@ from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.base import EmbeddingBackend, EmbeddingCache, VectorStore
 from ragspine.retrieval.vector.gate import DenseGate
+
+
+#: Chunks per ``replace_many`` transaction in :meth:`NarrativeIndex.ingest_many`.
+DEFAULT_INGEST_BATCH = 5000
+
+
+@dataclass
+class IngestReport:
+    """What :meth:`NarrativeIndex.ingest_many` did."""
+
+    documents: int = 0  # documents seen
+    written: int = 0  # documents replaced (a new version)
+    skipped: int = 0  # documents already current (same fingerprint): nothing written
+    chunks: int = 0  # chunk rows written
 
 
 class Postprocessor(Protocol):
@@ -140,6 +155,65 @@ class NarrativeIndex:
                 stored = self.store.iter_chunks(doc_id=doc_id)
                 self.retriever.ensure_vectors([(c.chunk_id, c.version) for c in stored])
         return written
+
+    def ingest_many(
+        self,
+        docs: Iterable[DocumentChunks],
+        *,
+        batch_chunks: int = DEFAULT_INGEST_BATCH,
+        resume: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestReport:
+        """Bulk ingest from a stream: documents are grouped into batches of about
+        ``batch_chunks`` chunks, each batch one ``replace_many`` transaction (all of it visible,
+        or none). With ``resume`` a document whose active version has the same
+        :func:`fingerprint` is skipped, so re-running an interrupted ingest writes only what is
+        missing and never duplicates a version. ``progress(documents, chunks)`` follows each
+        batch. Vectors are not computed here (``sync_vectors`` does, in batches through the
+        cache); the stale ones of replaced documents are dropped. The lexical index catches up
+        once, at the end."""
+        report = IngestReport()
+        bulk = getattr(self.store, "replace_many", None)
+        batch: list[DocumentChunks] = []
+        in_batch: set[str] = set()
+        size = 0
+
+        def flush() -> None:
+            nonlocal batch, size
+            if not batch:
+                return
+            todo = batch
+            if resume and hasattr(self.store, "fingerprints"):
+                current = self.store.fingerprints([d.doc_id for d in batch])
+                todo = [d for d in batch if current.get(d.doc_id) != fingerprint(d.chunks, d.valid_as_of)]
+            if bulk is not None:
+                report.chunks += bulk(todo) if todo else 0
+            else:
+                for d in todo:
+                    report.chunks += self.store.replace_doc_chunks(d.doc_id, d.chunks, valid_as_of=d.valid_as_of)
+            vectors = self.retriever.vector_store
+            if vectors is not None and todo:
+                vectors.delete(doc_ids=[d.doc_id for d in todo])
+            report.written += len(todo)
+            report.skipped += len(batch) - len(todo)
+            if progress is not None:
+                progress(len(batch), size)
+            batch, size = [], 0
+            in_batch.clear()
+
+        for doc in docs:
+            doc = DocumentChunks(*doc)
+            if doc.doc_id in in_batch:
+                flush()  # one version of a document per transaction
+            batch.append(doc)
+            in_batch.add(doc.doc_id)
+            size += len(doc.chunks)
+            report.documents += 1
+            if size >= batch_chunks:
+                flush()
+        flush()
+        self.retriever.refresh()
+        return report
 
     def retire(self, doc_id: str) -> int:
         """Remove a document from the active set (its history stays in the store)."""

@@ -1,6 +1,7 @@
 """One conformance suite (``ragspine.testing``), run against every store backend.
 
 ChunkStore: SQLite, PostgreSQL 18 + pgvector, PostgreSQL 15 without pgvector.
+LexicalIndex: in-memory on SQLite and on PostgreSQL 18, PostgresLexicalIndex on 18 and 15.
 VectorStore (exact search): in-process, pgvector, Qdrant local mode, Qdrant server.
 EmbeddingCache: in-memory LRU, SQLite table, Redis.
 Backends come from tests/backends.py (URL variable → testcontainers → local server); in CI
@@ -12,32 +13,73 @@ from __future__ import annotations
 import pytest
 
 from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache, SQLiteEmbeddingCache
 from ragspine.retrieval.vector.store import InProcessVectorStore
 from ragspine.testing import (
     ChunkStoreConformance,
     EmbeddingCacheConformance,
+    LexicalIndexConformance,
     VectorStoreConformance,
 )
 from tests import backends
+from tests.corpora import stdlib_docstrings_corpus
 
 
-@pytest.fixture(params=["sqlite", "postgresql18", "postgresql15"])
-def chunk_store_factory(request, tmp_path):
-    if request.param == "sqlite":
+def open_chunk_database(kind, request, tmp_path):
+    if kind == "sqlite":
         db = SQLiteDatabase(tmp_path / "chunks.db")
     else:
         from ragspine.stores.postgres.database import PostgresDatabase
 
-        url, schema = request.getfixturevalue("pg_schema" if request.param == "postgresql18" else "pg15_schema")
+        url, schema = request.getfixturevalue("pg_schema" if kind == "postgresql18" else "pg15_schema")
         db = PostgresDatabase(url, schema=schema)
     db.init_schema()
+    return db
+
+
+@pytest.fixture(params=["sqlite", "postgresql18", "postgresql15"])
+def chunk_store_factory(request, tmp_path):
+    db = open_chunk_database(request.param, request, tmp_path)
     yield db.chunk_store
     db.close()
 
 
 class TestChunkStoreBackends(ChunkStoreConformance):
     pass
+
+
+LEXICAL_BACKENDS = {  # id -> (index, chunk store)
+    "memory-on-sqlite": ("memory", "sqlite"),
+    "memory-on-postgresql18": ("memory", "postgresql18"),
+    "postgres-on-postgresql18": ("postgres", "postgresql18"),
+    "postgres-on-postgresql15": ("postgres", "postgresql15"),
+}
+
+
+@pytest.fixture(scope="module")
+def lexical_corpus():
+    return stdlib_docstrings_corpus(limit=300)
+
+
+class TestLexicalIndexBackends(LexicalIndexConformance):
+    @pytest.fixture(params=list(LEXICAL_BACKENDS.values()), ids=list(LEXICAL_BACKENDS))
+    def lexical_backend(self, request):
+        return request.param
+
+    @pytest.fixture
+    def chunk_store_factory(self, lexical_backend, request, tmp_path):
+        db = open_chunk_database(lexical_backend[1], request, tmp_path)
+        yield db.chunk_store
+        db.close()
+
+    @pytest.fixture
+    def lexical_index_factory(self, lexical_backend):
+        if lexical_backend[0] == "memory":
+            return InMemoryLexicalIndex
+        from ragspine.stores.postgres.lexical import PostgresLexicalIndex
+
+        return PostgresLexicalIndex
 
 
 @pytest.fixture(params=["memory", "pgvector", "qdrant-local", "qdrant-server"])

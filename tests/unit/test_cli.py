@@ -460,3 +460,52 @@ def test_unreadable_file_is_a_one_line_error(capsys, env, tmp_path, db, monkeypa
     assert code == 2
     assert_one_line_error(err, "locked.md", "permission denied")
     assert active_versions(db) == before
+
+
+def test_reingest_skips_unchanged_documents_and_resumes_after_an_interruption(capsys, env, corpus, db, monkeypatch):
+    code, out, err = run(capsys, "--db", db, "--mode", "economy", "ingest", str(corpus), "--library", "kestrel")
+    assert code == 0, err
+    before = active_versions(db)
+    code, out, err = run(capsys, "--db", db, "--mode", "economy", "ingest", str(corpus), "--library", "kestrel")
+    assert code == 0 and "ingested 0 document(s)" in out and "3 unchanged document(s) skipped" in out
+    assert active_versions(db) == before  # no new version of identical documents
+    (corpus / "warranty.md").write_text(POLICY.replace("36 months", "48 months"), encoding="utf-8")
+    code, out, err = run(capsys, "--db", db, "--mode", "economy", "ingest", str(corpus), "--library", "kestrel")
+    assert "ingested 1 document(s)" in out and "2 unchanged" in out
+    assert active_versions(db)["kestrel/warranty"][0] == 2
+    code, out, err = run(capsys, "--db", db, "--mode", "economy", "ingest", str(corpus), "--library", "kestrel", "--force")
+    assert "ingested 3 document(s)" in out
+    assert {d: v for d, (v, _) in active_versions(db).items()} == {"kestrel/warranty": 3, "sub/results.md": 2, "kestrel/board": 2}
+
+    # an ingest interrupted after its first transaction (one document per batch) ...
+    for i in range(6):
+        (corpus / f"extra{i}.md").write_text(f"Extra note number {i} about gearboxes.\n", encoding="utf-8")
+    from ragspine.retrieval import narrative_index
+
+    real = narrative_index.NarrativeIndex.ingest_many
+
+    def interrupted(self, docs, **kw):
+        def stream():
+            for n, d in enumerate(docs):
+                if n == 4:
+                    raise KeyboardInterrupt
+                yield d
+        return real(self, stream(), **kw)
+
+    monkeypatch.setattr(narrative_index.NarrativeIndex, "ingest_many", interrupted)
+    code = cli.main(["--db", db, "--mode", "economy", "ingest", str(corpus), "--library", "kestrel", "--batch", "1"])
+    assert code != 0 and "interrupted" in capsys.readouterr().err
+    partial = active_versions(db)
+    assert 3 < len(partial) < 9  # some of the extras landed, whole documents only
+    monkeypatch.setattr(narrative_index.NarrativeIndex, "ingest_many", real)
+    code, out, err = run(capsys, "--db", db, "--mode", "economy", "ingest", str(corpus), "--library", "kestrel")
+    assert code == 0, err
+    done = active_versions(db)
+    assert len(done) == 9 and all(v == 1 for d, (v, _) in done.items() if "extra" in d)  # resumed, nothing twice
+    assert f"ingested {9 - len(partial)} document(s)" in out
+
+
+def test_ingest_batch_must_be_positive(capsys, env, corpus, db):
+    with pytest.raises(SystemExit):
+        cli.main(["--db", db, "ingest", str(corpus), "--library", "k", "--batch", "0"])
+    assert "expected a positive integer" in capsys.readouterr().err

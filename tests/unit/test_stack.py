@@ -325,3 +325,16 @@ def test_warm_cache_embeds_before_the_replace_which_then_only_hits(settings):
         misses = stack.cache_stats()["misses"]
         index.replace_doc_chunks("d", chunks)
         assert stack.cache_stats()["misses"] == misses and index.vector_store.count() == 2
+
+
+
+def test_lexical_index_setting(settings):
+    from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
+
+    for choice in ("auto", "memory"):
+        with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LEXICAL_INDEX=choice)) as stack:
+            assert isinstance(stack.index("lib").retriever.index, InMemoryLexicalIndex)
+    for bad, words in (("postgres", "needs a PostgreSQL chunk store"), ("elastic", "not one of auto, memory, postgres")):
+        with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LEXICAL_INDEX=bad)) as stack, \
+                pytest.raises(ConfigError, match=words):
+            stack.index("lib")

@@ -18,12 +18,17 @@ Contract (every backend; the conformance suite checks it):
 * ``change_seq()`` / ``changes_since(seq)`` let derived indexes (lexical, vector) follow
   the store: every replace appends one change.
 * ``execute_read(sql, params)`` is the one read-only SQL entry point.
+* ``replace_many(docs)`` is the bulk form: every document is a versioned replace as above, the
+  batch is one transaction (all of it becomes visible, or none); a ``doc_id`` at most once
+  per batch (:func:`check_batch`). Each replace records the
+  document's :func:`fingerprint`; ``fingerprints(doc_ids)`` returns those of the active
+  documents, so an interrupted bulk ingest resumes by skipping what is already current.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Mapping, NamedTuple, Protocol, Sequence, runtime_checkable
 
 from ragspine.retrieval.chunking.chunking import Chunk
 
@@ -103,6 +108,10 @@ class ChunkStore(Protocol):
 
     def changes_since(self, seq: int) -> tuple[int, list[str]]: ...
 
+    def replace_many(self, docs: Sequence["DocumentChunks"]) -> int: ...
+
+    def fingerprints(self, doc_ids: Sequence[str]) -> dict[str, str]: ...
+
     def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
     def close(self) -> None: ...
@@ -121,6 +130,30 @@ class LibraryCatalog(Protocol):
     def delete_library(self, library_id: str) -> bool: ...
 
     def chunk_store(self, library_id: str) -> ChunkStore: ...
+
+
+class DocumentChunks(NamedTuple):
+    """One document's new chunks for :meth:`ChunkStore.replace_many`."""
+
+    doc_id: str
+    chunks: Sequence[Chunk]
+    valid_as_of: str = ""
+
+
+def fingerprint(chunks: Sequence[Chunk], valid_as_of: str = "") -> str:
+    """A digest of everything a replace stores for a document (ids, texts, titles, locators,
+    metadata, sensitivity, parent fields, ``valid_as_of``): equal fingerprints mean a
+    re-ingest would change nothing."""
+    import hashlib
+    import json
+
+    records = [
+        [c.chunk_id, c.doc_id, c.text, c.title, c.source_locator, c.ordinal, c.char_start, c.char_end,
+         sorted(c.metadata.items()), c.sensitivity, c.parent_id, c.heading, c.window_text, c.parent_locator]
+        for c in chunks
+    ]
+    data = json.dumps([valid_as_of, records], ensure_ascii=False, default=str)
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def check_replace_input(doc_id: str, chunks: Sequence[Chunk]) -> None:
@@ -144,6 +177,29 @@ def check_replace_input(doc_id: str, chunks: Sequence[Chunk]) -> None:
             raise IngestError(f"chunk {chunk.chunk_id!r} has empty text")
         seen.add(chunk.chunk_id)
         validate_metadata(chunk.metadata)
+
+
+def check_batch(docs: Sequence["DocumentChunks"]) -> list["DocumentChunks"]:
+    """Shared validation for ``replace_many``, before any write (raises ``IngestError``): every
+    document as ``replace_doc_chunks`` checks it, a ``doc_id`` at most once per batch, a chunk id
+    in one document of the batch only."""
+    from ragspine.errors import IngestError
+
+    batch = [DocumentChunks(d[0], list(d[1]), *d[2:]) for d in docs]
+    owner: dict[str, str] = {}
+    seen_docs: set[str] = set()
+    for doc in batch:
+        check_replace_input(doc.doc_id, doc.chunks)
+        if doc.doc_id in seen_docs:
+            raise IngestError(f"doc_id {doc.doc_id!r} appears twice in one replace_many batch; send one version per batch")
+        seen_docs.add(doc.doc_id)
+        if not isinstance(doc.valid_as_of, str):
+            raise IngestError(f"valid_as_of of {doc.doc_id!r} must be a string")
+        for chunk in doc.chunks:
+            other = owner.setdefault(chunk.chunk_id, doc.doc_id)
+            if other != doc.doc_id:
+                raise IngestError(f"chunk_id {chunk.chunk_id!r} appears in both {other!r} and {doc.doc_id!r}")
+    return batch
 
 
 def check_library_id(library_id: str) -> str:

@@ -3,12 +3,19 @@
 One database file holds many libraries; a :class:`SQLiteChunkStore` is a view of one of
 them. Explicit schema, parameterized SQL only, WAL journal so readers never block on a
 replace, and ``BEGIN IMMEDIATE`` so two replaces of one document serialize. Older schemas
-(without ``library_id``, the metadata JSON column or the parent/window fields) are migrated
-additively by ``init_schema``.
+(without ``library_id``, the metadata JSON column, the parent/window fields or the change
+log's fingerprints) are migrated additively by ``init_schema``.
+
+``replace_many`` is the bulk form of ``replace_doc_chunks`` (which is ``replace_many`` of one
+document): every document is validated first, then the whole batch is one ``BEGIN IMMEDIATE``
+transaction. Every replace appends one ``narrative_change`` row carrying the document's
+:func:`~ragspine.retrieval.chunking.chunk_store.fingerprint`, which ``fingerprints`` reads back
+for the active documents (a bulk ingest resumes by skipping what is already current).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -20,15 +27,18 @@ from typing import Any, Iterator, Sequence
 from ragspine.errors import BackendError, IngestError
 from ragspine.retrieval.chunking.chunk_store import (
     DEFAULT_LIBRARY_ID,
+    DocumentChunks,
     LibraryInfo,
     StoredChunk,
+    check_batch,
     check_library_id,
-    check_replace_input,
+    fingerprint,
 )
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.metadata import STANDARD_FIELDS
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+_BATCH = 500  # ids per IN (...) list
 
 _CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("library_id", f"TEXT NOT NULL DEFAULT '{DEFAULT_LIBRARY_ID}'"),
@@ -65,7 +75,7 @@ _DDL = (
     + ", PRIMARY KEY (library_id, chunk_id, version))",
     "CREATE TABLE IF NOT EXISTS narrative_change ("
     "seq INTEGER PRIMARY KEY AUTOINCREMENT, library_id TEXT NOT NULL, doc_id TEXT NOT NULL,"
-    " version INTEGER NOT NULL, changed_at TEXT NOT NULL)",
+    " version INTEGER NOT NULL, changed_at TEXT NOT NULL, fingerprint TEXT NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS library ("
     "library_id TEXT PRIMARY KEY, description TEXT NOT NULL DEFAULT '',"
     " created_at TEXT NOT NULL DEFAULT '')",
@@ -76,7 +86,10 @@ _INDEXES = (
     "CREATE INDEX IF NOT EXISTS narrative_chunk_active_id"
     " ON narrative_chunk (library_id, chunk_id) WHERE active = 1",
     "CREATE INDEX IF NOT EXISTS narrative_change_lib ON narrative_change (library_id, seq)",
+    # a document's versions (the next version, its fingerprint) without scanning the library
+    "CREATE INDEX IF NOT EXISTS narrative_change_doc ON narrative_change (library_id, doc_id, version)",
 )
+_CHANGE_MIGRATIONS = (("fingerprint", "TEXT NOT NULL DEFAULT ''"),)
 
 
 def utc_now() -> str:
@@ -137,12 +150,17 @@ class SQLiteDatabase:
             if self._schema_ready:
                 return
             existing = self._columns("narrative_chunk")
+            existing_log = self._columns("narrative_change")
             for ddl in _DDL:
                 self._conn.execute(ddl)
             if existing:  # additive migration of an older narrative_chunk table
                 for name, decl in _CHUNK_COLUMNS:
                     if name not in existing:
                         self._conn.execute(f"ALTER TABLE narrative_chunk ADD COLUMN {name} {decl}")
+            if existing_log:  # ... and of an older change log
+                for name, decl in _CHANGE_MIGRATIONS:
+                    if name not in existing_log:
+                        self._conn.execute(f"ALTER TABLE narrative_change ADD COLUMN {name} {decl}")
             for ddl in _INDEXES:
                 self._conn.execute(ddl)
             self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -295,48 +313,84 @@ class SQLiteChunkStore:
         self.db.init_schema()
 
     def replace_doc_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
-        chunks = list(chunks)
-        check_replace_input(doc_id, chunks)
+        return self.replace_many([DocumentChunks(doc_id, chunks, valid_as_of)])
+
+    def replace_many(self, docs: Sequence[DocumentChunks]) -> int:
+        """Versioned replace of every document, in order, as one transaction: all of it becomes
+        visible or none of it (any invalid document raises before anything is written)."""
+        batch = check_batch(docs)
+        if not batch:
+            return 0
         self.init_schema()
         now = utc_now()
         with self.db.transaction() as cur:
-            (current,) = cur.execute(  # a retirement writes no rows: count it from the change log
-                "SELECT MAX(COALESCE((SELECT MAX(version) FROM narrative_chunk"
-                "   WHERE library_id = ? AND doc_id = ?), 0),"
-                " COALESCE((SELECT MAX(version) FROM narrative_change"
-                "   WHERE library_id = ? AND doc_id = ?), 0))",
-                (self.library_id, doc_id, self.library_id, doc_id),
+            return sum(self._replace_one(cur, doc, now) for doc in batch)
+
+    def _replace_one(self, cur: sqlite3.Cursor, doc: DocumentChunks, now: str) -> int:
+        """One document's versioned replace inside the caller's transaction."""
+        doc_id, chunks, valid_as_of = doc
+        (current,) = cur.execute(  # a retirement writes no rows: count it from the change log
+            "SELECT MAX(COALESCE((SELECT MAX(version) FROM narrative_chunk"
+            "   WHERE library_id = ? AND active IN (0, 1) AND doc_id = ?), 0),"
+            " COALESCE((SELECT MAX(version) FROM narrative_change"
+            "   WHERE library_id = ? AND doc_id = ?), 0))",
+            (self.library_id, doc_id, self.library_id, doc_id),
+        ).fetchone()
+        version = int(current) + 1
+        ids = [c.chunk_id for c in chunks]
+        for start in range(0, len(ids), _BATCH):  # a chunk id names one active chunk per library
+            part = ids[start : start + _BATCH]
+            clash = cur.execute(
+                "SELECT chunk_id, doc_id FROM narrative_chunk WHERE library_id = ? AND active = 1"
+                f" AND doc_id <> ? AND chunk_id IN ({', '.join('?' * len(part))}) LIMIT 1",
+                (self.library_id, doc_id, *part),
             ).fetchone()
-            version = int(current) + 1
-            ids = [c.chunk_id for c in chunks]
-            for start in range(0, len(ids), 500):  # a chunk id names one active chunk per library
-                part = ids[start : start + 500]
-                clash = cur.execute(
-                    "SELECT chunk_id, doc_id FROM narrative_chunk WHERE library_id = ? AND active = 1"
-                    f" AND doc_id <> ? AND chunk_id IN ({', '.join('?' * len(part))}) LIMIT 1",
-                    (self.library_id, doc_id, *part),
-                ).fetchone()
-                if clash:
-                    raise IngestError(f"chunk_id {clash[0]!r} is already active in doc {clash[1]!r}")
-            cur.execute(
-                "UPDATE narrative_chunk SET active = 0"
-                " WHERE library_id = ? AND doc_id = ? AND active = 1",
-                (self.library_id, doc_id),
+            if clash:
+                raise IngestError(f"chunk_id {clash[0]!r} is already active in doc {clash[1]!r}")
+        cur.execute(
+            "UPDATE narrative_chunk SET active = 0"
+            " WHERE library_id = ? AND doc_id = ? AND active = 1",
+            (self.library_id, doc_id),
+        )
+        try:
+            cur.executemany(
+                f"INSERT INTO narrative_chunk ({', '.join(_COLUMN_NAMES)})"
+                f" VALUES ({', '.join('?' * len(_COLUMN_NAMES))})",
+                [self._row(c, version, valid_as_of, now) for c in chunks],
             )
-            try:
-                cur.executemany(
-                    f"INSERT INTO narrative_chunk ({', '.join(_COLUMN_NAMES)})"
-                    f" VALUES ({', '.join('?' * len(_COLUMN_NAMES))})",
-                    [self._row(c, version, valid_as_of, now) for c in chunks],
-                )
-            except sqlite3.IntegrityError as exc:
-                raise IngestError(f"cannot store the chunks of {doc_id!r}: {exc}") from None
-            cur.execute(
-                "INSERT INTO narrative_change (library_id, doc_id, version, changed_at)"
-                " VALUES (?, ?, ?, ?)",
-                (self.library_id, doc_id, version, now),
-            )
+        except sqlite3.IntegrityError as exc:
+            raise IngestError(f"cannot store the chunks of {doc_id!r}: {exc}") from None
+        cur.execute(
+            "INSERT INTO narrative_change (library_id, doc_id, version, changed_at, fingerprint)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (self.library_id, doc_id, version, now, fingerprint(chunks, str(valid_as_of))),
+        )
         return len(chunks)
+
+    def fingerprints(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """``{doc_id: fingerprint}`` of the active documents among ``doc_ids`` (the fingerprint
+        their current version was written with; computed from the stored rows for versions
+        written before the change log kept fingerprints)."""
+        self.init_schema()
+        wanted = list(dict.fromkeys(doc_ids))
+        out: dict[str, str] = {}
+        for start in range(0, len(wanted), _BATCH):
+            part = wanted[start : start + _BATCH]
+            rows = self.db.query(
+                "SELECT a.doc_id, COALESCE(c.fingerprint, '') FROM"
+                " (SELECT doc_id, MAX(version) AS version FROM narrative_chunk"
+                f"   WHERE library_id = ? AND active = 1 AND doc_id IN ({', '.join('?' * len(part))})"
+                "   GROUP BY doc_id) a"
+                " LEFT JOIN narrative_change c"
+                "   ON c.library_id = ? AND c.doc_id = a.doc_id AND c.version = a.version",
+                (self.library_id, *part, self.library_id),
+            )
+            for doc_id, value in rows:
+                if not value:  # a version from before fingerprints were recorded
+                    stored = self.iter_chunks(doc_id=doc_id)
+                    value = fingerprint(stored, stored[0].valid_as_of if stored else "")
+                out[doc_id] = value
+        return out
 
     def _row(self, c: Chunk, version: int, valid_as_of: str, now: str) -> tuple[Any, ...]:
         meta = dict(c.metadata)
@@ -414,6 +468,41 @@ class SQLiteChunkStore:
             for row in rows:
                 yield _to_stored(row)
             last = (rows[-1][2], rows[-1][5], rows[-1][1])
+
+    def iter_active_docs(self, doc_ids: Sequence[str]) -> Iterator[StoredChunk]:
+        """The active chunks of many documents, a few hundred documents per query (what a
+        derived index reads to catch up with a batch of changes)."""
+        self.init_schema()
+        wanted = list(dict.fromkeys(doc_ids))
+        for start in range(0, len(wanted), _BATCH):
+            part = wanted[start : start + _BATCH]
+            rows = self.db.query(
+                f"{_SELECT} WHERE library_id = ? AND active = 1 AND doc_id IN ({', '.join('?' * len(part))})"
+                " ORDER BY doc_id, ordinal, chunk_id",
+                (self.library_id, *part),
+            )
+            for row in rows:
+                yield _to_stored(row)
+
+    def change_marker(self, seq: int) -> str | None:
+        """What identifies change ``seq`` of this library in this database (its document,
+        version and commit time), or ``None`` if there is no such change: a derived index saved
+        at ``seq`` checks it, so an index file is never applied to another database."""
+        self.init_schema()
+        rows = self.db.query(
+            "SELECT doc_id, version, changed_at FROM narrative_change WHERE library_id = ? AND seq = ?",
+            (self.library_id, seq),
+        )
+        return None if not rows else json.dumps([seq, *rows[0]], ensure_ascii=False)
+
+    def persist_dir(self, kind: str) -> str | None:
+        """Where a derived index of ``kind`` may keep its files: ``<db file>.<kind>/<library
+        hash>/`` next to the database; ``None`` for an in-memory database."""
+        path = self.db.path
+        if not path or path == ":memory:" or path.startswith("file:"):
+            return None
+        digest = hashlib.sha256(self.library_id.encode("utf-8")).hexdigest()[:16]
+        return os.path.join(os.path.abspath(path) + f".{kind}", digest)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         self.init_schema()

@@ -10,25 +10,32 @@ filters are masks applied to the scored rows, so a filter narrows the result wit
 changing any chunk's score — the ranking equals ``bm25_scores`` over the whole library,
 restricted to the rows that pass the filter.
 
-:class:`InMemoryLexicalIndex` keeps a log-structured inverted index: a bulk-built *base*
-segment in CSC form (numpy: ``indptr`` per token id, posting rows, term frequencies) plus a
-small *delta* of postings added since, and an ``active`` mask. Scoring one token is a slice
-of the base plus a few delta postings; retiring a chunk flips its mask bit. When the delta or
-the dead rows grow past a fraction of the base, the segments are merged (no re-tokenizing).
+:class:`InMemoryLexicalIndex` keeps a log-structured inverted index (``segments.py``): a
+merged *base* segment — CSC postings, the rows' chunk ids, doc ids, lengths, versions and
+dictionary-encoded metadata columns — plus small posting segments of the rows added since, and
+an ``active`` mask. Scoring one token is a slice of each segment; retiring a chunk flips its
+mask bit; a metadata filter is a boolean mask over rows computed from the columns. When the
+added or the dead rows grow past a fraction of the base, everything is merged into a new base
+(no re-tokenizing).
+
+On a SQLite file the base is saved next to the database (``<db>.lexical/<library hash>/``)
+and memory-mapped by the next process, which then only replays the store's changes since the
+saved sequence: a million-chunk library opens in a second instead of re-tokenizing it. A saved
+segment records the store change it reflects (``change_marker``); one that does not belong to
+the database's history, or of an older format, is ignored and rebuilt.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import (
     Any,
-    Callable,
-    Iterable,
-    Mapping,
     Protocol,
-    Sequence,
     runtime_checkable,
 )
 
@@ -37,7 +44,19 @@ import numpy as np
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
+from ragspine.retrieval.lexical.segments import (
+    MetaColumns,
+    Postings,
+    Segment,
+    StringTable,
+    load_segment,
+    merge_postings,
+    save_segment,
+    stable_hashes,
+)
 from ragspine.retrieval.lexical.tokenizer import tokenize
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -82,6 +101,7 @@ class InMemoryLexicalIndex:
         tokenizer: Callable[[str], list[str]] = tokenize,
         index_text: Callable[[StoredChunk], str] = default_index_text,
         merge_fraction: float = 0.25,
+        persist: bool | str = True,
     ) -> None:
         self.store = store
         self.k1 = k1
@@ -89,35 +109,45 @@ class InMemoryLexicalIndex:
         self._tokenize = tokenizer
         self._index_text = index_text
         self._merge_fraction = merge_fraction
+        self._persist_dir = self._where(persist)
         self._lock = threading.RLock()
         self._seq: int | None = None
-        self._reset()
+        self._reset(Segment.empty())
 
-    def _reset(self) -> None:
-        self._vocab: dict[str, int] = {}
-        self._chunk_ids: list[str] = []
-        self._versions: list[int] = []
-        self._docs: list[str] = []
-        self._meta: list[Mapping[str, Any]] = []
-        self._lengths = np.zeros(0, dtype=np.float64)
-        self._active = np.zeros(0, dtype=bool)
-        self._rows_by_doc: dict[str, list[int]] = {}
-        self._row_of: dict[str, int] = {}  # active chunk_id -> row
-        self._n_active = 0
-        self._total_len = 0.0
-        # base segment (CSC over token ids) and delta postings
-        self._base_indptr = np.zeros(1, dtype=np.int64)
-        self._base_rows = np.zeros(0, dtype=np.int32)
-        self._base_tf = np.zeros(0, dtype=np.float32)
-        self._delta: dict[int, tuple[list[int], list[float]]] = {}
-        self._delta_rows = 0
+    def _where(self, persist: bool | str) -> str | None:
+        """Where the base segment is saved: only for the default tokenizer and index text (the
+        files record tokens), on a store that offers a directory (a SQLite file)."""
+        if not persist or self._tokenize is not tokenize or self._index_text is not default_index_text:
+            return None
+        if isinstance(persist, str):
+            return persist
+        where = getattr(self.store, "persist_dir", None)
+        return where("lexical") if where else None
+
+    def _reset(self, base: Segment) -> None:
+        self._base = base
+        nb = base.n_rows
+        self._vocab: dict[str, int] = {}  # tokens new since the base -> term id >= len(base.vocab)
+        self._segments: list[Postings] = []  # postings of the rows added since the base
+        self._d_chunk_ids: list[str] = []
+        self._d_docs: list[str] = []
+        self._d_meta: list[Mapping[str, Any]] = []
+        self._d_row_of: dict[str, int] = {}  # active chunk_id -> row, rows added since the base
+        self._d_rows_by_doc: dict[str, list[int]] = {}
+        self._lengths = np.asarray(base.lengths, dtype=np.float64)
+        self._versions = np.asarray(base.versions, dtype=np.int32)
+        self._active = np.ones(nb, dtype=bool)
+        self._n_active = nb
+        self._total_len = float(self._lengths.sum())
         self._dead_rows = 0
+        self._mask_cache: dict[Any, np.ndarray] = {}
+        self._norm: np.ndarray | None = None
 
     # -- following the store --------------------------------------------------------------
     def refresh(self) -> None:
         with self._lock:
             seq = self.store.change_seq()
-            if self._seq is None:
+            if self._seq is None and not self._load(seq):
                 self._rebuild_from_store(seq)
                 return
             if seq == self._seq:
@@ -126,104 +156,144 @@ class InMemoryLexicalIndex:
             if "" in docs:  # the whole library was dropped
                 self._rebuild_from_store(seq)
                 return
-            for doc_id in docs:
-                self._retire_doc(doc_id)
-                self._add_rows(self.store.iter_chunks(doc_id=doc_id))
+            self._apply(docs)
             self._seq = new_seq
             self._maybe_merge()
 
+    def _load(self, seq: int) -> bool:
+        """Adopt the saved base segment if it belongs to this store's history."""
+        if self._persist_dir is None:
+            return False
+        base = load_segment(self._persist_dir)
+        marker = getattr(self.store, "change_marker", None)
+        if base is None or base.seq > seq or marker is None or marker(base.seq) != base.marker:
+            return False
+        self._reset(base)
+        self._seq = base.seq
+        return True
+
     def _rebuild_from_store(self, seq: int) -> None:
-        self._reset()
+        self._reset(Segment.empty())
         source = getattr(self.store, "iter_active", None)
         chunks: Iterable[StoredChunk] = source() if source else self.store.iter_chunks()
-        self._add_rows(chunks)
-        self._merge()
+        batch: list[StoredChunk] = []
+        for chunk in chunks:
+            batch.append(chunk)
+            if len(batch) >= _ADD_BATCH:
+                self._add_rows(batch, collapse=False)
+                batch = []
+        self._add_rows(batch, collapse=False)
         self._seq = seq
+        self._merge()
+
+    def _apply(self, docs: Sequence[str]) -> None:
+        for doc_id in docs:
+            self._retire_doc(doc_id)
+        many = getattr(self.store, "iter_active_docs", None)
+        if many is not None:
+            self._add_rows(list(many(docs)))
+        else:
+            self._add_rows([c for doc_id in docs for c in self.store.iter_chunks(doc_id=doc_id)])
 
     def _retire_doc(self, doc_id: str) -> None:
-        for row in self._rows_by_doc.pop(doc_id, ()):
+        rows = self._base.doc_ids.find(doc_id) + self._d_rows_by_doc.pop(doc_id, [])
+        for row in rows:
             if self._active[row]:
-                self._row_of.pop(self._chunk_ids[row], None)
+                if row >= self._base.n_rows:
+                    self._d_row_of.pop(self._d_chunk_ids[row - self._base.n_rows], None)
                 self._active[row] = False
                 self._n_active -= 1
                 self._total_len -= self._lengths[row]
                 self._dead_rows += 1
+                self._norm = None
 
-    def _add_rows(self, chunks: Iterable[StoredChunk]) -> None:
-        start = len(self._chunk_ids)
-        lengths: list[float] = []
-        for chunk in chunks:
-            if not chunk.active:
-                continue
-            row = len(self._chunk_ids)
-            tokens = self._tokenize(self._index_text(chunk))
-            counts: dict[int, int] = {}
-            for token in tokens:
-                tid = self._vocab.setdefault(token, len(self._vocab))
-                counts[tid] = counts.get(tid, 0) + 1
-            for tid, tf in counts.items():
-                rows, tfs = self._delta.setdefault(tid, ([], []))
-                rows.append(row)
-                tfs.append(float(tf))
-            self._chunk_ids.append(chunk.chunk_id)
-            self._versions.append(chunk.version)
-            self._docs.append(chunk.doc_id)
-            self._meta.append(chunk.metadata)
-            self._rows_by_doc.setdefault(chunk.doc_id, []).append(row)
-            self._row_of[chunk.chunk_id] = row
-            lengths.append(float(len(tokens)))
-        added = len(lengths)
-        if not added:
+    def _term_id(self, token: str) -> int:
+        tid = self._vocab.get(token)
+        if tid is None:
+            found = self._base.vocab.find(token)
+            tid = found[0] if found else len(self._base.vocab) + len(self._vocab)
+            self._vocab[token] = tid
+        return tid
+
+    def _add_rows(self, chunks: Sequence[StoredChunk], collapse: bool = True) -> None:
+        chunks = [c for c in chunks if c.active]
+        if not chunks:
             return
-        self._lengths = np.concatenate([self._lengths, np.asarray(lengths, dtype=np.float64)])
-        self._active = np.concatenate([self._active, np.ones(added, dtype=bool)])
-        self._n_active += added
+        first = len(self._lengths)
+        counters = [Counter(self._tokenize(self._index_text(chunk))) for chunk in chunks]
+        term_id = self._term_id
+        local = {token: term_id(token) for token in set().union(*counters)}  # each token resolved once
+        tids: list[int] = []
+        tfs: list[int] = []
+        for counts in counters:
+            tids.extend(map(local.__getitem__, counts))
+            tfs.extend(counts.values())
+        counts_per_row = [len(c) for c in counters]
+        lengths = [float(c.total()) for c in counters]
+        rows = np.repeat(np.arange(first, first + len(chunks), dtype=np.int32), counts_per_row)
+        self._segments.append(Postings.build(np.asarray(tids, dtype=np.int32), rows, np.asarray(tfs, dtype=np.int64)))
+        nb = self._base.n_rows
+        for i, chunk in enumerate(chunks):
+            row = first + i
+            self._d_chunk_ids.append(chunk.chunk_id)
+            self._d_docs.append(chunk.doc_id)
+            self._d_meta.append(chunk.metadata)
+            self._d_row_of[chunk.chunk_id] = row
+            self._d_rows_by_doc.setdefault(chunk.doc_id, []).append(row)
+        assert len(self._d_chunk_ids) == first + len(chunks) - nb
+        self._lengths = np.concatenate([self._lengths, np.asarray(lengths)])
+        self._versions = np.concatenate([self._versions, np.asarray([c.version for c in chunks], dtype=np.int32)])
+        self._active = np.concatenate([self._active, np.ones(len(chunks), dtype=bool)])
+        self._n_active += len(chunks)
         self._total_len += float(sum(lengths))
-        self._delta_rows += added
-        assert len(self._chunk_ids) == start + added
+        self._mask_cache.clear()
+        self._norm = None
+        if collapse and len(self._segments) > _MAX_SEGMENTS:  # keep the per-token work of a query bounded
+            self._segments = [merge_postings(self._segments)]
 
     def _maybe_merge(self) -> None:
-        base = max(len(self._chunk_ids) - self._delta_rows, 1)
-        if self._delta_rows > max(1000, self._merge_fraction * base) or (
-            self._dead_rows > max(1000, self._merge_fraction * base)
-        ):
+        base = max(self._base.n_rows, 1)
+        added = len(self._d_chunk_ids)
+        if added > max(1000, self._merge_fraction * base) or self._dead_rows > max(1000, self._merge_fraction * base):
             self._merge()
 
     def _merge(self) -> None:
-        """Fold the delta into a new base, dropping dead rows and renumbering (no re-tokenizing)."""
-        n_tokens = len(self._vocab)
-        base_counts = np.diff(self._base_indptr)
-        base_tids = np.repeat(np.arange(len(base_counts), dtype=np.int32), base_counts)
-        d_tids, d_rows, d_tf = [], [], []
-        for tid, (rows, tfs) in self._delta.items():
-            d_tids.append(np.full(len(rows), tid, dtype=np.int32))
-            d_rows.append(np.asarray(rows, dtype=np.int32))
-            d_tf.append(np.asarray(tfs, dtype=np.float32))
-        tids = np.concatenate([base_tids, *d_tids])
-        rows = np.concatenate([self._base_rows, *d_rows])
-        tfs = np.concatenate([self._base_tf, *d_tf])
-        keep_rows = np.flatnonzero(self._active)
+        """Fold everything into a new base of the active rows (no re-tokenizing), and save it."""
+        base, nb = self._base, self._base.n_rows
+        keep = np.flatnonzero(self._active)
         renumber = np.full(len(self._active), -1, dtype=np.int64)
-        renumber[keep_rows] = np.arange(len(keep_rows))
-        live = self._active[rows] if len(rows) else np.zeros(0, dtype=bool)
-        tids, rows, tfs = tids[live], renumber[rows[live]].astype(np.int32), tfs[live]
-        order = np.lexsort((rows, tids))
-        tids, rows, tfs = tids[order], rows[order], tfs[order]
-        indptr = np.zeros(n_tokens + 1, dtype=np.int64)
-        np.cumsum(np.bincount(tids, minlength=n_tokens), out=indptr[1:])
-        keep = keep_rows.tolist()
-        self._chunk_ids = [self._chunk_ids[i] for i in keep]
-        self._versions = [self._versions[i] for i in keep]
-        self._docs = [self._docs[i] for i in keep]
-        self._meta = [self._meta[i] for i in keep]
-        self._lengths = self._lengths[keep_rows]
-        self._active = np.ones(len(keep), dtype=bool)
-        self._rows_by_doc = {}
-        for row, doc in enumerate(self._docs):
-            self._rows_by_doc.setdefault(doc, []).append(row)
-        self._row_of = {cid: row for row, cid in enumerate(self._chunk_ids)}
-        self._base_indptr, self._base_rows, self._base_tf = indptr, rows, tfs
-        self._delta, self._delta_rows, self._dead_rows = {}, 0, 0
+        renumber[keep] = np.arange(len(keep))
+        everyone = bool(self._active.all())  # nothing retired: rows keep their numbers
+        postings = merge_postings(
+            [base.postings, *self._segments], None if everyone else self._active, None if everyone else renumber
+        )
+        kb, kd = keep[keep < nb], keep[keep >= nb] - nb
+        new_tokens = sorted(self._vocab, key=self._vocab.__getitem__)
+        new_tokens = [t for t in new_tokens if self._vocab[t] >= len(base.vocab)]
+        vocab = _extend_table(base.vocab, np.arange(len(base.vocab)), new_tokens)
+        chunk_ids = _extend_table(base.chunk_ids, kb, [self._d_chunk_ids[i] for i in kd])
+        doc_ids = _extend_table(base.doc_ids, kb, [self._d_docs[i] for i in kd])
+        metas = base.meta.take(kb) + [self._d_meta[i] for i in kd] if len(kb) and base.meta.fields else (
+            [{} for _ in kb] + [self._d_meta[i] for i in kd])
+        marker = getattr(self.store, "change_marker", None)
+        segment = Segment(
+            postings, vocab, chunk_ids, doc_ids, self._lengths[keep].copy(), self._versions[keep].copy(),
+            MetaColumns.encode(metas), int(self._seq or 0),
+            marker(int(self._seq or 0)) if marker is not None and self._seq else None,
+        )
+        self._reset(segment)
+        if self._persist_dir is not None and segment.marker is not None:
+            try:
+                save_segment(segment, self._persist_dir)
+            except OSError as exc:  # a read-only or full disk: the index still works, unsaved
+                log.warning("lexical index not saved to %s: %s", self._persist_dir, exc)
+
+    def save(self) -> None:
+        """Merge and save now (a bulk load calls this once at the end)."""
+        with self._lock:
+            if self._seq is None:
+                self.refresh()
+            self._merge()
 
     # -- queries --------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -234,41 +304,123 @@ class InMemoryLexicalIndex:
         """The store change sequence this index reflects (``None`` before the first refresh)."""
         return self._seq
 
+    def _tid(self, token: str) -> int | None:
+        tid = self._vocab.get(token)
+        if tid is None:
+            found = self._base.vocab.find(token)
+            tid = found[0] if found else None
+        return tid
+
     def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.zeros(0, dtype=np.int32)
-        tfs = np.zeros(0, dtype=np.float32)
-        if tid < len(self._base_indptr) - 1:
-            lo, hi = self._base_indptr[tid], self._base_indptr[tid + 1]
-            rows, tfs = self._base_rows[lo:hi], self._base_tf[lo:hi]
-        extra = self._delta.get(tid)
-        if extra:
-            rows = np.concatenate([rows, np.asarray(extra[0], dtype=np.int32)])
-            tfs = np.concatenate([tfs, np.asarray(extra[1], dtype=np.float32)])
-        return rows, tfs
+        parts = [hit for seg in (self._base.postings, *self._segments) if (hit := seg.lookup(tid)) is not None]
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint16)
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def score_rows(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, scores)`` of every active row with a positive BM25 score."""
         n = self._n_active
         if n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        avgdl = self._total_len / n or 1.0
-        scores = np.zeros(len(self._chunk_ids), dtype=np.float64)
-        k1, b = self.k1, self.b
+        norm_of_row = self._norms()
+        scores = np.zeros(len(self._active), dtype=np.float64)
+        everyone = self._dead_rows == 0  # no retired rows: skip the liveness gather
         for token in query_tokens:
-            tid = self._vocab.get(token)
+            tid = self._tid(token)
             if tid is None:
                 continue
             rows, tfs = self._postings(tid)
-            live = self._active[rows]
-            rows, tf = rows[live], tfs[live].astype(np.float64)
+            if not everyone:
+                live = self._active[rows]
+                rows, tfs = rows[live], tfs[live]
             df = len(rows)
             if not df:
                 continue
+            tf = tfs.astype(np.float64)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            norm = k1 * (1.0 - b + b * self._lengths[rows] / avgdl)
-            scores[rows] += idf * (tf / (tf + norm))
+            tf /= tf + norm_of_row[rows]
+            tf *= idf
+            scores[rows] += tf
         hit = np.flatnonzero(scores)
         return hit, scores[hit]
+
+    def _pruned_top_k(
+        self, query_tokens: Sequence[str], top_k: int, mask: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The exact top ``top_k`` (with every tie) without scoring the common tokens' long
+        posting lists in full, or ``None`` when that cannot be proven (MaxScore, term at a time).
+
+        The rarest query tokens are *essential*: only rows holding one of them are candidates,
+        scored exactly — every occurrence of every token, in query order, the same operations
+        as :meth:`score_rows`, so the scores are bit-identical. A row holding only the other
+        tokens scores at most the sum of their idf (``tf / (tf + norm) < 1``); when that bound
+        is below the k-th candidate's score, no such row can enter the top k or tie with it."""
+        n = self._n_active
+        if n == 0:
+            return None
+        everyone = self._dead_rows == 0
+        occurrences: list[int] = []
+        postings: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+        for token in query_tokens:
+            tid = self._tid(token)
+            if tid is None:
+                continue
+            if tid not in postings:
+                rows, tfs = self._postings(tid)
+                if not everyone:
+                    live = self._active[rows]
+                    rows, tfs = rows[live], tfs[live]
+                df = len(rows)
+                postings[tid] = (rows, tfs, math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if df else 0.0)
+            if len(postings[tid][0]):
+                occurrences.append(tid)
+        by_rarity = sorted(set(occurrences), key=lambda t: len(postings[t][0]))
+        norm_of_row = self._norms()
+        for m in range(1, min(len(by_rarity), _MAX_ESSENTIAL + 1)):
+            essential = by_rarity[:m]
+            bound = sum(postings[t][2] for t in occurrences if t not in essential)
+            cand = np.unique(np.concatenate([postings[t][0] for t in essential]))
+            if mask is not None:
+                cand = cand[mask[cand]]
+            if len(cand) > n // 2:
+                return None  # as much work as scoring everything
+            if len(cand) < top_k:
+                continue
+            scores = np.zeros(len(cand), dtype=np.float64)
+            for tid in occurrences:
+                rows, tfs, idf = postings[tid]
+                pos = np.searchsorted(rows, cand)
+                np.minimum(pos, len(rows) - 1, out=pos)
+                hit = rows[pos] == cand
+                tf = tfs[pos[hit]].astype(np.float64)
+                tf /= tf + norm_of_row[cand[hit]]
+                tf *= idf
+                scores[hit] += tf
+            kth = np.partition(scores, len(scores) - top_k)[len(scores) - top_k]
+            if bound * (1.0 + 1e-9) < kth:
+                sel = scores >= kth
+                return cand[sel].astype(np.int64), scores[sel]
+        return None
+
+    def _norms(self) -> np.ndarray:
+        """``k1 * (1 - b + b * dl / avgdl)`` of every row, as the reference computes it, cached
+        until the library changes (one gather per query token instead of four passes)."""
+        if self._norm is None or len(self._norm) != len(self._lengths):
+            avgdl = self._total_len / self._n_active or 1.0
+            self._norm = self.k1 * (1.0 - self.b + self.b * self._lengths / avgdl)
+        return self._norm
+
+    def _filter_mask(self, metadata_filter: MetadataFilter) -> np.ndarray:
+        """Rows passing ``metadata_filter``: the base's columns, then the rows added since."""
+        base = self._base.meta.mask(metadata_filter.conditions, self._mask_cache) if self._base.n_rows else np.zeros(0, bool)
+        added = np.fromiter((metadata_filter.matches(m) for m in self._d_meta), dtype=bool, count=len(self._d_meta))
+        return np.concatenate([base, added])
+
+    def chunk_id(self, row: int) -> str:
+        nb = self._base.n_rows
+        return self._base.chunk_ids[row] if row < nb else self._d_chunk_ids[row - nb]
 
     def search(
         self,
@@ -280,33 +432,51 @@ class InMemoryLexicalIndex:
         with self._lock:
             if top_k is not None and top_k <= 0:
                 return []
-            rows, scores = self.score_rows(query_tokens)
-            if metadata_filter:
-                keep = [i for i, r in enumerate(rows.tolist()) if metadata_filter.matches(self._meta[r])]
-                rows, scores = rows[keep], scores[keep]
+            mask = self._filter_mask(metadata_filter) if metadata_filter else None
+            pruned = self._pruned_top_k(query_tokens, top_k, mask) if top_k is not None else None
+            if pruned is not None:
+                rows, scores = pruned
+            else:
+                rows, scores = self.score_rows(query_tokens)
+                if mask is not None and len(rows):
+                    keep = mask[rows]
+                    rows, scores = rows[keep], scores[keep]
             if top_k is not None and len(rows) > top_k:
                 # keep every row tied with the k-th score, then order exactly
                 kth = np.partition(scores, len(scores) - top_k)[len(scores) - top_k]
                 sel = scores >= kth
                 rows, scores = rows[sel], scores[sel]
             ranked = sorted(
-                zip(scores.tolist(), rows.tolist()),
-                key=lambda sr: (-sr[0], self._chunk_ids[sr[1]]),
+                ((s, self.chunk_id(r), r) for s, r in zip(scores.tolist(), rows.tolist())),
+                key=lambda t: (-t[0], t[1]),
             )
             if top_k is not None:
                 ranked = ranked[:top_k]
-            return [LexicalHit(self._chunk_ids[r], s, self._versions[r]) for s, r in ranked]
+            return [LexicalHit(cid, s, int(self._versions[r])) for s, cid, r in ranked]
 
     def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
         """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""
         with self._lock:
-            rows = np.flatnonzero(self._active).tolist()
-            if metadata_filter:
-                rows = [r for r in rows if metadata_filter.matches(self._meta[r])]
-            return [(self._chunk_ids[r], self._versions[r]) for r in rows]
+            mask = self._active if not metadata_filter else self._active & self._filter_mask(metadata_filter)
+            rows = np.flatnonzero(mask).tolist()
+            return [(self.chunk_id(r), int(self._versions[r])) for r in rows]
 
     def version_of(self, chunk_id: str) -> int | None:
         """The active version of ``chunk_id``, or ``None`` when it is not active."""
         with self._lock:
-            row = self._row_of.get(chunk_id)
-            return None if row is None else self._versions[row]
+            row = self._d_row_of.get(chunk_id)
+            if row is None:
+                row = next((r for r in self._base.chunk_ids.find(chunk_id) if self._active[r]), None)
+            return None if row is None else int(self._versions[row])
+
+
+_ADD_BATCH = 20_000  # chunks tokenized per posting segment while (re)building
+_MAX_SEGMENTS = 16
+_MAX_ESSENTIAL = 3  # MaxScore attempts before scoring every posting
+
+
+def _extend_table(table: StringTable, keep: np.ndarray, added: list[str]) -> StringTable:
+    """``table``'s entries ``keep`` followed by ``added`` (kept hashes are reused)."""
+    strings = table.take(keep) + added
+    hashes = np.concatenate([np.asarray(table.hashes)[keep].astype(np.uint64), stable_hashes(added)])
+    return StringTable.from_strings(strings, hashes)

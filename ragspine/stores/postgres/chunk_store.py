@@ -3,13 +3,18 @@
 Behaves like ``SQLiteChunkStore`` in every observable way (versions, retirement, filters,
 ordering, change log, errors). Concurrency is PostgreSQL's own:
 
-* ``replace_doc_chunks`` is one transaction. It first takes transaction-scoped advisory
-  locks — the library's in shared mode (``delete_library`` takes it exclusively), then the
-  document's, a 64-bit hash of ``(library_id, doc_id)`` — so two replaces of one document
-  serialize and each sees the other's version; replaces of different documents run in
-  parallel. The change row is appended last, under a per-library lock held until commit,
-  so change sequence numbers of one library are assigned in commit order and a follower
-  reading ``changes_since`` never skips a change that commits later.
+* ``replace_doc_chunks`` and ``replace_many`` share one write path (``writes.py``): one
+  transaction that first takes transaction-scoped advisory locks — the library's in shared
+  mode (``delete_library`` takes it exclusively), then each document's, a 64-bit hash of
+  ``(library_id, doc_id)``, in ascending ``doc_id`` order — so two replaces of one document
+  serialize and each sees the other's version, batches never deadlock with each other or
+  with single replaces, and replaces of different documents run in parallel. Rows and
+  postings go in with COPY. The change rows are appended last, under a per-library lock held
+  until commit, so change sequence numbers of one library are assigned in commit order and a
+  follower reading ``changes_since`` never skips a change that commits later.
+* The same transaction keeps the lexical index (postings, per-library statistics) that
+  :class:`~ragspine.stores.postgres.lexical.PostgresLexicalIndex` reads: what a reader sees
+  committed is what it can search.
 * Every read is one statement (one snapshot): a reader sees the old version or the new one,
   never both or neither. ``iter_active`` pages with one statement per page.
 """
@@ -21,24 +26,14 @@ from typing import Any, Iterator, Sequence
 from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.chunk_store import (
     DEFAULT_LIBRARY_ID,
+    DocumentChunks,
     StoredChunk,
     check_library_id,
-    check_replace_input,
 )
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.metadata import STANDARD_FIELDS
-from ragspine.stores.postgres.converters import (
-    CHUNK_COLUMNS,
-    chunk_to_row,
-    nul_field,
-    row_to_stored,
-)
-from ragspine.stores.postgres.database import (
-    LOCK_CHANGES_SQL,
-    LOCK_DOC_SQL,
-    LOCK_LIBRARY_SQL,
-    PostgresDatabase,
-)
+from ragspine.stores.postgres.converters import CHUNK_COLUMNS, row_to_stored
+from ragspine.stores.postgres.database import PostgresDatabase
 from ragspine.stores.postgres.engine import redact
 
 _SELECT = "SELECT " + ", ".join(CHUNK_COLUMNS) + " FROM ragspine_chunk"
@@ -51,24 +46,13 @@ _FIELD_TEXT = (
     " ELSE COALESCE(metadata ->> CAST(:{k} AS text), '') END"
 )
 
-_LOCK = f"SELECT pg_advisory_xact_lock_shared({LOCK_LIBRARY_SQL}), pg_advisory_xact_lock({LOCK_DOC_SQL})"
-_CURRENT_VERSION = (  # a retirement writes no rows: count it from the change log
-    "SELECT GREATEST("
-    " COALESCE((SELECT MAX(version) FROM ragspine_chunk WHERE library_id = :library_id AND doc_id = :doc_id), 0),"
-    " COALESCE((SELECT MAX(version) FROM ragspine_change WHERE library_id = :library_id AND doc_id = :doc_id), 0))"
+_FINGERPRINTS = (  # the latest change of each document, if the document has active rows
+    "SELECT DISTINCT ON (g.doc_id) g.doc_id, g.fingerprint FROM ragspine_change g"
+    " WHERE g.library_id = :library_id AND g.doc_id = ANY(CAST(:doc_ids AS text[]))"
+    " AND EXISTS (SELECT 1 FROM ragspine_chunk c WHERE c.library_id = g.library_id AND c.doc_id = g.doc_id"
+    " AND c.version = g.version AND c.active)"
+    " ORDER BY g.doc_id, g.seq DESC"
 )
-_CLASH = (  # a chunk id names one active chunk per library
-    "SELECT chunk_id, doc_id FROM ragspine_chunk WHERE library_id = :library_id AND active"
-    " AND doc_id <> :doc_id AND chunk_id = ANY(CAST(:ids AS text[])) LIMIT 1"
-)
-_RETIRE = "UPDATE ragspine_chunk SET active = false WHERE library_id = :library_id AND doc_id = :doc_id AND active"
-_INSERT_COLUMNS = [c for c in CHUNK_COLUMNS if c not in ("metadata", "ingested_at")]
-_INSERT = (
-    f"INSERT INTO ragspine_chunk ({', '.join(_INSERT_COLUMNS)}, metadata)"
-    f" VALUES ({', '.join(':' + c for c in _INSERT_COLUMNS)}, CAST(:metadata_json AS jsonb))"
-)
-_LOCK_CHANGES = f"SELECT pg_advisory_xact_lock({LOCK_CHANGES_SQL})"
-_CHANGE = "INSERT INTO ragspine_change (library_id, doc_id, version) VALUES (:library_id, :doc_id, :version)"
 
 
 class PostgresChunkStore:
@@ -89,35 +73,47 @@ class PostgresChunkStore:
     def init_schema(self) -> None:
         self.db.init_schema()
 
+    #: How a replace inserts rows: ``"copy"`` (default) or ``"executemany"`` (benchmarks).
+    bulk_method = "copy"
+
     def replace_doc_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
+        return self.replace_many([DocumentChunks(doc_id, chunks, valid_as_of)])
+
+    def replace_many(self, docs: Sequence[DocumentChunks]) -> int:
+        """Versioned replace of every document in one transaction: all of it becomes visible
+        at commit, or none of it (a bad document raises ``IngestError`` and nothing of the
+        batch is written). A ``doc_id`` may appear once per batch. Returns rows written."""
+        import psycopg
+
+        from ragspine.stores.postgres.writes import check_batch, replace_batch
+
+        batch = check_batch(docs)
+        if not batch:
+            return 0
+        self.init_schema()
+        try:
+            with self.db.transaction() as conn, conn.connection.driver_connection.cursor() as cur:
+                return replace_batch(cur, self.library_id, batch, bulk=self.bulk_method)
+        except (psycopg.IntegrityError, psycopg.DataError) as exc:
+            # e.g. a concurrent replace of another document made one of these ids active
+            detail = str(exc).strip().splitlines()[0]
+            what = repr(batch[0].doc_id) if len(batch) == 1 else f"{len(batch)} documents"
+            raise IngestError(f"cannot store the chunks of {what}: {detail}") from None
+        except psycopg.Error as exc:
+            raise self.db.error(exc, "write") from exc
+
+    def fingerprints(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """``{doc_id: fingerprint}`` recorded by the latest replace of each *active* document
+        among ``doc_ids`` (a retired or unknown document, or one last written before
+        fingerprints were recorded, is absent: it is never "already current")."""
         import sqlalchemy as sa
 
-        chunks = list(chunks)
-        check_replace_input(doc_id, chunks)
-        for chunk in chunks:
-            bad = nul_field(chunk)
-            if bad:
-                raise IngestError(f"chunk {chunk.chunk_id!r}: {bad} contains a NUL character, which PostgreSQL cannot store")
+        wanted = sorted({d for d in doc_ids if isinstance(d, str) and d and "\x00" not in d})
+        if not wanted:
+            return {}
         self.init_schema()
-        key = {"library_id": self.library_id, "doc_id": doc_id}
-        try:
-            with self.db.transaction() as conn:
-                conn.execute(sa.text(_LOCK), key)
-                version = int(conn.execute(sa.text(_CURRENT_VERSION), key).scalar_one()) + 1
-                clash = conn.execute(sa.text(_CLASH), {**key, "ids": [c.chunk_id for c in chunks]}).first()
-                if clash:
-                    raise IngestError(f"chunk_id {clash[0]!r} is already active in doc {clash[1]!r}")
-                conn.execute(sa.text(_RETIRE), key)
-                if chunks:
-                    rows = [chunk_to_row(c, library_id=self.library_id, version=version, valid_as_of=valid_as_of) for c in chunks]
-                    conn.execute(sa.text(_INSERT), rows)
-                conn.execute(sa.text(_LOCK_CHANGES), key)  # held until commit: seq order = commit order
-                conn.execute(sa.text(_CHANGE), {**key, "version": version})
-        except (sa.exc.IntegrityError, sa.exc.DataError) as exc:
-            # e.g. a concurrent replace of another document made one of these ids active
-            detail = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-            raise IngestError(f"cannot store the chunks of {doc_id!r}: {detail}") from None
-        return len(chunks)
+        rows = self.db.read(sa.text(_FINGERPRINTS), {"library_id": self.library_id, "doc_ids": wanted})
+        return {doc_id: fp for doc_id, fp in rows if fp}
 
     def iter_chunks(
         self,

@@ -11,10 +11,12 @@ floats in positional form with a ``.0`` (``10000000000000000.0``), which ``numer
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+from collections import Counter
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
 from ragspine.retrieval.chunking.chunking import Chunk
@@ -110,6 +112,42 @@ def chunk_to_row(chunk: Chunk, *, library_id: str, version: int, valid_as_of: st
         "parent_locator": chunk.parent_locator,
         "valid_as_of": valid_as_of,
     }
+
+
+#: The columns a replace writes (COPY), in this order; ``ingested_at`` is the server's now().
+COPY_COLUMNS: tuple[str, ...] = (
+    "library_id", "chunk_id", "doc_id", "version", "active", "ordinal", "text", "title",
+    "source_locator", "char_start", "char_end", "metadata", "sensitivity", "parent_id",
+    "heading", "window_text", "parent_locator", "valid_as_of", "n_tokens",
+)
+
+
+def chunk_copy_row(chunk: Chunk, *, library_id: str, version: int, valid_as_of: str, n_tokens: int) -> tuple[Any, ...]:
+    """One new (active) row in :data:`COPY_COLUMNS` order (metadata as JSON text)."""
+    row = chunk_to_row(chunk, library_id=library_id, version=version, valid_as_of=valid_as_of)
+    row["metadata"] = row.pop("metadata_json")
+    row["n_tokens"] = n_tokens
+    return tuple(row[c] for c in COPY_COLUMNS)
+
+
+#: Tokens longer than this (UTF-8 bytes) are stored as a prefix plus a digest, so a posting
+#: always fits a btree entry (~2,700 bytes); ``#`` never occurs in a token, so the stored
+#: form cannot equal a real token, and distinct tokens keep distinct stored forms.
+MAX_TOKEN_BYTES = 256
+
+
+def stored_token(token: str) -> str:
+    """The form ``token`` takes in ``ragspine_lex_posting.token`` (and in queries)."""
+    data = token.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_TOKEN_BYTES:
+        return token
+    return token[:64] + "#" + hashlib.sha256(data).hexdigest()
+
+
+def term_counts(tokens: Iterable[str]) -> tuple[int, Counter[str]]:
+    """``(length, {stored token: frequency})`` of one chunk's tokens."""
+    tokens = list(tokens)
+    return len(tokens), Counter(stored_token(t) for t in tokens)
 
 
 def timestamp_text(value: Any) -> str:

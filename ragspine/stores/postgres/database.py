@@ -35,9 +35,10 @@ if TYPE_CHECKING:
 _HINT = "is the server running, and are the URL and credentials right? (RAGSPINE_CHUNK_STORE)"
 
 #: Advisory lock keys (64-bit, in one transaction). Order of acquisition, always:
-#: library (shared by writers, exclusive by delete_library) → document → change log.
+#: library (shared by writers, exclusive by delete_library) → documents (ascending doc_id;
+#: key ``hashtextextended(doc_id, hashtextextended(library_id, 0))``) → change log. The
+#: writers' statements are in ``writes.py``.
 LOCK_LIBRARY_SQL = "hashtextextended(:library_id, 1)"
-LOCK_DOC_SQL = "hashtextextended(:doc_id, hashtextextended(:library_id, 0))"
 LOCK_CHANGES_SQL = "hashtextextended(:library_id, 2)"
 
 _LIBRARIES = """
@@ -234,7 +235,8 @@ class PostgresDatabase:
         return [_library_info(row) for row in self.read(sa.text(_LIBRARIES + _ORDER))]
 
     def delete_library(self, library_id: str) -> bool:
-        """Delete a library's chunks and catalog row (waits for its running replaces)."""
+        """Delete a library's chunks, lexical index and catalog row (waits for its running
+        replaces)."""
         import sqlalchemy as sa
 
         self.init_schema()
@@ -242,6 +244,8 @@ class PostgresDatabase:
         with self.transaction() as conn:
             conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({LOCK_LIBRARY_SQL})"), params)
             n_chunks = conn.execute(sa.text("DELETE FROM ragspine_chunk WHERE library_id = :library_id"), params).rowcount
+            conn.execute(sa.text("DELETE FROM ragspine_lex_posting WHERE library_id = :library_id"), params)
+            conn.execute(sa.text("DELETE FROM ragspine_lex_stats WHERE library_id = :library_id"), params)
             n_lib = conn.execute(sa.text("DELETE FROM ragspine_library WHERE library_id = :library_id"), params).rowcount
             conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({LOCK_CHANGES_SQL})"), params)
             conn.execute(sa.text(

@@ -3,6 +3,11 @@ revisions in ``migrations/`` are written against (``alembic revision --autogener
 compares with :data:`metadata`).
 
 Every chunk row carries ``library_id``; a library belongs to a tenant (``tenant_id``).
+
+The lexical index (``PostgresLexicalIndex``) is three pieces kept by every replace, in the
+replace's own transaction: ``ragspine_chunk.n_tokens`` (a chunk's token count), the postings
+``ragspine_lex_posting`` (one row per active chunk and distinct token) and one row of
+``ragspine_lex_stats`` per library (active chunks, total tokens).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ chunk = sa.Table(
     sa.Column("parent_locator", sa.Text, nullable=False, server_default=""),
     sa.Column("valid_as_of", sa.Text, nullable=False, server_default=""),
     sa.Column("ingested_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+    sa.Column("n_tokens", sa.Integer, nullable=True),  # tokenize(text) length; set by every replace
     sa.Index("ragspine_chunk_doc", "library_id", "doc_id", "version"),
     sa.Index(
         "ragspine_chunk_active_id",
@@ -68,8 +74,33 @@ change = sa.Table(
     sa.Column("doc_id", sa.Text, nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("changed_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+    sa.Column("fingerprint", sa.Text, nullable=False, server_default=""),  # of the replace's input
     sa.Index("ragspine_change_lib_seq", "library_id", "seq"),
     sa.Index("ragspine_change_lib_doc", "library_id", "doc_id", "version"),
+)
+
+#: Postings of the lexical index: one row per (active chunk, distinct token), with the
+#: token's frequency in the chunk and the chunk's length (so scoring reads one index only).
+lex_posting = sa.Table(
+    "ragspine_lex_posting",
+    metadata,
+    sa.Column("library_id", sa.Text, nullable=False),
+    sa.Column("token", sa.Text(collation="C"), nullable=False),
+    sa.Column("chunk_id", sa.Text, nullable=False),
+    sa.Column("tf", sa.Integer, nullable=False),
+    sa.Column("dl", sa.Integer, nullable=False),
+    # INCLUDE (tf, dl): a query token's postings are one index-only range scan
+    sa.PrimaryKeyConstraint("library_id", "token", "chunk_id", name="ragspine_lex_posting_pkey", postgresql_include=["tf", "dl"]),
+    sa.Index("ragspine_lex_posting_chunk", "library_id", "chunk_id"),
+)
+
+#: Per-library statistics of the lexical index: active chunks and their total token count.
+lex_stats = sa.Table(
+    "ragspine_lex_stats",
+    metadata,
+    sa.Column("library_id", sa.Text, primary_key=True),
+    sa.Column("n_chunks", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("total_len", sa.BigInteger, nullable=False, server_default="0"),
 )
 
 #: One row per embedding model whose vectors live in this database (pgvector): the model

@@ -14,7 +14,7 @@ from ragspine.retrieval.chunking.chunk_store import (
     StoredChunk,
 )
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_document
-from ragspine.retrieval.chunking.sqlite_store import SQLiteChunkStore, SQLiteDatabase
+from ragspine.retrieval.chunking.sqlite_store import SCHEMA_VERSION, SQLiteChunkStore, SQLiteDatabase
 from tests.helpers import make_chunk
 
 
@@ -235,7 +235,7 @@ def test_execute_read_returns_rows(store: SQLiteChunkStore) -> None:
     # schema introspection is a read
     assert ("chunk_id",) in store.execute_read("SELECT name FROM pragma_table_info('narrative_chunk')")
     assert any(row[1] == "doc_id" for row in store.execute_read("PRAGMA table_info(narrative_chunk)"))
-    assert store.execute_read("PRAGMA user_version") == [(2,)]
+    assert store.execute_read("PRAGMA user_version") == [(SCHEMA_VERSION,)]
 
 
 @pytest.mark.parametrize(
@@ -267,7 +267,7 @@ def test_execute_read_refuses_writes_and_the_store_still_works(
     assert _active(store) == [("d#0", "kept", 1)]
     assert not sqlite_db.conn.in_transaction
     assert sqlite_db.query("PRAGMA journal_mode")[0][0] == "wal"
-    assert sqlite_db.query("PRAGMA user_version")[0][0] == 2
+    assert sqlite_db.query("PRAGMA user_version")[0][0] == SCHEMA_VERSION
     # writes through the store are still allowed afterwards
     assert store.replace_doc_chunks("d", _doc("d", "after")) == 1
     assert _active(store) == [("d#0", "after", 2)]

@@ -10,7 +10,7 @@ from ragspine.stores.postgres.migrate import current_revision, downgrade, upgrad
 from tests.backends import free_port
 from tests.unit.stores.postgres.helpers import active, doc
 
-HEAD = "0003_service"
+HEAD = "0004_lexical"
 TABLES = (
     "ragspine_library", "ragspine_chunk", "ragspine_change", "ragspine_vector_space",
     "ragspine_tenant", "ragspine_api_key", "ragspine_service_library", "ragspine_job",

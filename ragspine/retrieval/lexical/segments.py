@@ -1,0 +1,375 @@
+"""The pieces of the in-process lexical index: posting segments, string tables, metadata
+columns, and the files a segment is saved to (memory-mapped on load).
+
+* :class:`Postings` — a CSC inverted index over *sparse* term ids: ``terms`` (sorted, unique),
+  ``indptr``, then per term its posting ``rows`` (ascending) and term frequencies ``tf``.
+* :class:`StringTable` — strings (chunk ids, doc ids, tokens) as one UTF-8 blob with offsets,
+  plus a stable 64-bit hash per entry and the entries in hash order, so ``find`` is a binary
+  search that never builds a Python dict (a million chunk ids load in milliseconds). Every
+  hash match is verified against the string itself: a collision costs a comparison, never a
+  wrong answer.
+* :class:`MetaColumns` — chunk metadata, one dictionary-encoded column per field (``codes``
+  per row, ``-1`` when absent, and the distinct values). A filter condition is evaluated once
+  per distinct value with :meth:`FilterCondition.matches` — the very semantics of the
+  reference — and becomes a boolean mask over all rows.
+
+A saved segment is a directory of ``.npy`` arrays, ``*.bin`` blobs and a ``manifest.json``;
+:func:`save_segment` writes a fresh directory and then points ``CURRENT`` at it with one atomic
+rename, so a reader sees the old segment or the new one, never a half-written one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ragspine.retrieval.filtering.filters import FilterCondition
+
+#: Bumped whenever the token stream or the file layout changes: older files are rebuilt.
+FORMAT = "ragspine-lexical/1"
+_EMPTY_I32 = np.zeros(0, dtype=np.int32)
+
+
+def stable_hashes(strings: Iterable[str]) -> np.ndarray:
+    """64-bit BLAKE2b of each string (UTF-8), the same in every process."""
+    out = [
+        int.from_bytes(hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+        for s in strings
+    ]
+    return np.asarray(out, dtype=np.uint64)
+
+
+@dataclass
+class Postings:
+    """One immutable posting segment (see the module docstring)."""
+
+    terms: np.ndarray  # int32, sorted unique term ids
+    indptr: np.ndarray  # int64, len(terms) + 1
+    rows: np.ndarray  # int32, global row numbers, ascending per term
+    tf: np.ndarray  # uint16 / uint32 term frequencies
+
+    @classmethod
+    def empty(cls) -> Postings:
+        return cls(_EMPTY_I32, np.zeros(1, dtype=np.int64), _EMPTY_I32, np.zeros(0, dtype=np.uint16))
+
+    @classmethod
+    def build(cls, tids: np.ndarray, rows: np.ndarray, tf: np.ndarray) -> Postings:
+        """From parallel arrays in which, for every term, rows already ascend (a stable sort by
+        term keeps them so: appended rows only grow)."""
+        if not len(tids):
+            return cls.empty()
+        order = np.argsort(tids, kind="stable")
+        tids = tids[order]
+        terms, starts = np.unique(tids, return_index=True)
+        indptr = np.empty(len(terms) + 1, dtype=np.int64)
+        indptr[:-1] = starts
+        indptr[-1] = len(tids)
+        top = int(tf.max()) if len(tf) else 0
+        tf_dtype = np.uint16 if top < 2**16 else np.uint32
+        return cls(terms.astype(np.int32), indptr, rows[order].astype(np.int32), tf[order].astype(tf_dtype))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def lookup(self, tid: int) -> tuple[np.ndarray, np.ndarray] | None:
+        i = int(np.searchsorted(self.terms, tid))
+        if i == len(self.terms) or self.terms[i] != tid:
+            return None
+        lo, hi = self.indptr[i], self.indptr[i + 1]
+        return self.rows[lo:hi], self.tf[lo:hi]
+
+    def triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(tids, rows, tf)`` of every posting, in segment order."""
+        tids = np.repeat(self.terms, np.diff(self.indptr))
+        return tids, np.asarray(self.rows), np.asarray(self.tf)
+
+
+def merge_postings(parts: Sequence[Postings], active: np.ndarray | None = None, renumber: np.ndarray | None = None) -> Postings:
+    """One segment from ``parts`` whose rows ascend from part to part (each part a later range
+    of rows): a k-way merge by term in numpy, without a global sort, so merging a million
+    chunks' postings needs memory for the output plus one part at a time. With ``active``,
+    postings of inactive rows are dropped and rows become ``renumber[row]``."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return Postings.empty()
+    n_terms = max(int(p.terms[-1]) for p in parts) + 1
+    counts = []
+    for p in parts:
+        per_term = np.diff(p.indptr)
+        if active is not None:  # live postings per term: a segmented sum of the live mask
+            live = active[np.asarray(p.rows)].astype(np.int64)
+            csum = np.concatenate([[0], np.cumsum(live)])
+            per_term = csum[p.indptr[1:]] - csum[p.indptr[:-1]]
+        dense = np.zeros(n_terms, dtype=np.int64)
+        dense[np.asarray(p.terms)] = per_term
+        counts.append(dense)
+    total = np.sum(counts, axis=0)
+    starts = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(total, out=starts[1:])
+    top = max(int(np.max(p.tf)) for p in parts)
+    out_rows = np.empty(int(starts[-1]), dtype=np.int32)
+    out_tf = np.empty(int(starts[-1]), dtype=np.uint16 if top < 2**16 else np.uint32)
+    offset = starts[:-1].copy()
+    for p, dense in zip(parts, counts):
+        tids, rows, tf = p.triples()
+        if active is not None:
+            live = active[rows]
+            tids, rows, tf = tids[live], rows[live], tf[live]
+            if renumber is not None:
+                rows = renumber[rows]
+        first_in_part = np.cumsum(dense) - dense  # where each term's run starts in this part
+        pos = offset[tids] + (np.arange(len(tids), dtype=np.int64) - first_in_part[tids])
+        out_rows[pos] = rows
+        out_tf[pos] = tf
+        offset += dense
+        del tids, rows, tf, pos
+    terms = np.flatnonzero(total).astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(total[terms])]).astype(np.int64)
+    return Postings(terms, indptr, out_rows, out_tf)
+
+
+@dataclass
+class StringTable:
+    """Strings as one blob + offsets, with a hash lookup (see the module docstring)."""
+
+    blob: np.ndarray  # uint8
+    offsets: np.ndarray  # int64, len + 1
+    hashes: np.ndarray  # uint64 per entry
+    order: np.ndarray  # int64: entries sorted by hash
+    _sorted: np.ndarray | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_strings(cls, strings: Sequence[str], hashes: np.ndarray | None = None) -> StringTable:
+        data = [s.encode("utf-8", "surrogatepass") for s in strings]
+        offsets = np.zeros(len(data) + 1, dtype=np.int64)
+        np.cumsum([len(d) for d in data], out=offsets[1:])
+        blob = np.frombuffer(b"".join(data), dtype=np.uint8)
+        hashes = stable_hashes(strings) if hashes is None else np.asarray(hashes, dtype=np.uint64)
+        return cls(blob, offsets, hashes, np.argsort(hashes, kind="stable"))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> str:
+        return self.blob[self.offsets[i] : self.offsets[i + 1]].tobytes().decode("utf-8", "surrogatepass")
+
+    def take(self, rows: Iterable[int]) -> list[str]:
+        return [self[int(r)] for r in rows]
+
+    @property
+    def sorted_hashes(self) -> np.ndarray:
+        if self._sorted is None:
+            self._sorted = np.asarray(self.hashes)[np.asarray(self.order)]
+        return self._sorted
+
+    def find(self, s: str, h: int | None = None) -> list[int]:
+        """Every entry equal to ``s`` (ascending)."""
+        if not len(self):
+            return []
+        if h is None:
+            h = int(stable_hashes([s])[0])
+        keys = self.sorted_hashes
+        lo = int(np.searchsorted(keys, np.uint64(h), side="left"))
+        hi = int(np.searchsorted(keys, np.uint64(h), side="right"))
+        return sorted(int(r) for r in self.order[lo:hi] if self[int(r)] == s)
+
+
+_KIND = {bool: "b", int: "i", float: "f", str: "s", type(None): "n"}
+
+
+def _value_key(value: Any) -> tuple[str, Any]:
+    return (_KIND.get(type(value), "s"), value if type(value) in _KIND else str(value))
+
+
+@dataclass
+class MetaColumns:
+    """Dictionary-encoded metadata of a segment's rows (see the module docstring)."""
+
+    n_rows: int
+    fields: dict[str, int]  # field -> column number
+    codes: list[np.ndarray]  # per column: int32 code per row, -1 = absent
+    values: list[list[Any] | None]  # per column: distinct values (None until loaded)
+    loader: Any = None  # column number -> list of values (lazy, for saved segments)
+
+    @classmethod
+    def encode(cls, metas: Sequence[Mapping[str, Any]]) -> MetaColumns:
+        n = len(metas)
+        fields: dict[str, int] = {}
+        codes: list[np.ndarray] = []
+        values: list[list[Any]] = []
+        index: list[dict[tuple[str, Any], int]] = []
+        for row, meta in enumerate(metas):
+            for name, value in meta.items():
+                col = fields.get(name)
+                if col is None:
+                    col = fields[name] = len(codes)
+                    codes.append(np.full(n, -1, dtype=np.int32))
+                    values.append([])
+                    index.append({})
+                key = _value_key(value)
+                code = index[col].get(key)
+                if code is None:
+                    code = index[col][key] = len(values[col])
+                    values[col].append(value)
+                codes[col][row] = code
+        return cls(n, fields, codes, values)
+
+    def column_values(self, col: int) -> list[Any]:
+        vals = self.values[col]
+        if vals is None:
+            vals = self.values[col] = self.loader(col)
+        return vals
+
+    def row(self, row: int) -> dict[str, Any]:
+        out = {}
+        for name, col in self.fields.items():
+            code = int(self.codes[col][row])
+            if code >= 0:
+                out[name] = self.column_values(col)[code]
+        return out
+
+    def take(self, rows: np.ndarray) -> list[dict[str, Any]]:
+        return [self.row(int(r)) for r in rows]
+
+    def mask(self, conditions: Sequence[FilterCondition], cache: dict[Any, np.ndarray] | None = None) -> np.ndarray:
+        """Rows passing every condition (a condition on an absent field passes no row)."""
+        mask = np.ones(self.n_rows, dtype=bool)
+        for cond in conditions:
+            col = self.fields.get(cond.field)
+            if col is None:
+                return np.zeros(self.n_rows, dtype=bool)
+            key = (col, cond.op, repr(cond.value))
+            allowed = None if cache is None else cache.get(key)
+            if allowed is None:
+                vals = self.column_values(col)
+                allowed = np.zeros(len(vals) + 1, dtype=bool)  # the last slot: code -1, absent
+                allowed[:-1] = [cond.matches({cond.field: v}) for v in vals]
+                if cache is not None:
+                    cache[key] = allowed
+            mask &= allowed[np.asarray(self.codes[col])]
+        return mask
+
+
+@dataclass
+class Segment:
+    """The merged, immutable base of the index: postings over rows ``0..n-1`` and the rows'
+    data. ``seq`` is the store change sequence it reflects, ``marker`` what identifies that
+    change in the store (``ChunkStore.change_marker``)."""
+
+    postings: Postings
+    vocab: StringTable  # term id -> token (every term id below len(vocab))
+    chunk_ids: StringTable
+    doc_ids: StringTable
+    lengths: np.ndarray  # float64 tokens per row
+    versions: np.ndarray  # int32
+    meta: MetaColumns
+    seq: int = 0
+    marker: str | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.lengths)
+
+    @classmethod
+    def empty(cls) -> Segment:
+        none = StringTable.from_strings([])
+        return cls(Postings.empty(), none, none, none, np.zeros(0), np.zeros(0, dtype=np.int32), MetaColumns.encode([]))
+
+
+# -- files ------------------------------------------------------------------------------------
+_ARRAYS = {
+    "terms": ("postings", "terms"), "indptr": ("postings", "indptr"), "rows": ("postings", "rows"),
+    "tf": ("postings", "tf"),
+}
+_TABLES = ("vocab", "chunk_ids", "doc_ids")
+
+
+def save_segment(segment: Segment, directory: str) -> str:
+    """Write ``segment`` under ``directory`` and make it the current one; returns its path.
+    Older segment directories are removed (a process still mapping one keeps its pages)."""
+    os.makedirs(directory, exist_ok=True)
+    name = f"seg-{segment.seq}-{uuid.uuid4().hex[:12]}"
+    tmp = os.path.join(directory, name + ".tmp")
+    os.makedirs(tmp)
+    p = segment.postings
+    for key, arr in (("terms", p.terms), ("indptr", p.indptr), ("rows", p.rows), ("tf", p.tf),
+                     ("lengths", segment.lengths), ("versions", segment.versions)):
+        np.save(os.path.join(tmp, f"{key}.npy"), np.ascontiguousarray(arr))
+    for table in _TABLES:
+        t: StringTable = getattr(segment, table)
+        np.asarray(t.blob).tofile(os.path.join(tmp, f"{table}.bin"))
+        for part in ("offsets", "hashes", "order"):
+            np.save(os.path.join(tmp, f"{table}.{part}.npy"), np.ascontiguousarray(getattr(t, part)))
+    meta = segment.meta
+    for col in meta.fields.values():
+        np.save(os.path.join(tmp, f"meta{col}.npy"), np.ascontiguousarray(meta.codes[col]))
+        with open(os.path.join(tmp, f"meta{col}.json"), "w", encoding="utf-8") as fh:
+            json.dump(meta.column_values(col), fh, ensure_ascii=False)
+    manifest = {
+        "format": FORMAT, "seq": segment.seq, "marker": segment.marker, "n_rows": segment.n_rows,
+        "postings": len(p), "fields": meta.fields,
+    }
+    with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, ensure_ascii=False)
+    final = os.path.join(directory, name)
+    os.rename(tmp, final)
+    pointer = os.path.join(directory, f"CURRENT.{uuid.uuid4().hex[:8]}")
+    with open(pointer, "w", encoding="utf-8") as fh:
+        fh.write(name)
+    os.replace(pointer, os.path.join(directory, "CURRENT"))
+    for other in os.listdir(directory):
+        if other != name and other.startswith("seg-"):
+            shutil.rmtree(os.path.join(directory, other), ignore_errors=True)
+    return final
+
+
+def load_segment(directory: str) -> Segment | None:
+    """The current segment under ``directory``, memory-mapped; ``None`` when there is none or
+    it is unreadable or of another format (the caller rebuilds)."""
+    try:
+        with open(os.path.join(directory, "CURRENT"), encoding="utf-8") as fh:
+            path = os.path.join(directory, fh.read().strip())
+        with open(os.path.join(path, "manifest.json"), encoding="utf-8") as fh:
+            manifest = json.load(fh)
+        if manifest.get("format") != FORMAT:
+            return None
+
+        def arr(name: str) -> np.ndarray:
+            return np.load(os.path.join(path, f"{name}.npy"), mmap_mode="r")
+
+        def table(name: str) -> StringTable:
+            blob_path = os.path.join(path, f"{name}.bin")
+            size = os.path.getsize(blob_path)
+            blob = np.memmap(blob_path, dtype=np.uint8, mode="r") if size else np.zeros(0, dtype=np.uint8)
+            return StringTable(blob, arr(f"{name}.offsets"), arr(f"{name}.hashes"), arr(f"{name}.order"))
+
+        fields = {str(k): int(v) for k, v in manifest["fields"].items()}
+        codes = [np.zeros(0, dtype=np.int32)] * len(fields)
+        for col in fields.values():
+            codes[col] = arr(f"meta{col}")
+
+        def load_values(col: int) -> list[Any]:
+            with open(os.path.join(path, f"meta{col}.json"), encoding="utf-8") as fh:
+                return json.load(fh)
+
+        n = int(manifest["n_rows"])
+        meta = MetaColumns(n, fields, codes, [None] * len(fields), load_values)
+        segment = Segment(
+            Postings(arr("terms"), arr("indptr"), arr("rows"), arr("tf")),
+            table("vocab"), table("chunk_ids"), table("doc_ids"),
+            np.array(arr("lengths")), np.array(arr("versions")), meta,
+            int(manifest["seq"]), manifest.get("marker"),
+        )
+        if segment.n_rows != n or len(segment.chunk_ids) != n or len(segment.postings) != int(manifest["postings"]):
+            return None
+        return segment
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,204 @@
+"""``PostgresLexicalIndex``: the ``LexicalIndex`` role answered by PostgreSQL itself.
+
+Nothing to build or follow: every replace of :class:`PostgresChunkStore` keeps, in its own
+transaction, the postings ``ragspine_lex_posting (library_id, token, chunk_id, tf, dl)``
+(one row per active chunk and distinct token; ``dl`` is the chunk's token count) and the
+library's ``ragspine_lex_stats (n_chunks, total_len)`` (``writes.py``). So a committed
+version is searchable at once and a retired one is gone at once, in every process, and
+``refresh()`` only reads the change sequence (for ``seq``, which the dense leg uses).
+
+A search is one statement (one snapshot) computing Lucene's BM25 exactly as
+:func:`~ragspine.retrieval.lexical.bm25.bm25_scores` does over the library's active chunks:
+
+* ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` with ``N`` and ``avgdl`` from the statistics
+  row and ``df`` counted from the query tokens' postings (the primary key's index-only range
+  scans: ``(library_id, token) INCLUDE (tf, dl)``);
+* a chunk's score is the sum over the query's tokens, a repeated token once per occurrence,
+  of ``idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` — the same IEEE double operations in
+  the same order as the reference, so the scores are the reference's to the last bit
+  (``ln`` is the C library's ``log``, as Python's). To keep that exact and still cheap, the
+  statement sums per chunk in any order first, keeps the chunks within a relative ``1e-9``
+  of the k-th (every chunk of the true top k, and every tie with it), and re-adds only those
+  in query order;
+* a metadata filter is the pgvector store's JSONB translation (``pgvector/filters.py``),
+  applied as a mask on the scored rows: it narrows the result and never changes a score;
+* ``ORDER BY score DESC, chunk_id COLLATE "C" LIMIT k`` — the reference's tie order.
+
+Only ``chunk.text`` is indexed (``default_index_text``), with :func:`tokenize`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+from ragspine.errors import ConfigError
+from ragspine.retrieval.filtering.filters import MetadataFilter
+from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
+from ragspine.retrieval.lexical.index import LexicalHit
+from ragspine.stores.postgres.chunk_store import PostgresChunkStore
+from ragspine.stores.pgvector.filters import pg_storable
+from ragspine.stores.postgres.converters import stored_token
+
+__all__ = ["PostgresLexicalIndex", "search_sql"]
+
+#: Chunks whose any-order sum is within this factor of the k-th are re-scored in query
+#: order; any-order sums differ from it by ~1e-15 relative, so nothing of the top k is lost.
+CANDIDATE_MARGIN = 1.0 - 1e-9
+
+_SCORED = """
+WITH q AS (
+    SELECT token, pos FROM unnest(%(tokens)s::text[]) WITH ORDINALITY AS q(token, pos)
+), qt AS (
+    SELECT token, count(*)::float8 AS qn FROM q GROUP BY token
+), st AS (
+    SELECT n_chunks::float8 AS n, COALESCE(NULLIF(total_len::float8 / n_chunks::float8, 0), 1::float8) AS avgdl
+    FROM ragspine_lex_stats WHERE library_id = %(library_id)s AND n_chunks > 0
+), p AS MATERIALIZED (
+    SELECT p.token, p.chunk_id, p.tf::float8 AS tf, p.dl::float8 AS dl
+    FROM qt JOIN ragspine_lex_posting p ON p.library_id = %(library_id)s AND p.token = qt.token
+), w AS (
+    SELECT d.token, qt.qn, ln(1::float8 + ((st.n - d.df) + 0.5::float8) / (d.df + 0.5::float8)) AS idf
+    FROM (SELECT token, count(*)::float8 AS df FROM p GROUP BY token) AS d JOIN qt USING (token) CROSS JOIN st
+), part AS MATERIALIZED (
+    SELECT p.chunk_id, p.token, w.qn,
+           w.idf * (p.tf / (p.tf + %(k1)s::float8 * ((1::float8 - %(b)s::float8) + (%(b)s::float8 * p.dl) / st.avgdl))) AS s
+    FROM p JOIN w USING (token) CROSS JOIN st{mask}
+)"""
+_MASK = """
+    WHERE EXISTS (SELECT 1 FROM ragspine_chunk c WHERE c.library_id = %(library_id)s AND c.chunk_id = p.chunk_id
+                  AND c.active AND ({filter}))"""
+_TOP_K = """, approx AS (
+    SELECT chunk_id, sum(qn * s) AS score FROM part GROUP BY chunk_id
+), cand AS (
+    SELECT chunk_id FROM approx
+    WHERE score >= COALESCE((SELECT score FROM approx ORDER BY score DESC OFFSET %(k)s - 1 LIMIT 1), 0) * %(margin)s
+), exact AS (
+    SELECT part.chunk_id, sum(part.s ORDER BY q.pos) AS score
+    FROM cand JOIN part USING (chunk_id) JOIN q USING (token) GROUP BY part.chunk_id
+)"""
+_ALL = """, exact AS (
+    SELECT part.chunk_id, sum(part.s ORDER BY q.pos) AS score FROM part JOIN q USING (token) GROUP BY part.chunk_id
+)"""
+_RANKED = """
+SELECT e.chunk_id, e.score, c.version
+FROM exact e JOIN ragspine_chunk c ON c.library_id = %(library_id)s AND c.chunk_id = e.chunk_id AND c.active
+ORDER BY e.score DESC, e.chunk_id COLLATE "C"{limit}"""
+
+
+def search_sql(filter_sql: str | None, top_k: int | None) -> str:
+    """The search statement (driver placeholders); ``filter_sql`` is a compiled mask or None."""
+    mask = _MASK.format(filter=filter_sql) if filter_sql else ""
+    body = _SCORED.format(mask=mask) + (_TOP_K if top_k is not None else _ALL)
+    return body + _RANKED.format(limit=" LIMIT %(k)s" if top_k is not None else "")
+
+
+def compile_filter(metadata_filter: MetadataFilter | None) -> tuple[str | None, dict[str, Any]]:
+    """``(SQL, params)`` of a filter over the ``metadata`` column, with psycopg placeholders
+    (every operand a bound parameter; pure: no I/O)."""
+    if not metadata_filter:
+        return None, {}
+    import sqlalchemy as sa
+    from sqlalchemy.dialects.postgresql import JSONB
+    from sqlalchemy.dialects.postgresql.psycopg import dialect
+
+    from ragspine.stores.pgvector.filters import filter_clause
+
+    clause = filter_clause(sa.column("metadata", JSONB), metadata_filter)
+    compiled = clause.compile(dialect=dialect(), compile_kwargs={"render_postcompile": True})
+    params = {f"f_{name}": value for name, value in compiled.params.items()}
+    sql = str(compiled)
+    for name in sorted(compiled.params, key=len, reverse=True):
+        sql = sql.replace(f"%({name})s", f"%(f_{name})s")
+    return sql, params
+
+
+class PostgresLexicalIndex:
+    """BM25 over one library's active chunks, computed in PostgreSQL (see the module docstring)."""
+
+    def __init__(self, store: PostgresChunkStore, *, k1: float = DEFAULT_BM25_K1, b: float = DEFAULT_BM25_B) -> None:
+        if not isinstance(store, PostgresChunkStore):
+            raise ConfigError(f"PostgresLexicalIndex needs a PostgresChunkStore, got {type(store).__name__}")
+        self.store = store
+        self.library_id = store.library_id
+        self.k1 = float(k1)
+        self.b = float(b)
+        self._lock = threading.Lock()
+        self._seq: int | None = None
+        self._size = 0
+
+    def __repr__(self) -> str:
+        return f"PostgresLexicalIndex({self.store!r})"
+
+    def _query(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        self.store.init_schema()
+        return self.store.db.query(sql, {"library_id": self.library_id, **params})
+
+    # -- the LexicalIndex role -------------------------------------------------------------
+    def refresh(self) -> None:
+        """Read the store's change sequence and the library's chunk count (one snapshot).
+        Searches never need it: they always see what is committed."""
+        ((seq, size),) = self._query(
+            "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ragspine_change WHERE library_id = %(library_id)s),"
+            " COALESCE((SELECT n_chunks FROM ragspine_lex_stats WHERE library_id = %(library_id)s), 0)",
+            {},
+        )
+        with self._lock:
+            self._seq, self._size = int(seq), int(size)
+
+    @property
+    def seq(self) -> int | None:
+        """The change sequence read by the last ``refresh()`` (``None`` before the first)."""
+        return self._seq
+
+    def __len__(self) -> int:
+        """Active chunks of the library as of the last ``refresh()``."""
+        if self._seq is None:
+            self.refresh()
+        return self._size
+
+    def search(
+        self,
+        query_tokens: Sequence[str],
+        *,
+        metadata_filter: MetadataFilter | None = None,
+        top_k: int | None = None,
+    ) -> list[LexicalHit]:
+        metadata_filter = MetadataFilter.parse(metadata_filter)
+        if top_k is not None and top_k <= 0:
+            return []
+        tokens = [stored_token(t) for t in query_tokens if pg_storable(t)]
+        if not tokens:
+            return []
+        filter_sql, params = compile_filter(metadata_filter)
+        params.update(tokens=tokens, k1=self.k1, b=self.b)
+        if top_k is not None:
+            params.update(k=int(top_k), margin=CANDIDATE_MARGIN)
+        rows = self._query(search_sql(filter_sql, top_k), params)
+        return [LexicalHit(chunk_id, float(score), int(version)) for chunk_id, score, version in rows]
+
+    def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
+        """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""
+        filter_sql, params = compile_filter(MetadataFilter.parse(metadata_filter))
+        sql = "SELECT chunk_id, version FROM ragspine_chunk WHERE library_id = %(library_id)s AND active"
+        if filter_sql:
+            sql += f" AND ({filter_sql})"
+        rows = self._query(sql + ' ORDER BY chunk_id COLLATE "C"', params)
+        return [(chunk_id, int(version)) for chunk_id, version in rows]
+
+    def version_of(self, chunk_id: str) -> int | None:
+        """The active version of ``chunk_id``, or ``None`` when it is not active."""
+        return self.versions([chunk_id]).get(chunk_id)
+
+    def versions(self, chunk_ids: Sequence[str]) -> dict[str, int]:
+        """``{chunk_id: active version}`` for the ids that are active (one statement)."""
+        wanted = sorted({c for c in chunk_ids if isinstance(c, str) and pg_storable(c)})
+        if not wanted:
+            return {}
+        rows = self._query(
+            "SELECT chunk_id, version FROM ragspine_chunk WHERE library_id = %(library_id)s AND active"
+            " AND chunk_id = ANY(%(ids)s::text[])",
+            {"ids": wanted},
+        )
+        return {chunk_id: int(version) for chunk_id, version in rows}
+

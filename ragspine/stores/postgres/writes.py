@@ -1,0 +1,187 @@
+"""The one write path of ``PostgresChunkStore``: a batch of versioned replaces in one
+transaction, with the lexical index kept in step (driver-level I/O, psycopg 3).
+
+``replace_batch(cur, library_id, docs)`` runs on the psycopg cursor of a connection that
+is inside a transaction (the caller commits or rolls back); ``replace_doc_chunks`` is a
+batch of one. In order:
+
+1. **Locks** (transaction-scoped advisory locks, always in this order, so no two writers
+   wait on each other in a cycle): the library in shared mode (``delete_library`` takes it
+   exclusively), then each document's lock in ascending ``doc_id`` order (a single replace
+   takes one of them; two batches take theirs in the same order).
+2. **Versions** of every document (``max(version) + 1``, retirements counted from the
+   change log) and the **clash check**: a chunk id may be active in one document only.
+3. **Retire** the documents' active rows (``RETURNING`` their ids and token counts) and
+   delete those chunks' postings.
+4. **COPY** the new chunk rows and their postings (tokens computed here with
+   :func:`tokenize`; a posting carries the term frequency and the chunk's length).
+5. **Change log and statistics**, under the per-library change lock held until commit (so
+   change sequence numbers follow commit order): one change row per document, with the
+   :func:`fingerprint` of its input, and the library's ``(n_chunks, total_len)`` adjusted.
+
+Everything becomes visible at commit, together: a new version is searchable at once, a
+retired one is gone at once, and a failure anywhere leaves the previous state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from ragspine.errors import IngestError
+from ragspine.retrieval.chunking.chunk_store import (
+    DocumentChunks,
+    fingerprint,
+)
+from ragspine.retrieval.chunking.chunk_store import check_batch as check_shared_batch
+from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.stores.postgres.converters import (
+    COPY_COLUMNS,
+    chunk_copy_row,
+    nul_field,
+    term_counts,
+)
+
+_LOCK_LIBRARY = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%(library_id)s, 1))"
+# The subquery fixes the order in which the locks are taken (ascending doc_id, as given).
+_LOCK_DOCS = (
+    "SELECT count(pg_advisory_xact_lock(k)) FROM ("
+    " SELECT hashtextextended(d, hashtextextended(%(library_id)s, 0)) AS k"
+    " FROM unnest(%(doc_ids)s::text[]) WITH ORDINALITY AS t(d, i) ORDER BY i OFFSET 0) AS ordered"
+)
+_LOCK_CHANGES = "SELECT pg_advisory_xact_lock(hashtextextended(%(library_id)s, 2))"
+_VERSIONS = (  # a retirement writes no rows: count it from the change log
+    "SELECT d, GREATEST("
+    " COALESCE((SELECT MAX(version) FROM ragspine_chunk c WHERE c.library_id = %(library_id)s AND c.doc_id = d), 0),"
+    " COALESCE((SELECT MAX(version) FROM ragspine_change g WHERE g.library_id = %(library_id)s AND g.doc_id = d), 0))"
+    " FROM unnest(%(doc_ids)s::text[]) AS d"
+)
+_CLASH = (
+    "SELECT chunk_id, doc_id FROM ragspine_chunk WHERE library_id = %(library_id)s AND active"
+    " AND chunk_id = ANY(%(chunk_ids)s::text[]) AND doc_id <> ALL(%(doc_ids)s::text[]) LIMIT 1"
+)
+_RETIRE = (
+    "UPDATE ragspine_chunk SET active = false"
+    " WHERE library_id = %(library_id)s AND doc_id = ANY(%(doc_ids)s::text[]) AND active"
+    " RETURNING chunk_id, n_tokens"
+)
+_DROP_POSTINGS = "DELETE FROM ragspine_lex_posting WHERE library_id = %(library_id)s AND chunk_id = ANY(%(chunk_ids)s::text[])"
+_COPY_CHUNKS = f"COPY ragspine_chunk ({', '.join(COPY_COLUMNS)}) FROM STDIN"
+_INSERT_CHUNK = (
+    f"INSERT INTO ragspine_chunk ({', '.join(COPY_COLUMNS)})"
+    f" VALUES ({', '.join('%s::jsonb' if c == 'metadata' else '%s' for c in COPY_COLUMNS)})"
+)
+_COPY_POSTINGS = "COPY ragspine_lex_posting (library_id, token, chunk_id, tf, dl) FROM STDIN"
+_INSERT_POSTING = "INSERT INTO ragspine_lex_posting (library_id, token, chunk_id, tf, dl) VALUES (%s, %s, %s, %s, %s)"
+_CHANGES = (
+    "INSERT INTO ragspine_change (library_id, doc_id, version, fingerprint)"
+    " SELECT %(library_id)s, d, v, f FROM unnest(%(doc_ids)s::text[], %(versions)s::int[], %(fingerprints)s::text[])"
+    " WITH ORDINALITY AS t(d, v, f, i) ORDER BY i"
+)
+_STATS = (
+    "INSERT INTO ragspine_lex_stats AS s (library_id, n_chunks, total_len) VALUES (%(library_id)s, %(n)s, %(length)s)"
+    " ON CONFLICT (library_id) DO UPDATE SET n_chunks = s.n_chunks + EXCLUDED.n_chunks,"
+    " total_len = s.total_len + EXCLUDED.total_len"
+)
+
+#: ``"copy"`` (default) or ``"executemany"`` (pipelined INSERTs) — kept for benchmarks.
+BULK_METHODS = ("copy", "executemany")
+
+
+def check_batch(docs: Sequence[DocumentChunks]) -> list[DocumentChunks]:
+    """Validate a whole batch before any I/O (raises ``IngestError``): the shared checks, and
+    no NUL character anywhere (PostgreSQL text cannot hold one)."""
+    batch = check_shared_batch(docs)
+    for doc in batch:
+        if "\x00" in doc.valid_as_of:
+            raise IngestError(f"valid_as_of of {doc.doc_id!r} contains a NUL character, which PostgreSQL cannot store")
+        for chunk in doc.chunks:
+            bad = nul_field(chunk)
+            if bad:
+                raise IngestError(f"chunk {chunk.chunk_id!r}: {bad} contains a NUL character, which PostgreSQL cannot store")
+    return batch
+
+
+def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *, bulk: str = "copy") -> int:
+    """Versioned replace of every document of a :func:`check_batch`-ed batch; returns the
+    number of chunk rows written. The caller owns the transaction."""
+    if not batch:
+        return 0
+    key = {"library_id": library_id}
+    doc_ids = [d.doc_id for d in batch]
+    cur.execute(_LOCK_LIBRARY, key)
+    cur.execute(_LOCK_DOCS, {**key, "doc_ids": sorted(doc_ids)})
+    cur.execute(_VERSIONS, {**key, "doc_ids": doc_ids})
+    versions = {d: int(v) + 1 for d, v in cur.fetchall()}
+    chunk_ids = [c.chunk_id for d in batch for c in d.chunks]
+    if chunk_ids:
+        cur.execute(_CLASH, {**key, "chunk_ids": chunk_ids, "doc_ids": doc_ids})
+        clash = cur.fetchone()
+        if clash:
+            raise IngestError(f"chunk_id {clash[0]!r} is already active in doc {clash[1]!r}")
+    cur.execute(_RETIRE, {**key, "doc_ids": doc_ids})
+    retired = cur.fetchall()
+    if retired:
+        cur.execute(_DROP_POSTINGS, {**key, "chunk_ids": [r[0] for r in retired]})
+    rows, postings = [], []
+    total = 0
+    for doc in batch:
+        for chunk in doc.chunks:
+            length, counts = term_counts(tokenize(chunk.text))
+            total += length
+            rows.append(chunk_copy_row(chunk, library_id=library_id, version=versions[doc.doc_id], valid_as_of=doc.valid_as_of, n_tokens=length))
+            postings.extend((library_id, token, chunk.chunk_id, tf, length) for token, tf in counts.items())
+    write_rows(cur, _COPY_CHUNKS, _INSERT_CHUNK, rows, bulk)
+    write_rows(cur, _COPY_POSTINGS, _INSERT_POSTING, postings, bulk)
+    cur.execute(_LOCK_CHANGES, key)  # held until commit: seq order = commit order
+    cur.execute(_CHANGES, {
+        **key, "doc_ids": doc_ids, "versions": [versions[d] for d in doc_ids],
+        "fingerprints": [fingerprint(d.chunks, d.valid_as_of) for d in batch],
+    })
+    retired_len = sum(int(r[1] or 0) for r in retired)
+    cur.execute(_STATS, {**key, "n": len(rows) - len(retired), "length": total - retired_len})
+    return len(rows)
+
+
+def write_rows(cur: Any, copy_sql: str, insert_sql: str, rows: Sequence[tuple[Any, ...]], bulk: str = "copy") -> None:
+    """Insert ``rows`` with one COPY (or pipelined INSERTs, ``bulk="executemany"``)."""
+    if not rows:
+        return
+    if bulk == "executemany":
+        cur.executemany(insert_sql, rows)
+        return
+    with cur.copy(copy_sql) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def backfill_lexical(raw: Any, batch_size: int = 2000) -> None:
+    """Index every active chunk already stored (the 0004 upgrade): token counts, postings,
+    per-library statistics. Streams the chunks with a server-side cursor."""
+    with raw.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE ragspine_lex_backfill (library_id text, chunk_id text, n integer) ON COMMIT DROP")
+        with raw.cursor(name="ragspine_lex_backfill_src") as src:
+            src.execute("SELECT library_id, chunk_id, text FROM ragspine_chunk WHERE active")
+            while True:
+                page = src.fetchmany(batch_size)
+                if not page:
+                    break
+                lengths, postings = _index_page(page)
+                write_rows(cur, "COPY ragspine_lex_backfill (library_id, chunk_id, n) FROM STDIN", "", lengths)
+                write_rows(cur, _COPY_POSTINGS, _INSERT_POSTING, postings)
+        cur.execute(
+            "UPDATE ragspine_chunk c SET n_tokens = b.n FROM ragspine_lex_backfill b"
+            " WHERE c.library_id = b.library_id AND c.chunk_id = b.chunk_id AND c.active"
+        )
+        cur.execute(
+            "INSERT INTO ragspine_lex_stats (library_id, n_chunks, total_len)"
+            " SELECT library_id, count(*), COALESCE(sum(n_tokens), 0) FROM ragspine_chunk WHERE active GROUP BY library_id"
+        )
+
+
+def _index_page(page: Iterable[tuple[str, str, str]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    lengths, postings = [], []
+    for library_id, chunk_id, text in page:
+        length, counts = term_counts(tokenize(text))
+        lengths.append((library_id, chunk_id, length))
+        postings.extend((library_id, token, chunk_id, tf, length) for token, tf in counts.items())
+    return lengths, postings

@@ -1,0 +1,219 @@
+"""The in-process lexical index on disk: saved next to a SQLite file, memory-mapped by the next
+process, replayed forward, never applied to another database's history; metadata masks from
+the saved columns equal the reference filter."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+
+import numpy as np
+import pytest
+
+from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.retrieval.filtering.filters import MetadataFilter
+from ragspine.retrieval.lexical import segments
+from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
+from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.testing.random_filters import random_filter
+from tests.unit.retrieval.lexical.test_index import _assert_matches_reference, _Oracle, _queries, _random_doc
+
+
+def _fill(store, rng: random.Random, n_docs: int, prefix: str = "doc") -> None:
+    store.replace_many([(f"{prefix}-{d:03d}", _random_doc(rng, f"{prefix}-{d:03d}", 12)) for d in range(n_docs)])
+
+
+def _no_rebuild(index: InMemoryLexicalIndex) -> None:
+    def refuse(seq: int) -> None:
+        raise AssertionError("the index was rebuilt from the store instead of loaded")
+
+    index._rebuild_from_store = refuse  # type: ignore[method-assign]
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return tmp_path / "chunks.db"
+
+
+def test_saved_on_build_loaded_memory_mapped_and_replayed_forward(db_path) -> None:
+    rng = random.Random(7)
+    db = SQLiteDatabase(db_path)
+    store = db.chunk_store("lib")
+    _fill(store, rng, 60)
+    first = InMemoryLexicalIndex(store)
+    first.refresh()
+    where = store.persist_dir("lexical")
+    assert where and os.path.exists(os.path.join(where, "CURRENT"))
+    queries = _queries(rng, 20)
+    expected = {tuple(q): first.search(q) for q in queries}
+    db.close()
+
+    db = SQLiteDatabase(db_path)  # "the next process"
+    store = db.chunk_store("lib")
+    loaded = InMemoryLexicalIndex(store)
+    _no_rebuild(loaded)
+    loaded.refresh()
+    assert isinstance(loaded._base.postings.rows, np.memmap)  # mapped, not read into memory
+    assert loaded.seq == store.change_seq() and len(loaded) == store.count()
+    for q in queries:
+        assert loaded.search(q) == expected[tuple(q)]
+
+    # changes after the save: replayed on load (not saved yet: below the merge threshold)
+    store.replace_doc_chunks("doc-001", _random_doc(rng, "doc-001", 5))
+    store.replace_doc_chunks("doc-002", [])
+    store.replace_doc_chunks("new-doc", _random_doc(rng, "new-doc", 5))
+    again = InMemoryLexicalIndex(store)
+    _no_rebuild(again)
+    again.refresh()
+    oracle = _Oracle(store)
+    for q in queries:
+        _assert_matches_reference(again, store, q, oracle)
+    assert again.version_of("doc-001#0") == 2 and again.version_of("doc-002#0") is None
+    db.close()
+
+
+def test_a_saved_index_of_another_database_is_never_used(tmp_path) -> None:
+    rng = random.Random(11)
+    a = SQLiteDatabase(tmp_path / "a.db")
+    _fill(a.chunk_store("lib"), rng, 30)
+    InMemoryLexicalIndex(a.chunk_store("lib")).refresh()
+    b = SQLiteDatabase(tmp_path / "b.db")
+    store_b = b.chunk_store("lib")
+    _fill(store_b, rng, 30, prefix="other")  # same library name, same change count, other history
+    assert store_b.change_seq() == a.chunk_store("lib").change_seq()
+    shutil.copytree(str(tmp_path / "a.db") + ".lexical", str(tmp_path / "b.db") + ".lexical")
+    index = InMemoryLexicalIndex(store_b)
+    index.refresh()
+    oracle = _Oracle(store_b)
+    for q in _queries(rng, 15):
+        _assert_matches_reference(index, store_b, q, oracle)
+    assert all(h.chunk_id.startswith("other-") for h in index.search(tokenize("revenue margin")))
+    a.close()
+    b.close()
+
+
+def test_unreadable_or_old_format_files_are_rebuilt(db_path, monkeypatch) -> None:
+    rng = random.Random(3)
+    db = SQLiteDatabase(db_path)
+    store = db.chunk_store("lib")
+    _fill(store, rng, 20)
+    InMemoryLexicalIndex(store).refresh()
+    where = store.persist_dir("lexical")
+    with open(os.path.join(where, "CURRENT"), encoding="utf-8") as fh:
+        current = os.path.join(where, fh.read().strip())
+    os.remove(os.path.join(current, "rows.npy"))
+    index = InMemoryLexicalIndex(store)
+    index.refresh()  # rebuilt (and saved again)
+    _assert_matches_reference(index, store, ["revenue"])
+    monkeypatch.setattr(segments, "FORMAT", "ragspine-lexical/999")
+    assert segments.load_segment(where) is None  # a newer/older layout is not read
+    db.close()
+
+
+def test_no_files_for_memory_databases_custom_tokenizers_or_persist_false(tmp_path) -> None:
+    mem = SQLiteDatabase(":memory:")
+    store = mem.chunk_store("lib")
+    _fill(store, random.Random(1), 5)
+    index = InMemoryLexicalIndex(store)
+    index.refresh()
+    assert index._persist_dir is None
+    db = SQLiteDatabase(tmp_path / "x.db")
+    store = db.chunk_store("lib")
+    _fill(store, random.Random(1), 5)
+    InMemoryLexicalIndex(store, tokenizer=lambda t: t.split()).refresh()
+    InMemoryLexicalIndex(store, persist=False).refresh()
+    assert not os.path.exists(str(tmp_path / "x.db") + ".lexical")
+    mem.close()
+    db.close()
+
+
+def test_filter_masks_over_saved_columns_and_added_rows_equal_the_reference(db_path) -> None:
+    rng = random.Random(5)
+    db = SQLiteDatabase(db_path)
+    store = db.chunk_store("lib")
+    _fill(store, rng, 50)
+    InMemoryLexicalIndex(store).refresh()
+    for d in range(10):  # rows added after the save: evaluated from their metadata
+        store.replace_doc_chunks(f"late-{d}", _random_doc(rng, f"late-{d}", 6))
+    index = InMemoryLexicalIndex(store)
+    _no_rebuild(index)
+    index.refresh()
+    assert len(index._d_meta) > 0 and index._base.n_rows > 0
+    active = store.iter_chunks()
+    filters = [MetadataFilter.parse({"topic": "sales"}), MetadataFilter.parse([["year", "gte", 2023], ["flag", "eq", True]])]
+    filters += [random_filter(rng, ("topic", "year", "flag", "missing")) for _ in range(25)]
+    for f in filters:
+        expected = sorted((c.chunk_id, c.version) for c in active if f.matches(c.metadata))
+        assert sorted(index.candidates(f)) == expected, f
+        q = tokenize("revenue margin 营收")
+        allowed = {cid for cid, _ in expected}
+        assert [h.chunk_id for h in index.search(q, metadata_filter=f)] == [
+            h.chunk_id for h in index.search(q) if h.chunk_id in allowed
+        ]
+    db.close()
+
+
+def test_many_small_refreshes_keep_few_segments(db_path) -> None:
+    rng = random.Random(9)
+    db = SQLiteDatabase(db_path)
+    store = db.chunk_store("lib")
+    _fill(store, rng, 400)
+    index = InMemoryLexicalIndex(store)
+    index.refresh()
+    for d in range(40):  # one small change per refresh, below the merge threshold
+        store.replace_doc_chunks(f"doc-{d:03d}", _random_doc(rng, f"doc-{d:03d}", 3))
+        index.refresh()
+        assert len(index._segments) <= 17
+    oracle = _Oracle(store)
+    for q in _queries(rng, 12):
+        _assert_matches_reference(index, store, q, oracle)
+    db.close()
+
+
+def test_pruned_top_k_equals_full_scoring_bit_for_bit(tmp_path) -> None:
+    """MaxScore top-k (rare tokens essential, common ones bounded by their idf) returns exactly
+    the full ranking's first k, ties included, with or without filters and retired rows."""
+    rng = random.Random(17)
+    np_rng = np.random.default_rng(17)
+    words = [f"w{i}" for i in range(400)]
+    weights = 1.0 / np.arange(1, 401) ** 1.2
+    weights /= weights.sum()
+    db = SQLiteDatabase(tmp_path / "zipf.db")
+    store = db.chunk_store("lib")
+
+    def doc(doc_id: str) -> list:
+        from tests.helpers import make_chunk
+
+        return [
+            make_chunk(doc_id, i, " ".join(np_rng.choice(words, size=rng.randint(3, 40), p=weights)),
+                       metadata={"topic": rng.choice(["a", "b", "c"]), "n": rng.randint(0, 9)})
+            for i in range(rng.randint(1, 4))
+        ]
+
+    store.replace_many([(f"d{i:04d}", doc(f"d{i:04d}")) for i in range(1500)])
+    index = InMemoryLexicalIndex(store)
+    index.refresh()
+    pruned_used = 0
+    real = index._pruned_top_k
+
+    def spy(*a, **kw):
+        nonlocal pruned_used
+        out = real(*a, **kw)
+        pruned_used += out is not None
+        return out
+
+    index._pruned_top_k = spy  # type: ignore[method-assign]
+    filters = [None, MetadataFilter.parse({"topic": "a"}), MetadataFilter.parse([["n", "lt", 3]])]
+    for round_ in range(2):
+        for qi in range(60):
+            q = list(np_rng.choice(words, size=rng.randint(1, 6), p=weights)) + ([words[rng.randrange(400)]] if qi % 2 else [])
+            for f in filters:
+                full = index.search(q, metadata_filter=f)
+                for k in (1, 3, 10, 50):
+                    assert index.search(q, metadata_filter=f, top_k=k) == full[:k], (q, f, k)
+        for i in range(0, 1500, 7):  # retired and replaced rows (dead rows until the next merge)
+            store.replace_doc_chunks(f"d{i:04d}", [] if i % 2 else doc(f"d{i:04d}"))
+        index.refresh()
+    assert pruned_used > 100  # the pruned path was actually taken
+    db.close()
