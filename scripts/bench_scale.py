@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+LIBRARY = "scale"
 VOCAB = 50_000
 ZIPF_S = 1.1
 DOC_WORDS = 420  # ~1,900 characters: about 4 chunks
@@ -104,13 +105,23 @@ def queries(n: int, seed: int = 2) -> list[str]:
     return [" ".join(names[i] for i in np.searchsorted(cdf, rng.random(int(rng.integers(2, 7))))) for _ in range(n)]
 
 
-def phase_ingest(n: int, workdir: Path) -> dict[str, Any]:
+def open_stack(workdir: Path, chunk_store: str | None):  # type: ignore[no-untyped-def]
+    """The configured stack in economy mode: the SQLite file in ``workdir``, or ``chunk_store``
+    (a PostgreSQL URL: the chunk store and, by default, the lexical index in PostgreSQL)."""
+    from ragspine.config import load_settings
+    from ragspine.stack import Stack
+
+    env = {**os.environ, "RAGSPINE_CHUNK_STORE": chunk_store or str(workdir / "scale.db"),
+           "RAGSPINE_RETRIEVAL_MODE": "economy", "RAGSPINE_CACHE_DIR": str(workdir / "cache")}
+    return Stack(load_settings(env))
+
+
+def phase_ingest(n: int, workdir: Path, chunk_store: str | None = None) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from ragspine.retrieval.link.narrative_link import build_narrative_retriever
-
-    retriever, store = build_narrative_retriever(str(workdir / "scale.db"), mode="economy")
-    index = retriever.index
+    stack = open_stack(workdir, chunk_store)
+    stack.ensure_library(LIBRARY)
+    index = stack.index(LIBRARY)
     t0 = time.perf_counter()
     with tqdm(total=n, unit="chunk", desc=f"ingest {n:,}", mininterval=5, disable=None) as bar:
         report = index.ingest_many(documents(n), progress=lambda docs, chunks: bar.update(chunks))
@@ -120,19 +131,20 @@ def phase_ingest(n: int, workdir: Path) -> dict[str, Any]:
         "chunks": report.chunks, "documents": report.written, "ingest_s": round(ingest_s, 1),
         "ingest_chunks_per_s": round(report.chunks / ingest_s, 1), "ingest_peak_rss_mb": round(peak_rss_mb(), 1),
         "files_mb": round(size_mb, 1), "lexical_rows": len(index.retriever.index),
+        "lexical_index": type(index.retriever.index).__name__,
     }
-    store.close()
+    stack.close()
     return out
 
 
-def phase_query(workdir: Path, n_queries: int) -> dict[str, Any]:
+def phase_query(workdir: Path, n_queries: int, chunk_store: str | None = None) -> dict[str, Any]:
     from ragspine.retrieval.lexical.tokenizer import tokenize
-    from ragspine.retrieval.link.narrative_link import build_narrative_retriever
 
     base_rss = rss_mb()
     t0 = time.perf_counter()
-    retriever, store = build_narrative_retriever(str(workdir / "scale.db"), mode="economy")
-    lexical = retriever.index.retriever.index
+    stack = open_stack(workdir, chunk_store)
+    retriever = stack.retriever([LIBRARY])
+    lexical = stack.index(LIBRARY).retriever.index
     lexical.refresh()
     open_s = time.perf_counter() - t0
     qs = queries(n_queries)
@@ -153,7 +165,7 @@ def phase_query(workdir: Path, n_queries: int) -> dict[str, Any]:
         t = time.perf_counter()
         retriever.retrieve(q, top_k=10, filters={"topic": "legal"})
         filt.append(time.perf_counter() - t)
-    store.close()
+    stack.close()
 
     def pct(xs: list[float], p: float) -> float:
         xs = sorted(xs)
@@ -168,21 +180,24 @@ def phase_query(workdir: Path, n_queries: int) -> dict[str, Any]:
     }
 
 
-def _run_phase(phase: str, n: int, workdir: Path, n_queries: int) -> dict[str, Any]:
+def _run_phase(phase: str, n: int, workdir: Path, n_queries: int, chunk_store: str | None) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--phase", phase, "--chunks", str(n), "--workdir", str(workdir), "--queries", str(n_queries)]
+    if chunk_store:
+        cmd += ["--chunk-store", chunk_store]
     done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(n: int, n_queries: int = 200, keep: str | None = None) -> dict[str, Any]:
+def measure(n: int, n_queries: int = 200, keep: str | None = None, chunk_store: str | None = None) -> dict[str, Any]:
     """Both phases of an N-chunk library, each in a fresh process."""
     workdir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="ragspine-scale-"))
     if keep and workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        result = {"n": n, **_run_phase("ingest", n, workdir, n_queries)}
-        result.update(_run_phase("query", n, workdir, n_queries))
+        result = {"n": n, "chunk_store": "postgresql" if chunk_store else "sqlite",
+                  **_run_phase("ingest", n, workdir, n_queries, chunk_store)}
+        result.update(_run_phase("query", n, workdir, n_queries, chunk_store))
         return result
     finally:
         if not keep:
@@ -195,15 +210,19 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--keep", help="directory for the library files (kept)")
     parser.add_argument("--out", help="write the JSON here too")
+    parser.add_argument("--chunk-store", help="a postgresql:// URL instead of the embedded SQLite default (use an empty database)")
     parser.add_argument("--phase", choices=["ingest", "query"], help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
         workdir = Path(args.workdir)
-        result = phase_ingest(args.chunks, workdir) if args.phase == "ingest" else phase_query(workdir, args.queries)
+        if args.phase == "ingest":
+            result = phase_ingest(args.chunks, workdir, args.chunk_store)
+        else:
+            result = phase_query(workdir, args.queries, args.chunk_store)
         print(json.dumps(result))
         return
-    result = measure(args.chunks, args.queries, args.keep)
+    result = measure(args.chunks, args.queries, args.keep, args.chunk_store)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import pytest
 
 from ragspine.errors import BackendError, IngestError, RagspineError
-from ragspine.retrieval.chunking.chunk_store import ChunkStore
+from ragspine.retrieval.chunking.chunk_store import ChunkStore, DocumentChunks, fingerprint
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_id_for
 
 Factory = Callable[[str], ChunkStore]
@@ -186,8 +186,57 @@ class ChunkStoreReadOnlyTests:
         assert active(store, "d") == [("d#0", "still writable", 2)]
 
 
+class ChunkStoreBulkTests:
+    def test_replace_many_is_a_versioned_replace_per_document_in_one_transaction(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-b")
+        store.replace_doc_chunks("a", doc("a", "old a"))
+        seq = store.change_seq()
+        written = store.replace_many([
+            DocumentChunks("a", doc("a", "new a", "more a"), "2024-01-01"),
+            DocumentChunks("b", doc("b", "b one")),
+            DocumentChunks("r", []),  # a retirement of an unknown document: a change, no rows
+        ])
+        assert written == 3
+        assert active(store) == [("a#0", "new a", 2), ("a#1", "more a", 2), ("b#0", "b one", 1)]
+        new_seq, changed = store.changes_since(seq)
+        assert sorted(changed) == ["a", "b", "r"] and new_seq > seq
+        assert store.replace_many([]) == 0 and store.change_seq() == new_seq
+
+    def test_a_failing_batch_writes_nothing(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-b")
+        store.replace_many([DocumentChunks("a", doc("a", "a v1")), DocumentChunks("x", doc("x", "x v1"))])
+        before, seq = active(store), store.change_seq()
+        clash = Chunk(chunk_id="x#0", doc_id="c", text="clash")  # active in doc x: found inside the transaction
+        bad_batches = [
+            [DocumentChunks("a", doc("a", "a v2")), DocumentChunks("b", doc("b", "b v1")), DocumentChunks("c", [clash])],
+            [DocumentChunks("a", doc("a", "a v2")), DocumentChunks("b", doc("a", "wrong doc"))],
+            [DocumentChunks("a", doc("a", "one")), DocumentChunks("a", doc("a", "two"))],  # a doc twice
+        ]
+        for batch in bad_batches:
+            with pytest.raises(IngestError):
+                store.replace_many(batch)
+            assert active(store) == before and store.change_seq() == seq
+        assert store.replace_many([DocumentChunks("a", doc("a", "a v2"))]) == 1
+        assert active(store, "a") == [("a#0", "a v2", 2)]  # no version burnt by the failures
+
+    def test_fingerprints_name_the_active_version(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-b")
+        a, b = doc("a", "alpha", "beta", metadata={"year": 2024}), doc("b", "gamma", sensitivity="RESTRICTED")
+        store.replace_many([DocumentChunks("a", a, "2024-06-30"), DocumentChunks("b", b)])
+        store.replace_doc_chunks("r", doc("r", "retired soon"))
+        store.replace_doc_chunks("r", [])
+        got = store.fingerprints(["a", "b", "r", "unknown", "a"])
+        assert got == {"a": fingerprint(a, "2024-06-30"), "b": fingerprint(b)}
+        assert len({fingerprint(a), fingerprint(a, "2024-06-30"), fingerprint(doc("a", "alpha", "beta"))}) == 3
+        store.replace_doc_chunks("a", doc("a", "changed"))
+        assert store.fingerprints(["a"]) == {"a": fingerprint(doc("a", "changed"))}
+        assert chunk_store_factory("lib-other").fingerprints(["a"]) == {}  # library-scoped
+        assert store.fingerprints([]) == {}
+
+
 class ChunkStoreConformance(
     ChunkStoreVersioningTests,
+    ChunkStoreBulkTests,
     ChunkStorePrefilterTests,
     ChunkStoreIsolationTests,
     ChunkStoreChangeLogTests,

@@ -380,12 +380,12 @@ class InMemoryLexicalIndex:
         norm_of_row = self._norms()
         for m in range(1, min(len(by_rarity), _MAX_ESSENTIAL + 1)):
             essential = by_rarity[:m]
+            if sum(len(postings[t][0]) for t in essential) > n // 4:
+                return None  # the candidates alone would cost about as much as scoring everything
             bound = sum(postings[t][2] for t in occurrences if t not in essential)
             cand = np.unique(np.concatenate([postings[t][0] for t in essential]))
             if mask is not None:
                 cand = cand[mask[cand]]
-            if len(cand) > n // 2:
-                return None  # as much work as scoring everything
             if len(cand) < top_k:
                 continue
             scores = np.zeros(len(cand), dtype=np.float64)
