@@ -32,7 +32,8 @@ Every expression is NULL-free (TRUE or FALSE, also for rows missing the key).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB

@@ -46,7 +46,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import warnings
-from typing import Any, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ from ragspine.stores.qdrant.filters import (
 
 __all__ = ["QdrantVectorStore", "collection_name_for", "point_id"]
 
-UPSERT_BATCH = 256
+UPSERT_BATCH = 512  # points per upsert request (one request per batch; everything validated first)
 SCROLL_PAGE = 1024
 HNSW_M, HNSW_PAYLOAD_M = 0, 16  # per-library graphs only (every query filters by library)
 
@@ -91,6 +92,9 @@ class QdrantVectorStore:
     """A library's vectors in the shared Qdrant collection of its embedding model.
 
     The constructor does no I/O; the collection and its indexes are created on first use.
+    ``exact`` switches a server to brute-force search; ``hnsw_ef`` is the server's HNSW
+    candidate list per query (raised to the fetch size by the server); ``upsert_batch`` points
+    go in one upsert request.
     See the module docstring for the layout, tie handling, the string-range path and how
     local mode differs from a server.
     """
@@ -107,6 +111,7 @@ class QdrantVectorStore:
         collection_prefix: str = "ragspine",
         exact: bool = False,
         hnsw_ef: int = 128,
+        upsert_batch: int = UPSERT_BATCH,
     ) -> None:
         if not isinstance(library_id, str) or not library_id:
             raise ConfigError(f"library_id must be a non-empty string, got {library_id!r}")
@@ -117,7 +122,11 @@ class QdrantVectorStore:
         self.model_id = model_id
         self.dim = int(dim)
         self.exact = bool(exact)
-        self.hnsw_ef = int(hnsw_ef)
+        for name, value in (("hnsw_ef", hnsw_ef), ("upsert_batch", upsert_batch)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        self.hnsw_ef = hnsw_ef
+        self.upsert_batch = upsert_batch
         self.collection_name = collection_name_for(model_id, self.dim, collection_prefix)
         self._ready = False
         self._lock = threading.Lock()
@@ -133,9 +142,9 @@ class QdrantVectorStore:
         if not points:
             return
         self._ensure_collection()
-        for start in range(0, len(points), UPSERT_BATCH):
+        for start in range(0, len(points), self.upsert_batch):
             with self._backend("upsert points"):
-                self.client.upsert(self.collection_name, points=points[start : start + UPSERT_BATCH], wait=True)
+                self.client.upsert(self.collection_name, points=points[start : start + self.upsert_batch], wait=True)
 
     def query(
         self,

@@ -273,3 +273,26 @@ def test_existing_collection_with_another_distance_is_a_config_error(qdrant):
     )
     with pytest.raises(ConfigError, match="Dot"):
         store.count()
+
+
+def test_upserts_go_in_batches_and_search_params_are_configurable(qdrant, monkeypatch):
+    with pytest.raises(ConfigError, match="upsert_batch"):
+        qdrant.store(upsert_batch=0)
+    with pytest.raises(ConfigError, match="hnsw_ef"):
+        qdrant.store(hnsw_ef=-1)
+    store = qdrant.store(upsert_batch=300, exact=False, hnsw_ef=256)
+    sizes: list[int] = []
+    upsert = qdrant.client.upsert
+
+    def counting(collection, points, **kw):
+        sizes.append(len(points))
+        return upsert(collection, points=points, **kw)
+
+    monkeypatch.setattr(qdrant.client, "upsert", counting)
+    records = [rec(f"c{i:04d}", np.random.default_rng(i).normal(size=8), i=i) for i in range(700)]
+    store.upsert(records + records[:5])  # the last duplicate wins; it is re-sent, never counted twice
+    assert sizes == [300, 300, 105] and store.count() == 700
+    if qdrant.mode == "server":  # local mode is always exact and takes no search params
+        assert store._search_params.hnsw_ef == 256 and store._search_params.exact is False
+    hits = store.query(records[10].vector, top_k=3)
+    assert hits[0].id == "c0010"
