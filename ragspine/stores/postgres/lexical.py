@@ -17,12 +17,15 @@ A search is one statement (one snapshot) computing Lucene's BM25 exactly as
   of ``idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` — the same IEEE double operations in
   the same order as the reference, so the scores are the reference's to the last bit
   (``ln`` is the C library's ``log``, as Python's). To keep that exact and still cheap, the
-  statement sums per chunk in any order first, keeps the chunks within a relative ``1e-9``
-  of the k-th (every chunk of the true top k, and every tie with it), and re-adds only those
-  in query order;
+  statement sums per chunk in any order first (one hash aggregate), keeps the chunks within
+  a relative ``1e-9`` of the k-th (every chunk of the true top k, and every tie with it) and
+  returns their per-token terms, which :func:`exact_ranking` adds up in query order. No join
+  in the statement has more than a handful of rows on both sides, so a misestimated posting
+  count cannot produce a quadratic plan;
 * a metadata filter is the pgvector store's JSONB translation (``pgvector/filters.py``),
-  applied as a mask on the scored rows: it narrows the result and never changes a score;
-* ``ORDER BY score DESC, chunk_id COLLATE "C" LIMIT k`` — the reference's tie order.
+  applied as a mask on the scored chunks: it narrows the result and never changes a score;
+* order ``(-score, chunk_id)`` by code point (PostgreSQL's ``"C"`` collation): the reference's
+  tie order.
 
 Only ``chunk.text`` is indexed (``default_index_text``), with :func:`tokenize`.
 """
@@ -40,12 +43,15 @@ from ragspine.stores.postgres.chunk_store import PostgresChunkStore
 from ragspine.stores.pgvector.filters import pg_storable
 from ragspine.stores.postgres.converters import stored_token
 
-__all__ = ["PostgresLexicalIndex", "search_sql"]
+__all__ = ["PostgresLexicalIndex", "exact_ranking", "search_sql"]
 
 #: Chunks whose any-order sum is within this factor of the k-th are re-scored in query
 #: order; any-order sums differ from it by ~1e-15 relative, so nothing of the top k is lost.
 CANDIDATE_MARGIN = 1.0 - 1e-9
 
+# Every join below has a handful of rows on one side (the query's tokens, the statistics
+# row, the candidates): whatever the planner estimates for the materialized postings, no
+# plan can join two large sets.
 _SCORED = """
 WITH q AS (
     SELECT token, pos FROM unnest(%(tokens)s::text[]) WITH ORDINALITY AS q(token, pos)
@@ -57,40 +63,55 @@ WITH q AS (
 ), p AS MATERIALIZED (
     SELECT p.token, p.chunk_id, p.tf::float8 AS tf, p.dl::float8 AS dl
     FROM qt JOIN ragspine_lex_posting p ON p.library_id = %(library_id)s AND p.token = qt.token
-), w AS (
+), w AS MATERIALIZED (
     SELECT d.token, qt.qn, ln(1::float8 + ((st.n - d.df) + 0.5::float8) / (d.df + 0.5::float8)) AS idf
     FROM (SELECT token, count(*)::float8 AS df FROM p GROUP BY token) AS d JOIN qt USING (token) CROSS JOIN st
-), part AS MATERIALIZED (
-    SELECT p.chunk_id, p.token, w.qn,
-           w.idf * (p.tf / (p.tf + %(k1)s::float8 * ((1::float8 - %(b)s::float8) + (%(b)s::float8 * p.dl) / st.avgdl))) AS s
-    FROM p JOIN w USING (token) CROSS JOIN st{mask}
+), approx AS MATERIALIZED (
+    SELECT p.chunk_id,
+           sum(w.qn * (w.idf * (p.tf / (p.tf + %(k1)s::float8 * ((1::float8 - %(b)s::float8) + (%(b)s::float8 * p.dl) / st.avgdl))))) AS score,
+           array_agg(p.token) AS tokens,
+           array_agg(w.idf * (p.tf / (p.tf + %(k1)s::float8 * ((1::float8 - %(b)s::float8) + (%(b)s::float8 * p.dl) / st.avgdl)))) AS parts
+    FROM p JOIN w USING (token) CROSS JOIN st
+    GROUP BY p.chunk_id
+), scored AS (
+    SELECT * FROM approx{mask}
 )"""
 _MASK = """
-    WHERE EXISTS (SELECT 1 FROM ragspine_chunk c WHERE c.library_id = %(library_id)s AND c.chunk_id = p.chunk_id
-                  AND c.active AND ({filter}))"""
-_TOP_K = """, approx AS (
-    SELECT chunk_id, sum(qn * s) AS score FROM part GROUP BY chunk_id
-), cand AS (
-    SELECT chunk_id FROM approx
-    WHERE score >= COALESCE((SELECT score FROM approx ORDER BY score DESC OFFSET %(k)s - 1 LIMIT 1), 0) * %(margin)s
-), exact AS (
-    SELECT part.chunk_id, sum(part.s ORDER BY q.pos) AS score
-    FROM cand JOIN part USING (chunk_id) JOIN q USING (token) GROUP BY part.chunk_id
+    WHERE chunk_id IN (SELECT c.chunk_id FROM ragspine_chunk c WHERE c.library_id = %(library_id)s AND c.active AND ({filter}))"""
+_TOP_K = """, cand AS MATERIALIZED (
+    SELECT * FROM scored
+    WHERE score >= COALESCE((SELECT score FROM scored ORDER BY score DESC OFFSET %(k)s - 1 LIMIT 1), 0) * %(margin)s
 )"""
-_ALL = """, exact AS (
-    SELECT part.chunk_id, sum(part.s ORDER BY q.pos) AS score FROM part JOIN q USING (token) GROUP BY part.chunk_id
-)"""
+_ALL = """, cand AS MATERIALIZED (SELECT * FROM scored)"""
 _RANKED = """
-SELECT e.chunk_id, e.score, c.version
-FROM exact e JOIN ragspine_chunk c ON c.library_id = %(library_id)s AND c.chunk_id = e.chunk_id AND c.active
-ORDER BY e.score DESC, e.chunk_id COLLATE "C"{limit}"""
+SELECT cand.chunk_id, cand.tokens, cand.parts, c.version
+FROM cand JOIN ragspine_chunk c ON c.library_id = %(library_id)s AND c.chunk_id = cand.chunk_id AND c.active"""
 
 
 def search_sql(filter_sql: str | None, top_k: int | None) -> str:
-    """The search statement (driver placeholders); ``filter_sql`` is a compiled mask or None."""
+    """The search statement (driver placeholders); ``filter_sql`` is a compiled mask or None.
+    It returns each candidate's per-token terms; :func:`exact_ranking` adds them up."""
     mask = _MASK.format(filter=filter_sql) if filter_sql else ""
-    body = _SCORED.format(mask=mask) + (_TOP_K if top_k is not None else _ALL)
-    return body + _RANKED.format(limit=" LIMIT %(k)s" if top_k is not None else "")
+    return _SCORED.format(mask=mask) + (_TOP_K if top_k is not None else _ALL) + _RANKED
+
+
+def exact_ranking(
+    query_tokens: Sequence[str], rows: Sequence[tuple[str, Sequence[str], Sequence[float], int]], top_k: int | None
+) -> list[LexicalHit]:
+    """Each candidate's score as the reference adds it up — every occurrence of every query
+    token, in query order, from 0.0 — then ``(-score, chunk_id)`` order and the first ``top_k``
+    (the terms themselves were computed in SQL with the reference's operations)."""
+    hits = []
+    for chunk_id, tokens, parts, version in rows:
+        term = dict(zip(tokens, parts))
+        score = 0.0
+        for token in query_tokens:
+            value = term.get(token)
+            if value is not None:
+                score += float(value)
+        hits.append(LexicalHit(chunk_id, score, int(version)))
+    hits.sort(key=lambda h: (-h.score, h.chunk_id.encode("utf-8", "surrogatepass")))
+    return hits if top_k is None else hits[:top_k]
 
 
 def compile_filter(metadata_filter: MetadataFilter | None) -> tuple[str | None, dict[str, Any]]:
@@ -175,7 +196,7 @@ class PostgresLexicalIndex:
         if top_k is not None:
             params.update(k=int(top_k), margin=CANDIDATE_MARGIN)
         rows = self._query(search_sql(filter_sql, top_k), params)
-        return [LexicalHit(chunk_id, float(score), int(version)) for chunk_id, score, version in rows]
+        return exact_ranking(tokens, rows, top_k)
 
     def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
         """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""
