@@ -3,7 +3,8 @@
 * ``ragspine_change.fingerprint``: the :func:`fingerprint` of each replace's input, so a bulk
   ingest resumes by skipping documents that are already current (``''`` for older rows:
   unknown, never current).
-* ``ragspine_chunk.n_tokens`` and the tables ``ragspine_lex_posting`` / ``ragspine_lex_stats``:
+* ``ragspine_chunk.n_tokens`` and the tables ``ragspine_lex_posting`` / ``ragspine_lex_term`` /
+  ``ragspine_lex_stats``:
   the lexical index that every replace keeps in its own transaction. The upgrade tokenizes
   the active chunks already stored (one pass, streamed); the downgrade drops it all.
 
@@ -39,6 +40,12 @@ def upgrade() -> None:
     )
     op.create_index("ragspine_lex_posting_chunk", "ragspine_lex_posting", ["library_id", "chunk_id"])
     op.create_table(
+        "ragspine_lex_term",
+        sa.Column("library_id", sa.Text, primary_key=True),
+        sa.Column("token", sa.Text(collation="C"), primary_key=True),
+        sa.Column("df", sa.BigInteger, nullable=False),
+    )
+    op.create_table(
         "ragspine_lex_stats",
         sa.Column("library_id", sa.Text, primary_key=True),
         sa.Column("n_chunks", sa.BigInteger, nullable=False, server_default="0"),
@@ -51,6 +58,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("ragspine_lex_stats")
+    op.drop_table("ragspine_lex_term")
     op.drop_table("ragspine_lex_posting")
     op.drop_column("ragspine_chunk", "n_tokens")
     op.drop_column("ragspine_change", "fingerprint")

@@ -246,6 +246,7 @@ class PostgresDatabase:
             n_chunks = conn.execute(sa.text("DELETE FROM ragspine_chunk WHERE library_id = :library_id"), params).rowcount
             conn.execute(sa.text("DELETE FROM ragspine_lex_posting WHERE library_id = :library_id"), params)
             conn.execute(sa.text("DELETE FROM ragspine_lex_stats WHERE library_id = :library_id"), params)
+            conn.execute(sa.text("DELETE FROM ragspine_lex_term WHERE library_id = :library_id"), params)
             n_lib = conn.execute(sa.text("DELETE FROM ragspine_library WHERE library_id = :library_id"), params).rowcount
             conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({LOCK_CHANGES_SQL})"), params)
             conn.execute(sa.text(

@@ -32,8 +32,10 @@ Only ``chunk.text`` is indexed (``default_index_text``), with :func:`tokenize`.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import threading
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.filtering.filters import MetadataFilter
@@ -134,6 +136,25 @@ def compile_filter(metadata_filter: MetadataFilter | None) -> tuple[str | None, 
     return sql, params
 
 
+#: MaxScore attempts (essential tokens) before scoring every posting.
+MAX_ESSENTIAL = 3
+
+_STATS_AND_DF = """
+SELECT s.n_chunks, s.total_len, t.token, t.df
+FROM ragspine_lex_stats s LEFT JOIN ragspine_lex_term t
+  ON t.library_id = s.library_id AND t.token = ANY(%(tokens)s::text[])
+WHERE s.library_id = %(library_id)s"""
+_CANDIDATES = """
+SELECT c.chunk_id, c.version FROM ragspine_chunk c
+WHERE c.library_id = %(library_id)s AND c.active AND c.chunk_id IN (
+    SELECT p.chunk_id FROM ragspine_lex_posting p
+    WHERE p.library_id = %(library_id)s AND p.token = ANY(%(essential)s::text[])){mask}"""
+_TERMS_OF = """
+SELECT p.chunk_id, p.token, p.tf, p.dl
+FROM unnest(%(chunk_ids)s::text[]) AS c(chunk_id)
+JOIN ragspine_lex_posting p ON p.library_id = %(library_id)s AND p.token = ANY(%(tokens)s::text[]) AND p.chunk_id = c.chunk_id"""
+
+
 class PostgresLexicalIndex:
     """BM25 over one library's active chunks, computed in PostgreSQL (see the module docstring)."""
 
@@ -192,11 +213,75 @@ class PostgresLexicalIndex:
         if not tokens:
             return []
         filter_sql, params = compile_filter(metadata_filter)
+        if top_k is not None:
+            pruned = self._pruned_top_k(tokens, int(top_k), filter_sql, params)
+            if pruned is not None:
+                return pruned
         params.update(tokens=tokens, k1=self.k1, b=self.b)
         if top_k is not None:
             params.update(k=int(top_k), margin=CANDIDATE_MARGIN)
         rows = self._query(search_sql(filter_sql, top_k), params)
         return exact_ranking(tokens, rows, top_k)
+
+    def _pruned_top_k(
+        self, tokens: list[str], top_k: int, filter_sql: str | None, filter_params: dict[str, Any]
+    ) -> list[LexicalHit] | None:
+        """The exact top ``top_k`` reading only the rarest query tokens' postings plus point
+        lookups of the other tokens for those candidates (MaxScore, as in the in-process index:
+        a chunk without an essential token scores at most the other tokens' idf sum), in one
+        REPEATABLE READ snapshot; ``None`` when that cannot be proven (the caller then scores
+        every posting in one statement)."""
+        with self._snapshot() as cur:
+            cur.execute(_STATS_AND_DF, {"library_id": self.library_id, "tokens": sorted(set(tokens))})
+            rows = cur.fetchall()
+            if not rows:
+                return []
+            n, total_len = int(rows[0][0]), int(rows[0][1])
+            df = {token: int(d) for _, _, token, d in rows if token is not None and d}
+            occurrences = [t for t in tokens if t in df]
+            if not n or not occurrences:
+                return []
+            idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+            avgdl = total_len / n or 1.0
+            by_rarity = sorted(set(occurrences), key=lambda t: (df[t], t))
+            for m in range(1, min(len(by_rarity), MAX_ESSENTIAL + 1)):
+                essential = by_rarity[:m]
+                if sum(df[t] for t in essential) > max(n // 4, top_k):
+                    return None  # reading the candidates would cost about a full scoring
+                bound = sum(idf[t] for t in occurrences if t not in essential)
+                others = [t for t in by_rarity if t not in essential]
+                cur.execute(
+                    _CANDIDATES.format(mask=f" AND ({filter_sql})" if filter_sql else ""),
+                    {"library_id": self.library_id, "essential": essential, **filter_params},
+                )
+                versions = dict(cur.fetchall())
+                if len(versions) < top_k:
+                    continue
+                cur.execute(_TERMS_OF, {"library_id": self.library_id, "chunk_ids": sorted(versions),
+                                        "tokens": essential + others})
+                terms: dict[str, dict[str, float]] = {}
+                k1, b = self.k1, self.b
+                for chunk_id, token, tf, dl in cur.fetchall():
+                    f, length = float(tf), float(dl)
+                    norm = k1 * (1.0 - b + b * length / avgdl)
+                    terms.setdefault(chunk_id, {})[token] = idf[token] * (f / (f + norm))
+                scored = exact_ranking(
+                    tokens, [(cid, list(t), list(t.values()), versions[cid]) for cid, t in terms.items()], None
+                )
+                kth = scored[top_k - 1].score
+                if bound * (1.0 + 1e-9) < kth:
+                    return scored[:top_k]
+        return None
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[Any]:
+        """A driver cursor in a read-only REPEATABLE READ transaction (one snapshot)."""
+        self.store.init_schema()
+        with self.store.db.engine.connect() as conn:
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin(), conn.connection.driver_connection.cursor() as cur:
+                cur.execute("SET TRANSACTION READ ONLY")
+                yield cur
 
     def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
         """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""

@@ -6,8 +6,9 @@ Every chunk row carries ``library_id``; a library belongs to a tenant (``tenant_
 
 The lexical index (``PostgresLexicalIndex``) is three pieces kept by every replace, in the
 replace's own transaction: ``ragspine_chunk.n_tokens`` (a chunk's token count), the postings
-``ragspine_lex_posting`` (one row per active chunk and distinct token) and one row of
-``ragspine_lex_stats`` per library (active chunks, total tokens).
+``ragspine_lex_posting`` (one row per active chunk and distinct token), the document
+frequencies ``ragspine_lex_term`` and one row of ``ragspine_lex_stats`` per library (active
+chunks, total tokens).
 """
 
 from __future__ import annotations
@@ -92,6 +93,16 @@ lex_posting = sa.Table(
     # INCLUDE (tf, dl): a query token's postings are one index-only range scan
     sa.PrimaryKeyConstraint("library_id", "token", "chunk_id", name="ragspine_lex_posting_pkey", postgresql_include=["tf", "dl"]),
     sa.Index("ragspine_lex_posting_chunk", "library_id", "chunk_id"),
+)
+
+#: Document frequency of every token of a library (active chunks holding it): what a top-k
+#: search needs to pick its essential tokens without counting postings.
+lex_term = sa.Table(
+    "ragspine_lex_term",
+    metadata,
+    sa.Column("library_id", sa.Text, primary_key=True),
+    sa.Column("token", sa.Text(collation="C"), primary_key=True),
+    sa.Column("df", sa.BigInteger, nullable=False),
 )
 
 #: Per-library statistics of the lexical index: active chunks and their total token count.

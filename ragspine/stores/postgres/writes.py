@@ -17,7 +17,8 @@ batch of one. In order:
    :func:`tokenize`; a posting carries the term frequency and the chunk's length).
 5. **Change log and statistics**, under the per-library change lock held until commit (so
    change sequence numbers follow commit order): one change row per document, with the
-   :func:`fingerprint` of its input, and the library's ``(n_chunks, total_len)`` adjusted.
+   :func:`fingerprint` of its input, the document frequencies of the tokens that gained or
+   lost postings, and the library's ``(n_chunks, total_len)`` adjusted.
 
 Everything becomes visible at commit, together: a new version is searchable at once, a
 retired one is gone at once, and a failure anywhere leaves the previous state.
@@ -25,6 +26,7 @@ retired one is gone at once, and a failure anywhere leaves the previous state.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Iterable, Sequence
 
 from ragspine.errors import IngestError
@@ -64,7 +66,15 @@ _RETIRE = (
     " WHERE library_id = %(library_id)s AND doc_id = ANY(%(doc_ids)s::text[]) AND active"
     " RETURNING chunk_id, n_tokens"
 )
-_DROP_POSTINGS = "DELETE FROM ragspine_lex_posting WHERE library_id = %(library_id)s AND chunk_id = ANY(%(chunk_ids)s::text[])"
+_DROP_POSTINGS = (
+    "DELETE FROM ragspine_lex_posting WHERE library_id = %(library_id)s AND chunk_id = ANY(%(chunk_ids)s::text[])"
+    " RETURNING token"
+)
+_TERMS = (  # document frequencies, adjusted in token order
+    "INSERT INTO ragspine_lex_term AS t (library_id, token, df)"
+    " SELECT %(library_id)s, tok, d FROM unnest(%(tokens)s::text[], %(deltas)s::bigint[]) AS u(tok, d) ORDER BY tok"
+    " ON CONFLICT (library_id, token) DO UPDATE SET df = t.df + EXCLUDED.df"
+)
 _COPY_CHUNKS = f"COPY ragspine_chunk ({', '.join(COPY_COLUMNS)}) FROM STDIN"
 _INSERT_CHUNK = (
     f"INSERT INTO ragspine_chunk ({', '.join(COPY_COLUMNS)})"
@@ -120,8 +130,10 @@ def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *,
             raise IngestError(f"chunk_id {clash[0]!r} is already active in doc {clash[1]!r}")
     cur.execute(_RETIRE, {**key, "doc_ids": doc_ids})
     retired = cur.fetchall()
+    df_delta: Counter[str] = Counter()
     if retired:
         cur.execute(_DROP_POSTINGS, {**key, "chunk_ids": [r[0] for r in retired]})
+        df_delta.subtract(token for (token,) in cur.fetchall())
     rows, postings = [], []
     total = 0
     for doc in batch:
@@ -130,6 +142,7 @@ def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *,
             total += length
             rows.append(chunk_copy_row(chunk, library_id=library_id, version=versions[doc.doc_id], valid_as_of=doc.valid_as_of, n_tokens=length))
             postings.extend((library_id, token, chunk.chunk_id, tf, length) for token, tf in counts.items())
+            df_delta.update(counts.keys())
     write_rows(cur, _COPY_CHUNKS, _INSERT_CHUNK, rows, bulk)
     write_rows(cur, _COPY_POSTINGS, _INSERT_POSTING, postings, bulk)
     cur.execute(_LOCK_CHANGES, key)  # held until commit: seq order = commit order
@@ -137,6 +150,9 @@ def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *,
         **key, "doc_ids": doc_ids, "versions": [versions[d] for d in doc_ids],
         "fingerprints": [fingerprint(d.chunks, d.valid_as_of) for d in batch],
     })
+    changed = sorted(t for t, d in df_delta.items() if d)
+    if changed:
+        cur.execute(_TERMS, {**key, "tokens": changed, "deltas": [df_delta[t] for t in changed]})
     retired_len = sum(int(r[1] or 0) for r in retired)
     cur.execute(_STATS, {**key, "n": len(rows) - len(retired), "length": total - retired_len})
     return len(rows)
@@ -171,6 +187,10 @@ def backfill_lexical(raw: Any, batch_size: int = 2000) -> None:
         cur.execute(
             "UPDATE ragspine_chunk c SET n_tokens = b.n FROM ragspine_lex_backfill b"
             " WHERE c.library_id = b.library_id AND c.chunk_id = b.chunk_id AND c.active"
+        )
+        cur.execute(
+            "INSERT INTO ragspine_lex_term (library_id, token, df)"
+            " SELECT library_id, token, count(*) FROM ragspine_lex_posting GROUP BY library_id, token"
         )
         cur.execute(
             "INSERT INTO ragspine_lex_stats (library_id, n_chunks, total_len)"

@@ -14,6 +14,7 @@ HEAD = "0004_lexical"
 TABLES = (
     "ragspine_library", "ragspine_chunk", "ragspine_change", "ragspine_vector_space",
     "ragspine_tenant", "ragspine_api_key", "ragspine_service_library", "ragspine_job",
+    "ragspine_lex_posting", "ragspine_lex_term", "ragspine_lex_stats",
 )
 
 
@@ -99,3 +100,41 @@ def test_cli_migrate_connection_error_is_redacted(capsys) -> None:
     assert main(["migrate", "--url", url]) == 2
     err = capsys.readouterr().err
     assert "127.0.0.1" in err and "hunter2" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_0004_indexes_the_chunks_already_stored(pg_target) -> None:
+    """Chunks written before the lexical tables existed are tokenized by the upgrade: postings,
+    document frequencies and statistics equal what the write path would have produced."""
+    from ragspine.retrieval.chunking.chunk_store import fingerprint
+    from ragspine.retrieval.lexical.bm25 import bm25_scores
+    from ragspine.retrieval.lexical.tokenizer import tokenize
+    from ragspine.stores.postgres.lexical import PostgresLexicalIndex
+
+    url, schema = pg_target
+    texts = {"a": ["revenue fell in the third quarter", "supply chain shortage"],
+             "b": ["revenue rose", "营收 下滑 revenue"], "c": ["warranty policy for gearboxes"]}
+    db = PostgresDatabase(url, schema=schema)
+    store = db.chunk_store("lib")
+    for doc_id, parts in texts.items():
+        store.replace_doc_chunks(doc_id, doc(doc_id, *parts))
+    store.replace_doc_chunks("c", doc("c", "warranty policy revised"))  # an inactive version too
+    expected_terms = dict(db.query("SELECT token, df FROM ragspine_lex_term WHERE df > 0 ORDER BY token"))
+    expected_stats = db.query("SELECT n_chunks, total_len FROM ragspine_lex_stats")
+    db.close()
+
+    downgrade(url, "0003_service", schema=schema)  # the chunks stay, the lexical index goes
+    upgrade(url, "head", schema=schema)
+    db = PostgresDatabase(url, schema=schema)
+    assert dict(db.query("SELECT token, df FROM ragspine_lex_term ORDER BY token")) == expected_terms
+    assert db.query("SELECT n_chunks, total_len FROM ragspine_lex_stats") == expected_stats
+    store = db.chunk_store("lib")
+    index = PostgresLexicalIndex(store)
+    chunks = store.iter_chunks()
+    for query in (["revenue"], ["warranty", "policy", "revenue"], ["营收", "revenue", "revenue"]):
+        ref = bm25_scores(query, [tokenize(c.text) for c in chunks])
+        want = sorted(((c.chunk_id, s) for c, s in zip(chunks, ref) if s > 0), key=lambda t: (-t[1], t[0]))
+        assert [(h.chunk_id, h.score) for h in index.search(query)] == want
+    assert store.fingerprints(["a", "c"]) == {}  # written before fingerprints: unknown, never "current"
+    store.replace_doc_chunks("a", doc("a", "new"))
+    assert store.fingerprints(["a"]) == {"a": fingerprint(doc("a", "new"))}
+    db.close()
