@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import (
@@ -92,6 +92,10 @@ def default_index_text(chunk: StoredChunk) -> str:
 class InMemoryLexicalIndex:
     """In-process BM25 index following a :class:`ChunkStore` (see the module docstring)."""
 
+    #: Active rows from which a top-k query tries MaxScore first (below, a full scoring of the
+    #: cached per-term arrays is faster).
+    prune_from = 50_000
+
     def __init__(
         self,
         store: ChunkStore,
@@ -141,7 +145,14 @@ class InMemoryLexicalIndex:
         self._total_len = float(self._lengths.sum())
         self._dead_rows = 0
         self._mask_cache: dict[Any, np.ndarray] = {}
+        self._tid_cache: dict[str, int | None] = {}
+        self._changed()
+
+    def _changed(self) -> None:
+        """Forget what depends on the rows' liveness or statistics."""
         self._norm: np.ndarray | None = None
+        self._terms: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()  # tid -> (rows, terms)
+        self._terms_size = 0
 
     # -- following the store --------------------------------------------------------------
     def refresh(self) -> None:
@@ -205,7 +216,7 @@ class InMemoryLexicalIndex:
                 self._n_active -= 1
                 self._total_len -= self._lengths[row]
                 self._dead_rows += 1
-                self._norm = None
+                self._changed()
 
     def _term_id(self, token: str) -> int:
         tid = self._vocab.get(token)
@@ -247,7 +258,8 @@ class InMemoryLexicalIndex:
         self._n_active += len(chunks)
         self._total_len += float(sum(lengths))
         self._mask_cache.clear()
-        self._norm = None
+        self._tid_cache.clear()
+        self._changed()
         if collapse and len(self._segments) > _MAX_SEGMENTS:  # keep the per-token work of a query bounded
             self._segments = [merge_postings(self._segments)]
 
@@ -305,11 +317,43 @@ class InMemoryLexicalIndex:
         return self._seq
 
     def _tid(self, token: str) -> int | None:
+        try:
+            return self._tid_cache[token]
+        except KeyError:
+            pass
         tid = self._vocab.get(token)
         if tid is None:
             found = self._base.vocab.find(token)
             tid = found[0] if found else None
+        if len(self._tid_cache) >= _TID_CACHE:
+            self._tid_cache.clear()
+        self._tid_cache[token] = tid
         return tid
+
+    def _term(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, terms)``: the live rows holding term ``tid`` and each row's BM25 term
+        ``idf * tf / (tf + norm)`` — computed as the reference does, then kept (bounded, least
+        recently used first out) until the library changes: a query is gathers and adds."""
+        hit = self._terms.get(tid)
+        if hit is not None:
+            self._terms.move_to_end(tid)
+            return hit
+        rows, tfs = self._postings(tid)
+        if self._dead_rows:
+            live = self._active[rows]
+            rows, tfs = rows[live], tfs[live]
+        df = len(rows)
+        terms = tfs.astype(np.float64)
+        if df:
+            idf = math.log(1.0 + (self._n_active - df + 0.5) / (df + 0.5))
+            terms /= terms + self._norms()[rows]
+            terms *= idf
+        self._terms[tid] = (rows, terms)
+        self._terms_size += df
+        while self._terms_size > _TERMS_CACHE and len(self._terms) > 1:
+            _, (old, _) = self._terms.popitem(last=False)
+            self._terms_size -= len(old)
+        return rows, terms
 
     def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
         parts = [hit for seg in (self._base.postings, *self._segments) if (hit := seg.lookup(tid)) is not None]
@@ -324,25 +368,19 @@ class InMemoryLexicalIndex:
         n = self._n_active
         if n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        norm_of_row = self._norms()
-        scores = np.zeros(len(self._active), dtype=np.float64)
-        everyone = self._dead_rows == 0  # no retired rows: skip the liveness gather
-        for token in query_tokens:
-            tid = self._tid(token)
-            if tid is None:
-                continue
-            rows, tfs = self._postings(tid)
-            if not everyone:
-                live = self._active[rows]
-                rows, tfs = rows[live], tfs[live]
-            df = len(rows)
-            if not df:
-                continue
-            tf = tfs.astype(np.float64)
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            tf /= tf + norm_of_row[rows]
-            tf *= idf
-            scores[rows] += tf
+        parts = [self._term(tid) for tid in map(self._tid, query_tokens) if tid is not None]
+        parts = [p for p in parts if len(p[0])]
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        if len(parts) == 1:
+            rows, terms = parts[0]
+            return rows.astype(np.int64), terms.copy()
+        # one pass: bincount adds each row's terms in the order given — query order, from 0.0,
+        # exactly the reference's sequence of additions
+        scores = np.bincount(
+            np.concatenate([p[0] for p in parts]), weights=np.concatenate([p[1] for p in parts]),
+            minlength=len(self._active),
+        )
         hit = np.flatnonzero(scores)
         return hit, scores[hit]
 
@@ -358,8 +396,8 @@ class InMemoryLexicalIndex:
         tokens scores at most the sum of their idf (``tf / (tf + norm) < 1``); when that bound
         is below the k-th candidate's score, no such row can enter the top k or tie with it."""
         n = self._n_active
-        if n == 0:
-            return None
+        if n < self.prune_from:
+            return None  # a small library is scored in full faster than pruned
         everyone = self._dead_rows == 0
         occurrences: list[int] = []
         postings: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
@@ -473,6 +511,8 @@ class InMemoryLexicalIndex:
 _ADD_BATCH = 20_000  # chunks tokenized per posting segment while (re)building
 _MAX_SEGMENTS = 16
 _MAX_ESSENTIAL = 3  # MaxScore attempts before scoring every posting
+_TID_CACHE = 200_000  # query tokens remembered -> term id
+_TERMS_CACHE = 8_000_000  # cached BM25 terms (8 bytes each) across the library's tokens
 
 
 def _extend_table(table: StringTable, keep: np.ndarray, added: list[str]) -> StringTable:

@@ -80,10 +80,19 @@ class Postings:
         return len(self.rows)
 
     def lookup(self, tid: int) -> tuple[np.ndarray, np.ndarray] | None:
-        i = int(np.searchsorted(self.terms, tid))
-        if i == len(self.terms) or self.terms[i] != tid:
+        terms = self.terms
+        n = len(terms)
+        if n and int(terms[-1]) == n - 1:  # dense: every term id below n has a slot
+            i = tid
+            if i >= n:
+                return None
+        else:
+            i = int(np.searchsorted(terms, tid))
+            if i == n or terms[i] != tid:
+                return None
+        lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
+        if lo == hi:
             return None
-        lo, hi = self.indptr[i], self.indptr[i + 1]
         return self.rows[lo:hi], self.tf[lo:hi]
 
     def triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -131,9 +140,8 @@ def merge_postings(parts: Sequence[Postings], active: np.ndarray | None = None, 
         out_tf[pos] = tf
         offset += dense
         del tids, rows, tf, pos
-    terms = np.flatnonzero(total).astype(np.int32)
-    indptr = np.concatenate([[0], np.cumsum(total[terms])]).astype(np.int64)
-    return Postings(terms, indptr, out_rows, out_tf)
+    # dense: a slot for every term id (empty for terms without live postings), O(1) lookups
+    return Postings(np.arange(n_terms, dtype=np.int32), starts, out_rows, out_tf)
 
 
 @dataclass
@@ -342,13 +350,13 @@ def load_segment(directory: str) -> Segment | None:
         if manifest.get("format") != FORMAT:
             return None
 
-        def arr(name: str) -> np.ndarray:
-            return np.load(os.path.join(path, f"{name}.npy"), mmap_mode="r")
+        def arr(name: str) -> np.ndarray:  # a plain ndarray view of the map (no memmap overhead)
+            return np.asarray(np.load(os.path.join(path, f"{name}.npy"), mmap_mode="r"))
 
         def table(name: str) -> StringTable:
             blob_path = os.path.join(path, f"{name}.bin")
             size = os.path.getsize(blob_path)
-            blob = np.memmap(blob_path, dtype=np.uint8, mode="r") if size else np.zeros(0, dtype=np.uint8)
+            blob = np.asarray(np.memmap(blob_path, dtype=np.uint8, mode="r")) if size else np.zeros(0, dtype=np.uint8)
             return StringTable(blob, arr(f"{name}.offsets"), arr(f"{name}.hashes"), arr(f"{name}.order"))
 
         fields = {str(k): int(v) for k, v in manifest["fields"].items()}

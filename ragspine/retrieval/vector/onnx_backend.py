@@ -19,8 +19,9 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -158,8 +159,16 @@ class OnnxEmbeddingBackend:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
         model = self._load()
-        vectors = list(model.embed(list(texts), batch_size=self.batch_size))
-        return np.asarray(vectors, dtype=np.float32)
+        if len(texts) <= 1:
+            return np.asarray(list(model.embed(list(texts), batch_size=self.batch_size)), dtype=np.float32)
+        # Batches of similar length: every row of a batch is padded to its longest text, so
+        # sorting by length cuts the padded (wasted) positions. A vector does not depend on
+        # its batch (the pooling is masked), so the order is undone exactly afterwards.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        for i, vec in zip(order, model.embed([texts[i] for i in order], batch_size=self.batch_size)):
+            out[i] = vec
+        return out
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
         return self.embed_array(texts).tolist()
