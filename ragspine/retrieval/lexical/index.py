@@ -45,14 +45,12 @@ from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
 from ragspine.retrieval.lexical.segments import (
-    MetaColumns,
     Postings,
     Segment,
     StringTable,
     load_segment,
     merge_postings,
     save_segment,
-    stable_hashes,
 )
 from ragspine.retrieval.lexical.tokenizer import tokenize
 
@@ -95,6 +93,8 @@ class InMemoryLexicalIndex:
     #: Active rows from which a top-k query tries MaxScore first (below, a full scoring of the
     #: cached per-term arrays is faster).
     prune_from = 50_000
+    #: Rows added or retired since the base before a merge is considered (with ``merge_fraction``).
+    merge_min_rows = 1000
 
     def __init__(
         self,
@@ -266,7 +266,8 @@ class InMemoryLexicalIndex:
     def _maybe_merge(self) -> None:
         base = max(self._base.n_rows, 1)
         added = len(self._d_chunk_ids)
-        if added > max(1000, self._merge_fraction * base) or self._dead_rows > max(1000, self._merge_fraction * base):
+        least = max(self.merge_min_rows, self._merge_fraction * base)
+        if added > least or self._dead_rows > least:
             self._merge()
 
     def _merge(self) -> None:
@@ -285,12 +286,11 @@ class InMemoryLexicalIndex:
         vocab = _extend_table(base.vocab, np.arange(len(base.vocab)), new_tokens)
         chunk_ids = _extend_table(base.chunk_ids, kb, [self._d_chunk_ids[i] for i in kd])
         doc_ids = _extend_table(base.doc_ids, kb, [self._d_docs[i] for i in kd])
-        metas = base.meta.take(kb) + [self._d_meta[i] for i in kd] if len(kb) and base.meta.fields else (
-            [{} for _ in kb] + [self._d_meta[i] for i in kd])
+        meta = base.meta.gather(kb).extend([self._d_meta[i] for i in kd])
         marker = getattr(self.store, "change_marker", None)
         segment = Segment(
             postings, vocab, chunk_ids, doc_ids, self._lengths[keep].copy(), self._versions[keep].copy(),
-            MetaColumns.encode(metas), int(self._seq or 0),
+            meta, int(self._seq or 0),
             marker(int(self._seq or 0)) if marker is not None and self._seq else None,
         )
         self._reset(segment)
@@ -516,7 +516,6 @@ _TERMS_CACHE = 8_000_000  # cached BM25 terms (8 bytes each) across the library'
 
 
 def _extend_table(table: StringTable, keep: np.ndarray, added: list[str]) -> StringTable:
-    """``table``'s entries ``keep`` followed by ``added`` (kept hashes are reused)."""
-    strings = table.take(keep) + added
-    hashes = np.concatenate([np.asarray(table.hashes)[keep].astype(np.uint64), stable_hashes(added)])
-    return StringTable.from_strings(strings, hashes)
+    """``table``'s entries ``keep`` followed by ``added`` (kept bytes and hashes are copied in
+    numpy, never decoded)."""
+    return table.gather(keep).extend(added)

@@ -172,6 +172,26 @@ class StringTable:
     def take(self, rows: Iterable[int]) -> list[str]:
         return [self[int(r)] for r in rows]
 
+    def gather(self, rows: np.ndarray) -> StringTable:
+        """The entries ``rows``, in that order (bytes and hashes copied, nothing decoded)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        offsets = np.asarray(self.offsets)
+        starts, sizes = offsets[rows], offsets[rows + 1] - offsets[rows]
+        new_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=new_offsets[1:])
+        index = np.repeat(starts - new_offsets[:-1], sizes) + np.arange(int(new_offsets[-1]), dtype=np.int64)
+        hashes = np.asarray(self.hashes)[rows].astype(np.uint64)
+        return StringTable(np.asarray(self.blob)[index], new_offsets, hashes, np.argsort(hashes, kind="stable"))
+
+    def extend(self, strings: Sequence[str]) -> StringTable:
+        """This table followed by ``strings``."""
+        if not strings:
+            return self
+        more = StringTable.from_strings(strings)
+        offsets = np.concatenate([np.asarray(self.offsets), np.asarray(more.offsets[1:]) + int(self.offsets[-1])])
+        hashes = np.concatenate([np.asarray(self.hashes, dtype=np.uint64), more.hashes])
+        return StringTable(np.concatenate([np.asarray(self.blob), more.blob]), offsets, hashes, np.argsort(hashes, kind="stable"))
+
     @property
     def sorted_hashes(self) -> np.ndarray:
         if self._sorted is None:
@@ -246,6 +266,44 @@ class MetaColumns:
 
     def take(self, rows: np.ndarray) -> list[dict[str, Any]]:
         return [self.row(int(r)) for r in rows]
+
+    def gather(self, rows: np.ndarray) -> MetaColumns:
+        """The rows ``rows``, in that order (codes copied; the value lists are shared)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        values = [self.column_values(col) for col in range(len(self.codes))]
+        codes = [np.asarray(c)[rows] for c in self.codes]
+        return MetaColumns(len(rows), dict(self.fields), codes, values)
+
+    def extend(self, metas: Sequence[Mapping[str, Any]]) -> MetaColumns:
+        """These rows followed by ``metas`` (new values appended to the columns' lists)."""
+        if not metas:
+            return self
+        n = self.n_rows + len(metas)
+        fields = dict(self.fields)
+        codes = [np.concatenate([np.asarray(c), np.full(len(metas), -1, dtype=np.int32)]) for c in self.codes]
+        values = [list(self.column_values(col)) for col in range(len(self.codes))]
+        index: list[dict[tuple[str, Any], int] | None] = [None] * len(codes)
+        for i, meta in enumerate(metas):
+            row = self.n_rows + i
+            for name, value in meta.items():
+                col = fields.get(name)
+                if col is None:
+                    col = fields[name] = len(codes)
+                    codes.append(np.full(n, -1, dtype=np.int32))
+                    values.append([])
+                    index.append({})
+                known = index[col]
+                if known is None:
+                    known = index[col] = {}
+                    for j, v in enumerate(values[col]):
+                        known.setdefault(_value_key(v), j)
+                key = _value_key(value)
+                code = known.get(key)
+                if code is None:
+                    code = known[key] = len(values[col])
+                    values[col].append(value)
+                codes[col][row] = code
+        return MetaColumns(n, fields, codes, values)
 
     def mask(self, conditions: Sequence[FilterCondition], cache: dict[Any, np.ndarray] | None = None) -> np.ndarray:
         """Rows passing every condition (a condition on an absent field passes no row)."""

@@ -219,3 +219,36 @@ def test_pruned_top_k_equals_full_scoring_bit_for_bit(tmp_path) -> None:
         index.refresh()
     assert pruned_used > 100  # the pruned path was actually taken
     db.close()
+
+
+def test_merges_keep_ids_and_metadata_columns_right(db_path) -> None:
+    """Merges copy the kept rows' ids and metadata codes in numpy and append the new rows:
+    after many merges (and a reload), lookups and filters still equal the store."""
+    rng = random.Random(23)
+    db = SQLiteDatabase(db_path)
+    store = db.chunk_store("lib")
+    _fill(store, rng, 80)
+    index = InMemoryLexicalIndex(store, merge_fraction=0.05)
+    index.merge_min_rows = 0
+    index.refresh()
+    merges = 0
+    for step in range(12):
+        for _ in range(rng.randint(5, 15)):
+            d = rng.randrange(120)
+            chunks = [] if rng.random() < 0.25 else _random_doc(rng, f"doc-{d:03d}", 6)
+            for c in chunks:  # new fields and values appear over time
+                c.metadata[f"f{step % 3}"] = rng.choice([1, 1.0, True, "1", None])
+            store.replace_doc_chunks(f"doc-{d:03d}", chunks)
+        before = index._base
+        index.refresh()
+        merges += index._base is not before
+    assert merges >= 3
+    for current in (index, InMemoryLexicalIndex(store)):  # the live one and a reload
+        current.refresh()
+        active = store.iter_chunks()
+        assert sorted(current.candidates()) == sorted((c.chunk_id, c.version) for c in active)
+        assert all(current.version_of(c.chunk_id) == c.version for c in active)
+        for f in [MetadataFilter.parse({"f0": 1}), MetadataFilter.parse({"f1": True}), MetadataFilter.parse({"f2": "1"}),
+                  MetadataFilter.parse([["f0", "eq", 1.0]])] + [random_filter(rng, ("topic", "year", "flag", "f0")) for _ in range(15)]:
+            assert sorted(current.candidates(f)) == sorted((c.chunk_id, c.version) for c in active if f.matches(c.metadata)), f
+    db.close()
