@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Vector store benchmark: ingest rate, query latency and HNSW recall per backend.
 
-    .venv/bin/python scripts/bench_stores.py [--n 100000] [--dim 384] [--backends memory,pgvector,qdrant-local]
+    .venv/bin/python scripts/bench_stores.py [--n 100000] [--dim 384] [--backends memory,pgvector,qdrant-local,qdrant-edge]
 
 Data (``--data``): ``clustered`` (default) — unit vectors from 200 Gaussian clusters in a
 32-dimensional latent space, projected to ``--dim`` plus a little isotropic noise, so
@@ -24,12 +24,17 @@ PostgreSQL: ``--pg-url`` or ``RAGSPINE_BENCH_PG_URL``; otherwise an embedded-pos
 (PostgreSQL 18 + pgvector) is started in a temporary directory. Qdrant: ``--qdrant-url`` for
 a server (``qdrant-server``); ``qdrant-local`` is qdrant-client's in-process mode (exact
 search only, filters in Python — a development mode, shown for scale only: its recall is 1
-by construction and it runs at most 10 queries).
+by construction and it runs at most 10 queries). ``qdrant-edge`` (measurement only, needs
+``pip install qdrant-edge-py``) is Qdrant's Rust engine in-process — HNSW, payload indexes,
+filtered search — with ``QdrantVectorStore``'s collection config, for HNSW recall where no
+Qdrant server is at hand; it adds an ``hnsw_ef`` sweep (``--edge-ef-sweep``) and
+``--edge-full-scan-threshold`` (lower it to make small libraries use their graph).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -38,6 +43,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +241,111 @@ def sweep(
     return rows
 
 
+# -- qdrant-edge: Qdrant's engine in-process (HNSW, payload indexes), measurement only --------
+EDGE_INSTALL_HINT = "qdrant-edge backend skipped: the qdrant_edge module is missing (pip install qdrant-edge-py)"
+
+
+class EdgeLibrary:
+    """One library of a qdrant-edge shard, queried like a store: ``query(q, top_k)`` → points
+    (``.id``) for the library condition, with ``SearchParams(exact, hnsw_ef)``."""
+
+    def __init__(self, qe: Any, shard: Any, lib: str, plan: str, exact: bool = False, hnsw_ef: int | None = None) -> None:
+        self.qe, self.shard, self.plan = qe, shard, "exact" if exact else plan
+        self.filter = qe.Filter(must=[qe.FieldCondition(key="library_id", match=qe.MatchValue(lib))])
+        self.params = qe.SearchParams(exact=exact, hnsw_ef=hnsw_ef)
+
+    def query(self, q: np.ndarray, top_k: int) -> list[Any]:
+        request = self.qe.QueryRequest(
+            limit=top_k, query=self.qe.Query.Nearest(q.tolist()), filter=self.filter, params=self.params
+        )
+        return self.shard.query(request)
+
+    def explain(self, _q: np.ndarray, top_k: int = K) -> str:  # Qdrant's rule, inferred (no EXPLAIN)
+        return "payload_hnsw" if self.plan == "hnsw" else "exact"
+
+
+def bench_qdrant_edge(vecs: np.ndarray, queries: np.ndarray, args: argparse.Namespace) -> dict[str, Any]:
+    """Qdrant's engine in-process (``qdrant-edge-py``): the collection config of
+    ``QdrantVectorStore`` (Dot distance; ``m=0, payload_m=16``; ``library_id`` keyword index
+    with ``is_tenant``; Qdrant's defaults ``ef_construct=100``, ``full_scan_threshold=10000``
+    KB), loaded, optimized (HNSW built) and queried with the library condition. Ingest counts
+    the upserts and the index build (``optimize``). The plan column is Qdrant's rule, not
+    an observation: a library whose points in a segment are fewer than ``full_scan_threshold``
+    (KB, as vectors of this size) is searched exactly through the payload index (and gets no
+    graph), a larger one through its per-library graph."""
+    import qdrant_edge as qe
+
+    from ragspine.stores.qdrant.store import HNSW_M, HNSW_PAYLOAD_M
+
+    dim, threads = vecs.shape[1], args.edge_threads
+    full_scan_points = args.edge_full_scan_threshold * 1024 // (4 * dim)
+    config = qe.EdgeConfig(
+        vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Dot),
+        hnsw_config=qe.HnswIndexConfig(
+            m=HNSW_M, ef_construct=args.edge_ef_construct, full_scan_threshold=args.edge_full_scan_threshold,
+            max_indexing_threads=threads, payload_m=HNSW_PAYLOAD_M,
+        ),
+        optimizers=qe.EdgeOptimizersConfig(default_segment_number=args.edge_segments),
+        max_search_threads=threads,
+    )
+    parts = split(len(vecs))
+    with tempfile.TemporaryDirectory(prefix="ragspine-bench-edge-") as path:
+        shard = qe.EdgeShard.create(path, config)
+        try:
+            shard.update(qe.UpdateOperation.create_field_index("library_id", qe.KeywordIndexParams(is_tenant=True)))
+            started = time.perf_counter()
+            for lib, rows in parts.items():
+                step = args.batch or 512  # QdrantVectorStore's request size
+                for start in range(rows.start, rows.stop, step):
+                    chunk = range(start, min(start + step, rows.stop))
+                    shard.update(qe.UpdateOperation.upsert_points(
+                        [qe.Point(i, vecs[i].tolist(), {"library_id": lib, "chunk_id": f"c{i:07d}"}) for i in chunk]
+                    ))
+            upsert_s = time.perf_counter() - started
+            shard.optimize()
+            ingest_s = time.perf_counter() - started
+            info = shard.info()
+            result: dict[str, Any] = {
+                "ingest_per_s": round(len(vecs) / ingest_s), "ingest_s": round(ingest_s, 1),
+                "upsert_per_s": round(len(vecs) / upsert_s), "optimize_s": round(ingest_s - upsert_s, 1),
+                "batch": args.batch or 512, "segments": info.segments_count,
+                "indexed_vectors": info.indexed_vectors_count,
+                "config": {"m": HNSW_M, "payload_m": HNSW_PAYLOAD_M, "ef_construct": args.edge_ef_construct,
+                           "full_scan_threshold_kb": args.edge_full_scan_threshold,
+                           "full_scan_threshold_points": full_scan_points, "is_tenant": True,
+                           "default_segment_number": args.edge_segments, "threads": threads,
+                           "qdrant_edge_py": version("qdrant-edge-py")},
+            }
+            if args.incremental:
+                more = synthetic(args.incremental, dim, seed=2, kind=args.data)
+                started = time.perf_counter()
+                for start in range(0, args.incremental, 1000):
+                    shard.update(qe.UpdateOperation.upsert_points([
+                        qe.Point(len(vecs) + i, more[i].tolist(), {"library_id": "lib-incremental"})
+                        for i in range(start, min(start + 1000, args.incremental))
+                    ]))
+                result["incremental_per_s"] = round(args.incremental / (time.perf_counter() - started))
+                shard.update(qe.UpdateOperation.delete_points_by_filter(
+                    qe.Filter(must=[qe.FieldCondition(key="library_id", match=qe.MatchValue("lib-incremental"))])
+                ))
+                shard.optimize()
+
+            def factory(lib: str, exact: bool = False, hnsw_ef: int | None = None) -> EdgeLibrary:
+                plan = "hnsw" if len(parts[lib]) >= full_scan_points else "exact"
+                return EdgeLibrary(qe, shard, lib, plan, exact=exact, hnsw_ef=hnsw_ef or args.ef_search)
+
+            qs = queries[: args.queries]
+            truths = {lib: [{p.id for p in factory(lib, exact=True).query(q, K)} for q in qs] for lib in SELECTIVE}
+            for lib in SELECTIVE:
+                result[lib] = {**measure(factory(lib), qs, truths[lib]), "plan": plan_kind(factory(lib), qs[0])}
+                exact = measure(factory(lib, exact=True), qs, truths[lib])
+                result[lib]["exact_p50_ms"], result[lib]["exact_p99_ms"] = exact["p50_ms"], exact["p99_ms"]
+            result["hnsw_ef_sweep"] = sweep(factory, qs, truths, [("hnsw_ef", ef) for ef in args.edge_ef_sweep])
+            return result
+        finally:
+            shard.close()
+
+
 def print_tables(results: dict[str, Any]) -> None:
     head = f"{'1% p50':>8s} {'p99':>7s} {'recall':>6s} {'plan':>5s} | {'10% p50':>8s} {'p99':>7s} {'recall':>6s} {'plan':>5s}"
 
@@ -252,6 +363,7 @@ def print_tables(results: dict[str, Any]) -> None:
         ("ef_search_sweep", "ef_search"),
         ("ef_search_sweep_hnsw_forced", "ef_search"),
         ("iterative_scan_sweep_hnsw_forced", "iterative_scan"),
+        ("hnsw_ef_sweep", "hnsw_ef"),
     )
     for key, name in sweeps:
         for kind, r in results.items():
@@ -273,6 +385,13 @@ def main() -> int:
     parser.add_argument("--ef-search", type=int, default=100, help="pgvector ef_search / Qdrant hnsw_ef of the default store")
     parser.add_argument("--ef-sweep", type=lambda s: [int(x) for x in s.split(",")], default=[10, 20, 40, 100, 200, 400, 1000])
     parser.add_argument("--sweep-queries", type=int, default=100, help="queries per point of the forced-HNSW sweeps")
+    parser.add_argument("--edge-ef-sweep", type=lambda s: [int(x) for x in s.split(",")], default=[16, 64, 128, 256],
+                        help="qdrant-edge hnsw_ef values of the sweep")
+    parser.add_argument("--edge-ef-construct", type=int, default=100, help="qdrant-edge ef_construct (Qdrant's default)")
+    parser.add_argument("--edge-full-scan-threshold", type=int, default=10_000,
+                        help="qdrant-edge full_scan_threshold in KB (Qdrant's default; lower it to force the graph)")
+    parser.add_argument("--edge-segments", type=int, default=0, help="qdrant-edge default_segment_number (0: auto)")
+    parser.add_argument("--edge-threads", type=int, default=1, help="qdrant-edge indexing and search threads")
     parser.add_argument("--pg-url")
     parser.add_argument("--qdrant-url")
     parser.add_argument("--out", type=Path, default=Path("bench-results/stores.json"))
@@ -280,10 +399,19 @@ def main() -> int:
     vecs = synthetic(args.n, args.dim, kind=args.data)
     queries = synthetic(args.queries, args.dim, seed=1, kind=args.data)
     print(f"{args.n} {args.data} vectors x {args.dim} dims; libraries {[(n, len(r)) for n, r in split(args.n).items()]}")
+    backends = args.backends.split(",")
+    if "qdrant-edge" in backends and importlib.util.find_spec("qdrant_edge") is None:
+        print(EDGE_INSTALL_HINT, file=sys.stderr)
+        backends.remove("qdrant-edge")
+        if not backends:
+            return 2
     results = {}
-    for kind in args.backends.split(","):
+    for kind in backends:
         print(f"  {kind} ...", flush=True)
-        results[kind] = bench_backend(kind, vecs, queries, args)
+        if kind == "qdrant-edge":
+            results[kind] = bench_qdrant_edge(vecs, queries, args)
+        else:
+            results[kind] = bench_backend(kind, vecs, queries, args)
     print_tables(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("pg_url", "qdrant_url")}
