@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -53,7 +52,9 @@ def rss_mb(field: str = "VmRSS") -> float:
 
 
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's resident high-water mark (``VmHWM``: unlike ``ru_maxrss`` it is not
+    inherited from the parent that forked us)."""
+    return rss_mb("VmHWM")
 
 
 def _words(seed: int):  # type: ignore[no-untyped-def]
