@@ -246,7 +246,7 @@ class PostgresLexicalIndex:
             by_rarity = sorted(set(occurrences), key=lambda t: (df[t], t))
             for m in range(1, min(len(by_rarity), MAX_ESSENTIAL + 1)):
                 essential = by_rarity[:m]
-                if sum(df[t] for t in essential) > max(n // 4, top_k):
+                if sum(df[t] for t in essential) > max(n // 10, top_k):
                     return None  # reading the candidates would cost about a full scoring
                 bound = sum(idf[t] for t in occurrences if t not in essential)
                 others = [t for t in by_rarity if t not in essential]
