@@ -255,6 +255,11 @@ class SQLiteDatabase:
                 " VALUES (?, '', 0, ?)",
                 (library_id, utc_now()),
             )
+        saved = self.chunk_store(library_id).persist_dir("lexical")
+        if saved:  # its saved lexical index goes too (it could never be used again anyway)
+            import shutil
+
+            shutil.rmtree(saved, ignore_errors=True)
         return bool(n_chunks or n_lib)
 
 

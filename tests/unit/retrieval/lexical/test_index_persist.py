@@ -252,3 +252,16 @@ def test_merges_keep_ids_and_metadata_columns_right(db_path) -> None:
                   MetadataFilter.parse([["f0", "eq", 1.0]])] + [random_filter(rng, ("topic", "year", "flag", "f0")) for _ in range(15)]:
             assert sorted(current.candidates(f)) == sorted((c.chunk_id, c.version) for c in active if f.matches(c.metadata)), f
     db.close()
+
+
+def test_deleting_a_library_removes_its_saved_index(db_path) -> None:
+    db = SQLiteDatabase(db_path)
+    for lib in ("keep", "drop"):
+        store = db.chunk_store(lib)
+        _fill(store, random.Random(2), 5)
+        InMemoryLexicalIndex(store).refresh()
+    keep, drop = db.chunk_store("keep").persist_dir("lexical"), db.chunk_store("drop").persist_dir("lexical")
+    assert os.path.exists(keep) and os.path.exists(drop)
+    assert db.delete_library("drop")
+    assert not os.path.exists(drop) and os.path.exists(keep)
+    db.close()
