@@ -114,7 +114,8 @@ class InMemoryLexicalIndex:
         self._index_text = index_text
         self._merge_fraction = merge_fraction
         self._persist_dir = self._where(persist)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the index state, as searches read it
+        self._write_lock = threading.RLock()  # serializes what changes it (refresh, merge)
         self._seq: int | None = None
         self._reset(Segment.empty())
 
@@ -156,19 +157,26 @@ class InMemoryLexicalIndex:
 
     # -- following the store --------------------------------------------------------------
     def refresh(self) -> None:
-        with self._lock:
-            seq = self.store.change_seq()
-            if self._seq is None and not self._load(seq):
-                self._rebuild_from_store(seq)
-                return
-            if seq == self._seq:
-                return
-            new_seq, docs = self.store.changes_since(self._seq)
-            if "" in docs:  # the whole library was dropped
-                self._rebuild_from_store(seq)
-                return
-            self._apply(docs)
-            self._seq = new_seq
+        """Catch up with the store. Writers of the index state are serialized by a second lock,
+        and a merge builds its new base without holding the lock searches take: searches (and
+        refreshes that find nothing new) go on during a merge; only a refresh with changes to
+        apply waits for it."""
+        if self._seq is not None and self.store.change_seq() == self._seq:
+            return
+        with self._write_lock:
+            with self._lock:
+                seq = self.store.change_seq()
+                if self._seq is None and not self._load(seq):
+                    self._rebuild_from_store(seq)
+                    return
+                if seq == self._seq:
+                    return
+                new_seq, docs = self.store.changes_since(self._seq)
+                if "" in docs:  # the whole library was dropped
+                    self._rebuild_from_store(seq)
+                    return
+                self._apply(docs)
+                self._seq = new_seq
             self._maybe_merge()
 
     def _load(self, seq: int) -> bool:
@@ -271,7 +279,20 @@ class InMemoryLexicalIndex:
             self._merge()
 
     def _merge(self) -> None:
-        """Fold everything into a new base of the active rows (no re-tokenizing), and save it."""
+        """Fold everything into a new base of the active rows (no re-tokenizing), and save it.
+        Built under the writers' lock only (the state it reads changes only under that lock);
+        the search lock is held just to install the result."""
+        with self._write_lock:
+            segment = self._merged_segment()
+            with self._lock:
+                self._reset(segment)
+            if self._persist_dir is not None and segment.marker is not None:
+                try:
+                    save_segment(segment, self._persist_dir)
+                except OSError as exc:  # a read-only or full disk: the index still works, unsaved
+                    log.warning("lexical index not saved to %s: %s", self._persist_dir, exc)
+
+    def _merged_segment(self) -> Segment:
         base, nb = self._base, self._base.n_rows
         keep = np.flatnonzero(self._active)
         renumber = np.full(len(self._active), -1, dtype=np.int64)
@@ -288,21 +309,15 @@ class InMemoryLexicalIndex:
         doc_ids = _extend_table(base.doc_ids, kb, [self._d_docs[i] for i in kd])
         meta = base.meta.gather(kb).extend([self._d_meta[i] for i in kd])
         marker = getattr(self.store, "change_marker", None)
-        segment = Segment(
+        return Segment(
             postings, vocab, chunk_ids, doc_ids, self._lengths[keep].copy(), self._versions[keep].copy(),
             meta, int(self._seq or 0),
             marker(int(self._seq or 0)) if marker is not None and self._seq else None,
         )
-        self._reset(segment)
-        if self._persist_dir is not None and segment.marker is not None:
-            try:
-                save_segment(segment, self._persist_dir)
-            except OSError as exc:  # a read-only or full disk: the index still works, unsaved
-                log.warning("lexical index not saved to %s: %s", self._persist_dir, exc)
 
     def save(self) -> None:
         """Merge and save now (a bulk load calls this once at the end)."""
-        with self._lock:
+        with self._write_lock:
             if self._seq is None:
                 self.refresh()
             self._merge()

@@ -265,3 +265,44 @@ def test_deleting_a_library_removes_its_saved_index(db_path) -> None:
     assert db.delete_library("drop")
     assert not os.path.exists(drop) and os.path.exists(keep)
     db.close()
+
+
+def test_searches_go_on_while_a_merge_builds(db_path) -> None:
+    """A merge builds the new base holding only the writers' lock: a search (and a refresh with
+    nothing new) answers meanwhile, from the state before the merge; afterwards the merged
+    index answers the same."""
+    import threading
+
+    rng = random.Random(31)
+    db = SQLiteDatabase(db_path)
+    store = db.chunk_store("lib")
+    _fill(store, rng, 60)
+    index = InMemoryLexicalIndex(store)
+    index.refresh()
+    for d in range(20):
+        store.replace_doc_chunks(f"doc-{d:03d}", _random_doc(rng, f"doc-{d:03d}", 4))
+    index.refresh()  # below the merge threshold: rows added as a delta
+    query = tokenize("revenue margin supply")
+    before = index.search(query, top_k=10)
+    building, release = threading.Event(), threading.Event()
+    real = index._merged_segment
+
+    def slow_merge():
+        building.set()
+        assert release.wait(10)
+        return real()
+
+    index._merged_segment = slow_merge  # type: ignore[method-assign]
+    merger = threading.Thread(target=index.save)
+    merger.start()
+    assert building.wait(10)
+    answered: list = []
+    searcher = threading.Thread(target=lambda: (index.refresh(), answered.append(index.search(query, top_k=10))))
+    searcher.start()
+    searcher.join(5)
+    assert answered == [before]  # answered while the merge was still building
+    release.set()
+    merger.join(10)
+    assert not merger.is_alive() and index._segments == []  # merged
+    assert index.search(query, top_k=10) == before
+    db.close()
