@@ -35,6 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchlib import percentile
+
 LIBRARY = "scale"
 VOCAB = 50_000
 ZIPF_S = 1.1
@@ -171,8 +174,7 @@ def phase_query(workdir: Path, n_queries: int, chunk_store: str | None = None) -
     stack.close()
 
     def pct(xs: list[float], p: float) -> float:
-        xs = sorted(xs)
-        return round(1000 * xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))], 2)
+        return round(1000 * percentile(xs, p), 2)
 
     return {
         "open_s": round(open_s, 2), "queries": len(qs), "queries_with_results": hits,

@@ -173,7 +173,6 @@ class NarrativeIndex:
         cache); the stale ones of replaced documents are dropped. The lexical index catches up
         once, at the end."""
         report = IngestReport()
-        bulk = getattr(self.store, "replace_many", None)
         batch: list[DocumentChunks] = []
         in_batch: set[str] = set()
         size = 0
@@ -183,14 +182,10 @@ class NarrativeIndex:
             if not batch:
                 return
             todo = batch
-            if resume and hasattr(self.store, "fingerprints"):
+            if resume:
                 current = self.store.fingerprints([d.doc_id for d in batch])
                 todo = [d for d in batch if current.get(d.doc_id) != fingerprint(d.chunks, d.valid_as_of)]
-            if bulk is not None:
-                report.chunks += bulk(todo) if todo else 0
-            else:
-                for d in todo:
-                    report.chunks += self.store.replace_doc_chunks(d.doc_id, d.chunks, valid_as_of=d.valid_as_of)
+            report.chunks += self.store.replace_many(todo)
             vectors = self.retriever.vector_store
             if vectors is not None and todo:
                 vectors.delete(doc_ids=[d.doc_id for d in todo])

@@ -44,18 +44,9 @@ def chunks_of(doc_id: str, text: str, rng: random.Random) -> list[Chunk]:
     return chunk_document(text, doc_id, title=doc_id, metadata=metadata, max_chars=240, overlap_chars=40)
 
 
-def replace_many(store: ChunkStore, batch: list[DocumentChunks]) -> None:
-    bulk = getattr(store, "replace_many", None)
-    if bulk is not None:
-        bulk(batch)
-        return
-    for doc in batch:  # a store without the bulk form
-        store.replace_doc_chunks(doc.doc_id, doc.chunks, doc.valid_as_of)
-
-
 def ingest(store: ChunkStore, docs: Sequence[tuple[str, str]], seed: int = 0) -> None:
     rng = random.Random(seed)
-    replace_many(store, [DocumentChunks(doc_id, chunks_of(doc_id, text, rng)) for doc_id, text in docs])
+    store.replace_many([DocumentChunks(doc_id, chunks_of(doc_id, text, rng)) for doc_id, text in docs])
 
 
 def queries(corpus: Sequence[tuple[str, str]], n: int = N_QUERIES) -> list[list[str]]:
@@ -131,11 +122,11 @@ def churn(store: ChunkStore, corpus: Sequence[tuple[str, str]], seed: int) -> No
     for doc_id in rng.sample(doc_ids, 30):
         store.replace_doc_chunks(doc_id, chunks_of(doc_id, rng.choice(texts) + "\n\n" + rng.choice(texts), rng))
     retired = rng.sample(doc_ids, 25)
-    replace_many(store, [DocumentChunks(d, []) for d in retired])
+    store.replace_many([DocumentChunks(d, []) for d in retired])
     back = retired[:5]
     batch = [DocumentChunks(d, chunks_of(d, rng.choice(texts), rng)) for d in back]
     batch += [DocumentChunks(f"new.doc{i}", chunks_of(f"new.doc{i}", rng.choice(texts), rng)) for i in range(10)]
-    replace_many(store, batch)
+    store.replace_many(batch)
 
 
 class LexicalIndexRankingTests:
@@ -179,7 +170,7 @@ class LexicalIndexIsolationTests:
         index.refresh()
         for query in queries(lexical_corpus[:half])[:8]:
             assert_ranks_like_reference(index.search(query, top_k=20), reference(mine, query), 20)
-        replace_many(other, [DocumentChunks(d, []) for d, _ in lexical_corpus[: half // 2]])
+        other.replace_many([DocumentChunks(d, []) for d, _ in lexical_corpus[: half // 2]])
         index.refresh()
         assert len(index) == mine.count()
         for query in queries(lexical_corpus[:half])[:8]:

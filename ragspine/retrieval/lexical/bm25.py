@@ -28,6 +28,13 @@ def bm25_idf(df: int, n_docs: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
+def bm25_term(tf: float, dl: float, avgdl: float, idf: float, k1: float = DEFAULT_BM25_K1, b: float = DEFAULT_BM25_B) -> float:
+    """One token's contribution to a document's score: ``idf * tf / (tf + k1 * (1 - b + b *
+    dl / avgdl))`` — the operations, in this order, that every index reproduces exactly."""
+    norm = k1 * (1.0 - b + b * dl / avgdl)
+    return idf * (tf / (tf + norm))
+
+
 def bm25_scores(
     query_tokens: Sequence[str],
     docs_tokens: Sequence[Sequence[str]],
@@ -53,6 +60,5 @@ def bm25_scores(
         for i, tf in enumerate(tfs):
             f = tf.get(token, 0)
             if f:
-                norm = k1 * (1.0 - b + b * lengths[i] / avgdl)
-                scores[i] += idf * (f / (f + norm))
+                scores[i] += bm25_term(f, lengths[i], avgdl, idf, k1, b)
     return scores

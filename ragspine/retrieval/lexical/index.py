@@ -28,7 +28,6 @@ the database's history, or of an older format, is ignored and rebuilt.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,11 +42,10 @@ import numpy as np
 
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
+from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
 from ragspine.retrieval.lexical.segments import (
     Postings,
     Segment,
-    StringTable,
     load_segment,
     merge_postings,
     save_segment,
@@ -132,7 +130,9 @@ class InMemoryLexicalIndex:
     def _reset(self, base: Segment) -> None:
         self._base = base
         nb = base.n_rows
-        self._vocab: dict[str, int] = {}  # tokens new since the base -> term id >= len(base.vocab)
+        # token -> term id for every token ingested since the base: new ones (id >= len(base.vocab))
+        # and base tokens met again (their base id); only refresh writes it
+        self._vocab: dict[str, int] = {}
         self._segments: list[Postings] = []  # postings of the rows added since the base
         self._d_chunk_ids: list[str] = []
         self._d_docs: list[str] = []
@@ -216,15 +216,16 @@ class InMemoryLexicalIndex:
 
     def _retire_doc(self, doc_id: str) -> None:
         rows = self._base.doc_ids.find(doc_id) + self._d_rows_by_doc.pop(doc_id, [])
-        for row in rows:
-            if self._active[row]:
-                if row >= self._base.n_rows:
-                    self._d_row_of.pop(self._d_chunk_ids[row - self._base.n_rows], None)
-                self._active[row] = False
-                self._n_active -= 1
-                self._total_len -= self._lengths[row]
-                self._dead_rows += 1
-                self._changed()
+        live = [row for row in rows if self._active[row]]
+        for row in live:
+            if row >= self._base.n_rows:
+                self._d_row_of.pop(self._d_chunk_ids[row - self._base.n_rows], None)
+            self._active[row] = False
+            self._n_active -= 1
+            self._total_len -= self._lengths[row]
+            self._dead_rows += 1
+        if live:
+            self._changed()
 
     def _term_id(self, token: str) -> int:
         tid = self._vocab.get(token)
@@ -251,15 +252,12 @@ class InMemoryLexicalIndex:
         lengths = [float(c.total()) for c in counters]
         rows = np.repeat(np.arange(first, first + len(chunks), dtype=np.int32), counts_per_row)
         self._segments.append(Postings.build(np.asarray(tids, dtype=np.int32), rows, np.asarray(tfs, dtype=np.int64)))
-        nb = self._base.n_rows
-        for i, chunk in enumerate(chunks):
-            row = first + i
+        for row, chunk in enumerate(chunks, start=first):
             self._d_chunk_ids.append(chunk.chunk_id)
             self._d_docs.append(chunk.doc_id)
             self._d_meta.append(chunk.metadata)
             self._d_row_of[chunk.chunk_id] = row
             self._d_rows_by_doc.setdefault(chunk.doc_id, []).append(row)
-        assert len(self._d_chunk_ids) == first + len(chunks) - nb
         self._lengths = np.concatenate([self._lengths, np.asarray(lengths)])
         self._versions = np.concatenate([self._versions, np.asarray([c.version for c in chunks], dtype=np.int32)])
         self._active = np.concatenate([self._active, np.ones(len(chunks), dtype=bool)])
@@ -302,11 +300,10 @@ class InMemoryLexicalIndex:
             [base.postings, *self._segments], None if everyone else self._active, None if everyone else renumber
         )
         kb, kd = keep[keep < nb], keep[keep >= nb] - nb
-        new_tokens = sorted(self._vocab, key=self._vocab.__getitem__)
-        new_tokens = [t for t in new_tokens if self._vocab[t] >= len(base.vocab)]
-        vocab = _extend_table(base.vocab, np.arange(len(base.vocab)), new_tokens)
-        chunk_ids = _extend_table(base.chunk_ids, kb, [self._d_chunk_ids[i] for i in kd])
-        doc_ids = _extend_table(base.doc_ids, kb, [self._d_docs[i] for i in kd])
+        new_tokens = sorted((t for t, tid in self._vocab.items() if tid >= len(base.vocab)), key=self._vocab.__getitem__)
+        vocab = base.vocab.extend(new_tokens)  # term ids never change: the vocabulary only grows
+        chunk_ids = base.chunk_ids.gather(kb).extend([self._d_chunk_ids[i] for i in kd])
+        doc_ids = base.doc_ids.gather(kb).extend([self._d_docs[i] for i in kd])
         meta = base.meta.gather(kb).extend([self._d_meta[i] for i in kd])
         marker = getattr(self.store, "change_marker", None)
         return Segment(
@@ -353,22 +350,29 @@ class InMemoryLexicalIndex:
         if hit is not None:
             self._terms.move_to_end(tid)
             return hit
-        rows, tfs = self._postings(tid)
-        if self._dead_rows:
-            live = self._active[rows]
-            rows, tfs = rows[live], tfs[live]
-        df = len(rows)
-        terms = tfs.astype(np.float64)
-        if df:
-            idf = math.log(1.0 + (self._n_active - df + 0.5) / (df + 0.5))
-            terms /= terms + self._norms()[rows]
-            terms *= idf
+        rows, tfs, idf = self._live_postings(tid)
+        terms = self._bm25_terms(rows, tfs, idf)
         self._terms[tid] = (rows, terms)
-        self._terms_size += df
+        self._terms_size += len(rows)
         while self._terms_size > _TERMS_CACHE and len(self._terms) > 1:
             _, (old, _) = self._terms.popitem(last=False)
             self._terms_size -= len(old)
         return rows, terms
+
+    def _live_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(rows, tf, idf)`` of term ``tid`` over the active rows."""
+        rows, tfs = self._postings(tid)
+        if self._dead_rows:
+            live = self._active[rows]
+            rows, tfs = rows[live], tfs[live]
+        return rows, tfs, bm25_idf(len(rows), self._n_active) if len(rows) else 0.0
+
+    def _bm25_terms(self, rows: np.ndarray, tfs: np.ndarray, idf: float) -> np.ndarray:
+        """:func:`bm25_term` of each ``(row, tf)``, vectorized with the same operations."""
+        terms = tfs.astype(np.float64)
+        terms /= terms + self._norms()[rows]
+        terms *= idf
+        return terms
 
     def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
         parts = [hit for seg in (self._base.postings, *self._segments) if (hit := seg.lookup(tid)) is not None]
@@ -413,24 +417,16 @@ class InMemoryLexicalIndex:
         n = self._n_active
         if n < self.prune_from:
             return None  # a small library is scored in full faster than pruned
-        everyone = self._dead_rows == 0
         occurrences: list[int] = []
         postings: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
-        for token in query_tokens:
-            tid = self._tid(token)
+        for tid in map(self._tid, query_tokens):
             if tid is None:
                 continue
             if tid not in postings:
-                rows, tfs = self._postings(tid)
-                if not everyone:
-                    live = self._active[rows]
-                    rows, tfs = rows[live], tfs[live]
-                df = len(rows)
-                postings[tid] = (rows, tfs, math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if df else 0.0)
+                postings[tid] = self._live_postings(tid)
             if len(postings[tid][0]):
                 occurrences.append(tid)
         by_rarity = sorted(set(occurrences), key=lambda t: len(postings[t][0]))
-        norm_of_row = self._norms()
         for m in range(1, min(len(by_rarity), _MAX_ESSENTIAL + 1)):
             essential = by_rarity[:m]
             if sum(len(postings[t][0]) for t in essential) > n // 4:
@@ -447,11 +443,8 @@ class InMemoryLexicalIndex:
                 pos = np.searchsorted(rows, cand)
                 np.minimum(pos, len(rows) - 1, out=pos)
                 hit = rows[pos] == cand
-                tf = tfs[pos[hit]].astype(np.float64)
-                tf /= tf + norm_of_row[cand[hit]]
-                tf *= idf
-                scores[hit] += tf
-            kth = np.partition(scores, len(scores) - top_k)[len(scores) - top_k]
+                scores[hit] += self._bm25_terms(cand[hit], tfs[pos[hit]], idf)
+            kth = _kth_largest(scores, top_k)
             if bound * (1.0 + 1e-9) < kth:
                 sel = scores >= kth
                 return cand[sel].astype(np.int64), scores[sel]
@@ -496,8 +489,7 @@ class InMemoryLexicalIndex:
                     rows, scores = rows[keep], scores[keep]
             if top_k is not None and len(rows) > top_k:
                 # keep every row tied with the k-th score, then order exactly
-                kth = np.partition(scores, len(scores) - top_k)[len(scores) - top_k]
-                sel = scores >= kth
+                sel = scores >= _kth_largest(scores, top_k)
                 rows, scores = rows[sel], scores[sel]
             ranked = sorted(
                 ((s, self.chunk_id(r), r) for s, r in zip(scores.tolist(), rows.tolist())),
@@ -523,14 +515,13 @@ class InMemoryLexicalIndex:
             return None if row is None else int(self._versions[row])
 
 
+def _kth_largest(scores: np.ndarray, k: int) -> float:
+    return float(np.partition(scores, len(scores) - k)[len(scores) - k])
+
+
 _ADD_BATCH = 20_000  # chunks tokenized per posting segment while (re)building
 _MAX_SEGMENTS = 16
 _MAX_ESSENTIAL = 3  # MaxScore attempts before scoring every posting
 _TID_CACHE = 200_000  # query tokens remembered -> term id
 _TERMS_CACHE = 8_000_000  # cached BM25 terms (8 bytes each) across the library's tokens
 
-
-def _extend_table(table: StringTable, keep: np.ndarray, added: list[str]) -> StringTable:
-    """``table``'s entries ``keep`` followed by ``added`` (kept bytes and hashes are copied in
-    numpy, never decoded)."""
-    return table.gather(keep).extend(added)

@@ -38,6 +38,11 @@ FORMAT = "ragspine-lexical/1"
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 
 
+def _tf_dtype(tf: np.ndarray) -> type:
+    """The narrowest unsigned type holding every term frequency of ``tf``."""
+    return np.uint16 if not len(tf) or int(np.max(tf)) < 2**16 else np.uint32
+
+
 def stable_hashes(strings: Iterable[str]) -> np.ndarray:
     """64-bit BLAKE2b of each string (UTF-8), the same in every process."""
     out = [
@@ -72,9 +77,7 @@ class Postings:
         indptr = np.empty(len(terms) + 1, dtype=np.int64)
         indptr[:-1] = starts
         indptr[-1] = len(tids)
-        top = int(tf.max()) if len(tf) else 0
-        tf_dtype = np.uint16 if top < 2**16 else np.uint32
-        return cls(terms.astype(np.int32), indptr, rows[order].astype(np.int32), tf[order].astype(tf_dtype))
+        return cls(terms.astype(np.int32), indptr, rows[order].astype(np.int32), tf[order].astype(_tf_dtype(tf)))
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -123,9 +126,8 @@ def merge_postings(parts: Sequence[Postings], active: np.ndarray | None = None, 
     total = np.sum(counts, axis=0)
     starts = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(total, out=starts[1:])
-    top = max(int(np.max(p.tf)) for p in parts)
     out_rows = np.empty(int(starts[-1]), dtype=np.int32)
-    out_tf = np.empty(int(starts[-1]), dtype=np.uint16 if top < 2**16 else np.uint32)
+    out_tf = np.empty(int(starts[-1]), dtype=np.result_type(*(_tf_dtype(p.tf) for p in parts)))
     offset = starts[:-1].copy()
     for p, dense in zip(parts, counts):
         tids, rows, tf = p.triples()
@@ -155,12 +157,12 @@ class StringTable:
     _sorted: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
-    def from_strings(cls, strings: Sequence[str], hashes: np.ndarray | None = None) -> StringTable:
+    def from_strings(cls, strings: Sequence[str]) -> StringTable:
         data = [s.encode("utf-8", "surrogatepass") for s in strings]
         offsets = np.zeros(len(data) + 1, dtype=np.int64)
         np.cumsum([len(d) for d in data], out=offsets[1:])
         blob = np.frombuffer(b"".join(data), dtype=np.uint8)
-        hashes = stable_hashes(strings) if hashes is None else np.asarray(hashes, dtype=np.uint64)
+        hashes = stable_hashes(strings)
         return cls(blob, offsets, hashes, np.argsort(hashes, kind="stable"))
 
     def __len__(self) -> int:
@@ -168,9 +170,6 @@ class StringTable:
 
     def __getitem__(self, i: int) -> str:
         return self.blob[self.offsets[i] : self.offsets[i + 1]].tobytes().decode("utf-8", "surrogatepass")
-
-    def take(self, rows: Iterable[int]) -> list[str]:
-        return [self[int(r)] for r in rows]
 
     def gather(self, rows: np.ndarray) -> StringTable:
         """The entries ``rows``, in that order (bytes and hashes copied, nothing decoded)."""
@@ -198,12 +197,11 @@ class StringTable:
             self._sorted = np.asarray(self.hashes)[np.asarray(self.order)]
         return self._sorted
 
-    def find(self, s: str, h: int | None = None) -> list[int]:
+    def find(self, s: str) -> list[int]:
         """Every entry equal to ``s`` (ascending)."""
         if not len(self):
             return []
-        if h is None:
-            h = int(stable_hashes([s])[0])
+        h = int(stable_hashes([s])[0])
         keys = self.sorted_hashes
         lo = int(np.searchsorted(keys, np.uint64(h), side="left"))
         hi = int(np.searchsorted(keys, np.uint64(h), side="right"))
@@ -227,45 +225,11 @@ class MetaColumns:
     values: list[list[Any] | None]  # per column: distinct values (None until loaded)
     loader: Any = None  # column number -> list of values (lazy, for saved segments)
 
-    @classmethod
-    def encode(cls, metas: Sequence[Mapping[str, Any]]) -> MetaColumns:
-        n = len(metas)
-        fields: dict[str, int] = {}
-        codes: list[np.ndarray] = []
-        values: list[list[Any]] = []
-        index: list[dict[tuple[str, Any], int]] = []
-        for row, meta in enumerate(metas):
-            for name, value in meta.items():
-                col = fields.get(name)
-                if col is None:
-                    col = fields[name] = len(codes)
-                    codes.append(np.full(n, -1, dtype=np.int32))
-                    values.append([])
-                    index.append({})
-                key = _value_key(value)
-                code = index[col].get(key)
-                if code is None:
-                    code = index[col][key] = len(values[col])
-                    values[col].append(value)
-                codes[col][row] = code
-        return cls(n, fields, codes, values)
-
     def column_values(self, col: int) -> list[Any]:
         vals = self.values[col]
         if vals is None:
             vals = self.values[col] = self.loader(col)
         return vals
-
-    def row(self, row: int) -> dict[str, Any]:
-        out = {}
-        for name, col in self.fields.items():
-            code = int(self.codes[col][row])
-            if code >= 0:
-                out[name] = self.column_values(col)[code]
-        return out
-
-    def take(self, rows: np.ndarray) -> list[dict[str, Any]]:
-        return [self.row(int(r)) for r in rows]
 
     def gather(self, rows: np.ndarray) -> MetaColumns:
         """The rows ``rows``, in that order (codes copied; the value lists are shared)."""
@@ -347,7 +311,7 @@ class Segment:
     @classmethod
     def empty(cls) -> Segment:
         none = StringTable.from_strings([])
-        return cls(Postings.empty(), none, none, none, np.zeros(0), np.zeros(0, dtype=np.int32), MetaColumns.encode([]))
+        return cls(Postings.empty(), none, none, none, np.zeros(0), np.zeros(0, dtype=np.int32), MetaColumns(0, {}, [], []))
 
 
 # -- files ------------------------------------------------------------------------------------

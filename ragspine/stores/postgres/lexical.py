@@ -33,13 +33,12 @@ Only ``chunk.text`` is indexed (``default_index_text``), with :func:`tokenize`.
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 from typing import Any, Iterator, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1
+from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf, bm25_term
 from ragspine.retrieval.lexical.index import LexicalHit
 from ragspine.stores.postgres.chunk_store import PostgresChunkStore
 from ragspine.stores.pgvector.filters import pg_storable
@@ -241,7 +240,7 @@ class PostgresLexicalIndex:
             occurrences = [t for t in tokens if t in df]
             if not n or not occurrences:
                 return []
-            idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+            idf = {t: bm25_idf(d, n) for t, d in df.items()}
             avgdl = total_len / n or 1.0
             by_rarity = sorted(set(occurrences), key=lambda t: (df[t], t))
             for m in range(1, min(len(by_rarity), MAX_ESSENTIAL + 1)):
@@ -260,11 +259,8 @@ class PostgresLexicalIndex:
                 cur.execute(_TERMS_OF, {"library_id": self.library_id, "chunk_ids": sorted(versions),
                                         "tokens": essential + others})
                 terms: dict[str, dict[str, float]] = {}
-                k1, b = self.k1, self.b
                 for chunk_id, token, tf, dl in cur.fetchall():
-                    f, length = float(tf), float(dl)
-                    norm = k1 * (1.0 - b + b * length / avgdl)
-                    terms.setdefault(chunk_id, {})[token] = idf[token] * (f / (f + norm))
+                    terms.setdefault(chunk_id, {})[token] = bm25_term(float(tf), float(dl), avgdl, idf[token], self.k1, self.b)
                 scored = exact_ranking(
                     tokens, [(cid, list(t), list(t.values()), versions[cid]) for cid, t in terms.items()], None
                 )

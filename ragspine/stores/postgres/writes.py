@@ -138,10 +138,9 @@ def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *,
     total = 0
     for doc in batch:
         for chunk in doc.chunks:
-            length, counts = term_counts(tokenize(chunk.text))
+            length, counts = _postings(library_id, chunk.chunk_id, chunk.text, postings)
             total += length
             rows.append(chunk_copy_row(chunk, library_id=library_id, version=versions[doc.doc_id], valid_as_of=doc.valid_as_of, n_tokens=length))
-            postings.extend((library_id, token, chunk.chunk_id, tf, length) for token, tf in counts.items())
             df_delta.update(counts.keys())
     write_rows(cur, _COPY_CHUNKS, _INSERT_CHUNK, rows, bulk)
     write_rows(cur, _COPY_POSTINGS, _INSERT_POSTING, postings, bulk)
@@ -199,9 +198,16 @@ def backfill_lexical(raw: Any, batch_size: int = 2000) -> None:
 
 
 def _index_page(page: Iterable[tuple[str, str, str]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    lengths, postings = [], []
+    lengths: list[tuple[Any, ...]] = []
+    postings: list[tuple[Any, ...]] = []
     for library_id, chunk_id, text in page:
-        length, counts = term_counts(tokenize(text))
+        length, _ = _postings(library_id, chunk_id, text, postings)
         lengths.append((library_id, chunk_id, length))
-        postings.extend((library_id, token, chunk_id, tf, length) for token, tf in counts.items())
     return lengths, postings
+
+
+def _postings(library_id: str, chunk_id: str, text: str, out: list[tuple[Any, ...]]) -> tuple[int, Counter[str]]:
+    """Append the posting rows of one chunk to ``out``; returns its token count and term counts."""
+    length, counts = term_counts(tokenize(text))
+    out.extend((library_id, token, chunk_id, tf, length) for token, tf in counts.items())
+    return length, counts
