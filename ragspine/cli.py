@@ -34,6 +34,7 @@ from ragspine.retrieval.filtering.filters import (
     FilterCondition,
     MetadataFilter,
 )
+from ragspine.registries import CHUNKERS
 from ragspine.retrieval.mode import RETRIEVAL_MODES
 
 EXIT_USAGE = 2
@@ -70,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
         " interrupted ingest resumes where it stopped)",
     )
     ingest.add_argument("--batch", type=_positive_int, default=5000, metavar="CHUNKS", help="chunks per transaction (default: 5000)")
+    ingest.add_argument(
+        "--chunker", type=str.lower, choices=CHUNKERS.names(), help="how documents are cut into chunks (default: RAGSPINE_CHUNKER)"
+    )
 
     query = sub.add_parser("query", help="retrieve cited snippets")
     query.add_argument("query")
@@ -79,6 +83,10 @@ def _parser() -> argparse.ArgumentParser:
         help=f"metadata filter, OP one of {', '.join(OPERATORS)}; VALUE is JSON or text",
     )
     query.add_argument("--top-k", type=int, default=5)
+    query.add_argument(
+        "--strict-filters", action="store_true",
+        help="when nothing matches the filters, return nothing (default: search once more without them, and say so)",
+    )
     query.add_argument("--json", action="store_true", help="print the snippets as JSON")
 
     sub.add_parser("libraries", help="list libraries")
@@ -137,7 +145,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     from ragspine.documents import collect_files, read_document
     from ragspine.retrieval.chunking.chunk_store import DocumentChunks
-    from ragspine.retrieval.chunking.chunking import chunk_document
 
     defaults = dict(_parse_meta(item) for item in args.meta)
     files = collect_files(args.paths)
@@ -147,19 +154,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if doc.doc_id in seen:
             raise CliError(f"{doc.source}: doc_id {doc.doc_id!r} is also used by {seen[doc.doc_id]}")
         seen[doc.doc_id] = doc.source
-    with _stack(args) as stack:
-        s = stack.settings
+    with _stack(args, **({"chunker": args.chunker} if args.chunker else {})) as stack:
+        stack.ensure_library(args.library, args.description)
+        index = stack.pipeline(args.library)
 
         def planned():  # streamed: one file in memory at a time
             for path, root in files:
                 doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity)
-                yield DocumentChunks(doc.doc_id, chunk_document(
+                yield DocumentChunks(doc.doc_id, index.chunker.chunk(
                     doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
-                    source=doc.source, source_offset=doc.body_offset, max_chars=s.chunk_chars, overlap_chars=s.overlap_chars,
+                    source=doc.source, source_offset=doc.body_offset,
                 ), doc.valid_as_of)
 
-        stack.ensure_library(args.library, args.description)
-        index = stack.index(args.library)
         with tqdm(total=len(files), desc=f"ingest → {args.library}", unit="doc", disable=None) as bar:
             report = index.ingest_many(
                 planned(), batch_chunks=args.batch, resume=not args.force,
@@ -167,8 +173,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             )
         embedded = 0
         if index.embedding_backend is not None and not args.no_embed:
-            missing = len(index.retriever.index.candidates()) if hasattr(index.retriever.index, "candidates") else 0
-            with tqdm(total=missing, desc="embed", unit="chunk", disable=None) as bar:
+            with tqdm(total=len(index.retriever.index), desc="embed", unit="chunk", disable=None) as bar:
                 embedded = index.sync_vectors(progress=bar.update)
         print(f"ingested {report.written} document(s), {report.chunks} chunk(s) into {args.library!r}"
               + (f"; {report.skipped} unchanged document(s) skipped" if report.skipped else "")
@@ -181,8 +186,12 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be positive, got {args.top_k}")
     filters = MetadataFilter(tuple(FilterCondition(f, op, _parse_value(op, v)) for f, op, v in args.filter))
     with _stack(args) as stack:
-        retriever = stack.retriever(args.library)
-        snippets = retriever.retrieve(args.query, filters=filters or None, top_k=args.top_k)
+        retriever = stack.retriever(args.library, retry_without_filters=not args.strict_filters)
+        answer = retriever.search(args.query, filters=filters or None, top_k=args.top_k)
+    snippets = answer.snippets
+    if answer.filters_dropped:
+        print("ragspine: note: no snippet matched the filters; these results ignore them "
+              "(--strict-filters returns none instead)", file=sys.stderr)
     if args.json:
         print(json.dumps(snippets, ensure_ascii=False, indent=2))
         return 0
@@ -264,7 +273,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         raise CliError(f"migrate needs a postgresql:// URL (--url or RAGSPINE_CHUNK_STORE), got {redact(url)!r}")
     from ragspine.stores.postgres.migrate import migrate
 
-    schema = args.schema or getattr(settings, "pg_schema", None)
+    schema = args.schema or settings.pg_schema
     before, after = migrate(url, schema=schema, revision=args.revision, down=args.downgrade)
     print(f"{redact(url)}{f' (schema {schema})' if schema else ''}: revision {before or 'base'} -> {after or 'base'}")
     return 0

@@ -13,6 +13,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ragspine.errors import ConfigError
+from ragspine.registries import (
+    CHUNKERS,
+    EMBEDDING_BACKENDS,
+    FILTER_EXTRACTORS,
+    LEXICAL_INDEXES,
+    LIBRARY_ROUTERS,
+    LLM_PROVIDERS,
+    POSTPROCESSORS,
+    RERANKERS,
+)
+from ragspine.registry import Registry
 
 
 def _default_data_dir() -> str:
@@ -31,6 +42,12 @@ class Setting:
     default: Any
     help: str
     kind: type = str
+    registry: Registry | None = None  # the names it accepts (checked by load_settings)
+
+
+def _named(env: str, default: str, what: str, registry: Registry) -> Setting:
+    """A setting whose value is a name of ``registry`` (its help lists them)."""
+    return Setting(env, default, f"{what}: {registry.choices('|')}", registry=registry)
 
 
 #: field name -> how it is read. The order is the order ``ragspine config`` prints.
@@ -43,18 +60,21 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_EMBEDDING_CACHE", "auto", "auto = a table in the SQLite store, else memory"
     ),
     "embedding": Setting(
-        "RAGSPINE_EMBEDDING", "auto", "service-level embedding backend (auto = ONNX if installed)"
+        "RAGSPINE_EMBEDDING", "auto", f"service-level embedding backend: {EMBEDDING_BACKENDS.choices('|')} (auto = ONNX if installed)"
     ),
     "embedding_backend": Setting(
         "RAGSPINE_EMBEDDING_BACKEND", None, "default spec of make_embedding_backend() (library level)"
     ),
-    "lexical_index": Setting(
-        "RAGSPINE_LEXICAL_INDEX", "auto",
-        "auto (in PostgreSQL when the chunk store is, else in-process) | memory | postgres",
-    ),
+    "lexical_index": _named("RAGSPINE_LEXICAL_INDEX", "auto", "BM25 index (auto: in PostgreSQL when the chunk store is)", LEXICAL_INDEXES),
     "retrieval_mode": Setting("RAGSPINE_RETRIEVAL_MODE", "auto", "auto|hybrid|vector|economy|bm25|lexical"),
-    "library_router": Setting("RAGSPINE_LIBRARY_ROUTER", "none", "none|keyword|llm"),
-    "filter_extractor": Setting("RAGSPINE_FILTER_EXTRACTOR", "none", "none|controlled_vocab|llm"),
+    "chunker": _named("RAGSPINE_CHUNKER", "default", "how documents are cut into chunks", CHUNKERS),
+    "reranker": _named("RAGSPINE_RERANKER", "none", "reorders the fused head", RERANKERS),
+    "postprocessor": Setting(
+        "RAGSPINE_POSTPROCESSOR", "none", f"comma-separated chain after rerank: {POSTPROCESSORS.choices('|')}"
+    ),
+    "library_router": _named("RAGSPINE_LIBRARY_ROUTER", "none", "which libraries a query searches", LIBRARY_ROUTERS),
+    "filter_extractor": _named("RAGSPINE_FILTER_EXTRACTOR", "none", "automatic filters from the query", FILTER_EXTRACTORS),
+    "llm": _named("RAGSPINE_LLM", "none", "language model provider (judge, router, extractor)", LLM_PROVIDERS),
     "onnx_model_dir": Setting(
         "RAGSPINE_ONNX_MODEL_DIR", None, "directory with model.onnx + tokenizer files (overrides the packaged model)"
     ),
@@ -70,6 +90,9 @@ SETTINGS: dict[str, Setting] = {
     "embed_batch_size": Setting("RAGSPINE_EMBED_BATCH_SIZE", 64, "texts per embedding call", int),
     "data_dir": Setting("RAGSPINE_DATA_DIR", None, "data directory (default: $XDG_DATA_HOME/ragspine)"),
     "pg_schema": Setting("RAGSPINE_PG_SCHEMA", None, "PostgreSQL schema for RAGSpine's tables (default: public)"),
+    "auto_migrate": Setting(
+        "RAGSPINE_AUTO_MIGRATE", False, "upgrade the PostgreSQL schema on first use (default: only `ragspine migrate` does)", bool
+    ),
     "vector_exact": Setting("RAGSPINE_VECTOR_EXACT", False, "exact (brute-force) vector search in pgvector/Qdrant", bool),
     "hnsw_ef_search": Setting("RAGSPINE_HNSW_EF_SEARCH", 100, "HNSW candidate list size (pgvector ef_search, Qdrant hnsw_ef)", int),
     "qdrant_api_key": Setting("RAGSPINE_QDRANT_API_KEY", None, "API key of a Qdrant server"),
@@ -108,8 +131,12 @@ class Settings:
     embedding_backend: str | None
     lexical_index: str
     retrieval_mode: str
+    chunker: str
+    reranker: str
+    postprocessor: str
     library_router: str
     filter_extractor: str
+    llm: str
     onnx_model_dir: str | None
     cache_dir: str
     glossary: str | None
@@ -121,6 +148,7 @@ class Settings:
     embed_batch_size: int
     data_dir: str
     pg_schema: str | None
+    auto_migrate: bool
     vector_exact: bool
     hnsw_ef_search: int
     qdrant_api_key: str | None
@@ -169,8 +197,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         values["chunk_store"] = os.path.join(values["data_dir"], "ragspine.db")
     if values["cache_dir"] is None:
         values["cache_dir"] = _default_cache_dir()
-    for name in ("embedding", "retrieval_mode", "library_router", "filter_extractor", "vector_store", "embedding_models"):
+    for name in ("embedding", "retrieval_mode", "vector_store", "embedding_models", "postprocessor"):
         values[name] = values[name].lower() if isinstance(values[name], str) else values[name]
+    for name, setting in SETTINGS.items():
+        if setting.registry is not None:
+            values[name] = setting.registry.canonical(values[name])  # an unknown name fails here, listing the choices
     _check_ranges(values)
     return Settings(**values)
 

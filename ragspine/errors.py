@@ -9,6 +9,7 @@ __all__ = [
     "BackendError",
     "FilterError",
     "IngestError",
+    "SchemaError",
 ]
 
 
@@ -34,6 +35,11 @@ class MissingDependencyError(RagspineError, ImportError):
 
 class BackendError(RagspineError):
     """A store, cache or model backend failed (connection, query, driver error)."""
+
+
+class SchemaError(BackendError):
+    """A database's schema is not the one this RAGSpine needs; the message names the fix
+    (``ragspine migrate``)."""
 
 
 class FilterError(RagspineError, ValueError):

@@ -18,7 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragspine.retrieval.chunking.sqlite_store import SQLiteChunkStore
+from ragspine.stores.sqlite import SQLiteChunkStore
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.link.narrative_link import build_narrative_retriever
 

@@ -70,7 +70,7 @@ from _benchlib import (
     run_rank_bm25,
 )
 
-from ragspine.retrieval.chunking.sqlite_store import SQLiteChunkStore
+from ragspine.stores.sqlite import SQLiteChunkStore
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.link.narrative_link import build_narrative_retriever
 

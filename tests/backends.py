@@ -164,6 +164,13 @@ def fresh_schema() -> str:
     return f"t_{uuid.uuid4().hex[:16]}"
 
 
+def migrate_schema(url: str, schema: str | None) -> None:
+    """What a deployment does once: ``ragspine migrate`` (the stores only check the revision)."""
+    from ragspine.stores.postgres.migrate import migrate
+
+    migrate(url, schema=schema)
+
+
 def drop_schema(url: str, schema: str) -> None:
     import psycopg
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.stores.sqlite import SQLiteDatabase
 
 
 @pytest.fixture(autouse=True)
@@ -72,18 +72,32 @@ def pg15_database_url(pg15_server):
 
 
 @pytest.fixture
-def pg_schema(pg_database_url):
-    """``(url, schema)``: a fresh schema on the pgvector server, dropped after the test."""
+def pg_blank_schema(pg_database_url):
+    """``(url, schema)``: a fresh, empty schema on the pgvector server, dropped after the test."""
     schema = backends.fresh_schema()
     yield pg_database_url, schema
     backends.drop_schema(pg_database_url, schema)
 
 
 @pytest.fixture
-def pg15_schema(pg15_database_url):
+def pg_schema(pg_blank_schema):
+    """``(url, schema)``: a fresh schema on the pgvector server, migrated (``ragspine migrate``)."""
+    backends.migrate_schema(*pg_blank_schema)
+    return pg_blank_schema
+
+
+@pytest.fixture
+def pg15_blank_schema(pg15_database_url):
     schema = backends.fresh_schema()
     yield pg15_database_url, schema
     backends.drop_schema(pg15_database_url, schema)
+
+
+@pytest.fixture
+def pg15_schema(pg15_blank_schema):
+    """``(url, schema)``: a fresh schema on PostgreSQL 15, migrated."""
+    backends.migrate_schema(*pg15_blank_schema)
+    return pg15_blank_schema
 
 
 @pytest.fixture(scope="session")

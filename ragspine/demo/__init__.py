@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.vector.embedding import model_id_of
 
 CORPUS_DIR = Path(__file__).parent / "corpus"
 
@@ -68,7 +69,7 @@ def run_demo(stack: Any, *, echo: Callable[[str], None] = print) -> DemoReport:
 
     for library_id, (description, files) in LIBRARIES.items():
         stack.ensure_library(library_id, description)
-        index = stack.index(library_id)
+        index = stack.pipeline(library_id)
         for name in files:
             doc = read_document(CORPUS_DIR / name, CORPUS_DIR)
             index.ingest_text(
@@ -83,7 +84,7 @@ def run_demo(stack: Any, *, echo: Callable[[str], None] = print) -> DemoReport:
             )
     backend = stack.embedding_backend
     mode = stack.mode.name if backend is not None else "economy (BM25 only)"
-    report = DemoReport(mode=f"{mode}" + (f" with {getattr(backend, 'model_id', type(backend).__name__)}" if backend else ""))
+    report = DemoReport(mode=f"{mode}" + (f" with {model_id_of(backend)}" if backend else ""))
     echo(f"RAGSpine demo — retrieval mode: {report.mode}")
     echo(f"libraries: {', '.join(LIBRARIES)} ({sum(len(f) for _, f in LIBRARIES.values())} documents)\n")
 
@@ -101,7 +102,7 @@ def run_demo(stack: Any, *, echo: Callable[[str], None] = print) -> DemoReport:
         echo("")
 
     first = QUESTIONS[0]
-    index = stack.index(first.libraries[0])  # type: ignore[index]
+    index = stack.pipeline(first.libraries[0])  # type: ignore[index]
     index.retriever.refresh()
     top = index.retriever.index.search(tokenize(first.query), top_k=1)
     if top:

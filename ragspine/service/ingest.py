@@ -3,7 +3,8 @@
 An upload is checked completely before it is queued (size → 413, shape and metadata → 422),
 and stored with the job as plain dicts. The job then, document by document:
 
-1. chunks it (the server's ``RAGSPINE_CHUNK_CHARS`` / ``RAGSPINE_OVERLAP_CHARS``);
+1. chunks it (the library pipeline's chunker: ``RAGSPINE_CHUNKER`` with ``RAGSPINE_CHUNK_CHARS`` /
+   ``RAGSPINE_OVERLAP_CHARS``);
 2. computes its vectors into the embedding cache — *before* anything is written, so a model
    failure leaves the previous version active;
 3. makes the new version active in one atomic versioned replace (the index's vectors follow
@@ -24,7 +25,8 @@ from typing import Any
 
 from ragspine.documents import RESERVED_KEYS, decode_document
 from ragspine.errors import IngestError
-from ragspine.retrieval.chunking.chunking import chunk_document
+from ragspine.retrieval.chunking.base import Chunker
+from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.metadata import validate_metadata
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 
@@ -100,11 +102,11 @@ def _first_heading(body: str) -> str:
     return ""
 
 
-def plan(settings: Any, doc: Mapping[str, Any]) -> list[Any]:
-    return chunk_document(
+def plan(chunker: Chunker, doc: Mapping[str, Any]) -> list[Chunk]:
+    """The chunks of one uploaded document (the library's chunker)."""
+    return chunker.chunk(
         doc["text"], doc["doc_id"], title=doc["title"], metadata=doc["metadata"], sensitivity=doc["sensitivity"],
         source=doc["source"], source_offset=doc["source_offset"],
-        max_chars=settings.chunk_chars, overlap_chars=settings.overlap_chars,
     )
 
 
@@ -127,7 +129,7 @@ def run_job(ctx: Any, job_id: str) -> None:
         index = ctx.index(library)
         for position, doc in enumerate(docs, 1):
             current = doc["doc_id"]
-            chunks = plan(ctx.settings, doc)
+            chunks = plan(index.chunker, doc)
             index.retriever.warm_cache(chunks)  # a failing model stops here, nothing written
             before = active_version(index.store, current)
             try:
@@ -160,6 +162,5 @@ def _reason(exc: BaseException) -> str:
 
 
 def _count(ctx: Any, name: str, label: str | None, amount: float = 1) -> None:
-    metric = getattr(ctx.metrics, name, None)
-    if metric is not None:
-        (metric.labels(label) if label else metric).inc(amount)
+    if ctx.metrics is not None:
+        ctx.metrics.count(name, label, amount)

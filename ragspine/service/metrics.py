@@ -38,6 +38,12 @@ class Metrics:
         self.ingest_chunks = Counter("ragspine_ingest_chunks", "chunks written by this process", registry=r)
         self.jobs_finished = Counter("ragspine_ingest_jobs_finished", "ingest jobs this process finished", ["state"], registry=r)
 
+    def count(self, name: str, label: str | None = None, amount: float = 1) -> None:
+        """Add ``amount`` to counter ``name`` (one of the attributes above), with its label."""
+        counter: Counter = {"ingest_documents": self.ingest_documents, "ingest_chunks": self.ingest_chunks,
+                            "jobs_finished": self.jobs_finished}[name]
+        (counter.labels(label) if label else counter).inc(amount)
+
     def watch(self, context: Callable[[], Any]) -> None:
         """Export the job table and the embedding cache of the service ``context()`` returns."""
         self.registry.register(_ServiceCollector(context))

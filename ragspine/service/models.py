@@ -160,6 +160,9 @@ class RetrieveOut(BaseModel):
     query: str
     libraries: list[str]
     snippets: list[dict[str, Any]]
+    filters_dropped: bool = Field(
+        False, description="true when nothing matched the filters and these snippets were found without them (retry_without_filters)"
+    )
 
 
 # -- Dify's external knowledge API ---------------------------------------------------------

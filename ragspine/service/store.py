@@ -3,7 +3,8 @@
 ``ServiceStore.for_stack(stack)`` uses the stack's own database: the chunk store's SQLite
 file (tables created here with ``create_all``; write transactions ``BEGIN IMMEDIATE`` so they
 queue behind the chunk store's writers instead of failing), or its PostgreSQL engine (tables
-from the Alembic revision ``0003_service``, which ``stack.db.init_schema()`` has applied).
+from the Alembic revision ``0003_service``: ``stack.db.init_schema()`` checks the schema is
+current — ``ragspine migrate`` — or applies it with ``RAGSPINE_AUTO_MIGRATE=1``).
 """
 
 from __future__ import annotations
@@ -103,9 +104,13 @@ class ServiceStore:
 
     @classmethod
     def for_stack(cls, stack: Any) -> ServiceStore:
-        if stack.chunk_spec.kind == "postgresql":
-            return cls(stack.db.engine)
-        return cls(sqlite_engine(stack.db.path), create=True)
+        from ragspine.stores.sqlite.database import SQLiteDatabase
+
+        db = stack.db
+        db.init_schema()  # PostgreSQL: SchemaError naming `ragspine migrate` when behind
+        if isinstance(db, SQLiteDatabase):
+            return cls(sqlite_engine(db.path), create=True)
+        return cls(db.engine)
 
     def close(self) -> None:
         if self.engine.dialect.name == "sqlite":

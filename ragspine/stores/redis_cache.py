@@ -28,13 +28,17 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from ragspine.errors import ConfigError, MissingDependencyError
-from ragspine.retrieval.vector.cache import CacheStats
+from ragspine.retrieval.vector.embedding_cache import CacheStats
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
+    from ragspine.stores.registry import StoreSpec
 
 __all__ = ["RedisCacheStats", "RedisEmbeddingCache", "DEFAULT_REDIS_URL", "DEFAULT_PREFIX"]
 
@@ -129,6 +133,30 @@ class RedisEmbeddingCache:
             client = _build_client(self.url, socket_timeout, connect_timeout)
         self._client = client
 
+    @classmethod
+    def parse(cls, value: str, context: object) -> StoreSpec:
+        from ragspine.stores.registry import StoreSpec
+
+        return StoreSpec("redis", value.strip())
+
+    @classmethod
+    def from_config(cls, spec: StoreSpec, settings: Settings, database: object = None) -> RedisEmbeddingCache:
+        """``RAGSPINE_EMBEDDING_CACHE=redis://...``: keys under ``RAGSPINE_REDIS_PREFIX`` + ``emb:``."""
+        ttl = settings.embedding_cache_ttl or None
+        return cls(spec.target, prefix=f"{settings.redis_prefix}emb:", ttl_seconds=ttl)
+
+    def check(self, timeout: float = 1.0) -> None:
+        """Raise unless Redis answers ``PING`` within ``timeout`` seconds (the circuit is not
+        involved: this is a health probe, not a cache call)."""
+        if self.url is None:
+            self._client.ping()
+            return
+        probe = _build_client(self.url, timeout, timeout)
+        try:
+            probe.ping()
+        finally:
+            probe.close()
+
     def __repr__(self) -> str:
         where = redact_url(self.url) if self.url else "client"
         return f"RedisEmbeddingCache({where!r}, prefix={self.prefix!r})"
@@ -198,7 +226,7 @@ class RedisEmbeddingCache:
             except Exception:  # closing a dead connection is not an error worth raising
                 pass
 
-    def __enter__(self) -> "RedisEmbeddingCache":
+    def __enter__(self) -> RedisEmbeddingCache:
         return self
 
     def __exit__(self, *exc: object) -> None:

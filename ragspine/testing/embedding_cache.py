@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragspine.retrieval.vector.base import EmbeddingCache, embedding_key
+from ragspine.retrieval.vector.embedding_cache import EmbeddingCache, embedding_key
 
 
 class EmbeddingCacheRoundTripTests:

@@ -22,6 +22,7 @@ import random
 import re
 from typing import Any, Callable, Sequence
 
+from ragspine.retrieval.lexical.base import VersionedIndex
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, DocumentChunks
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_document
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
@@ -151,11 +152,10 @@ class LexicalIndexRankingTests:
         index.refresh()
         assert len(index) == store.count()
         check_against_reference(index, store, lexical_corpus, seed=3)
-        version_of = getattr(index, "version_of", None)
-        if version_of is not None:
+        if isinstance(index, VersionedIndex):
             for chunk in store.iter_chunks()[::37]:
-                assert version_of(chunk.chunk_id) == chunk.version
-            assert version_of("no such chunk") is None
+                assert index.version_of(chunk.chunk_id) == chunk.version
+            assert index.version_of("no such chunk") is None
 
 
 class LexicalIndexIsolationTests:

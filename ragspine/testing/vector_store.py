@@ -14,9 +14,9 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from ragspine.errors import ConfigError
+from ragspine.errors import ConfigError, IngestError
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
-from ragspine.retrieval.vector.base import VectorRecord, VectorStore
+from ragspine.retrieval.vector.vector_store import VectorRecord, VectorStore
 from ragspine.testing.random_filters import random_filter, random_metadata
 
 Factory = Callable[[str, int], VectorStore]
@@ -159,6 +159,14 @@ class VectorStoreMaintenanceTests:
         with pytest.raises(ConfigError):
             store.upsert([VectorRecord("x", [1.0] * (DIM + 1), "d")])
 
+    @pytest.mark.parametrize("value", [["a", "b"], {"nested": 1}, float("nan")])
+    def test_metadata_that_is_not_scalar_is_refused_and_nothing_written(self, vector_store_factory: Factory, value: Any) -> None:
+        store = vector_store_factory("lib-m", DIM)
+        good, bad = records(2)
+        with pytest.raises(IngestError):
+            store.upsert([good, VectorRecord(bad.id, bad.vector, "d", 1, "", {"k": value})])
+        assert store.count() == 0  # the good record of the batch was not written either
+
 
 class VectorStoreIsolationTests:
     def test_libraries_never_cross(self, vector_store_factory: Factory) -> None:
@@ -176,6 +184,18 @@ class VectorStoreIsolationTests:
         assert a.count() == 11
         b.clear()
         assert a.count() == 11 and b.count() == 0
+
+    @pytest.mark.parametrize("key", ["\udfff", "a\ud800b", "nul\x00key"])
+    def test_a_field_no_payload_can_hold_matches_nothing(self, vector_store_factory: Factory, key: str) -> None:
+        """A lone surrogate or NUL in a filter's field name is well-formed; no stored payload
+        can carry such a key, so every call answers as for a missing field — never raises."""
+        store = vector_store_factory("lib-f", DIM)
+        store.upsert(records(4, meta=lambda i: {"k": i}))
+        q = unit_vectors(1)[0].tolist()
+        for op, value in (("eq", 1), ("ne", 1), ("nin", []), ("gte", 0), ("eq", None)):
+            where = MetadataFilter((FilterCondition(key, op, value),))
+            assert store.query(q, top_k=5, where=where) == []
+            assert store.count(where) == 0
 
     @pytest.mark.parametrize(
         "key, value",

@@ -14,7 +14,8 @@ from typing import Any, Iterable, Mapping
 
 import pytest
 
-from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.testing.llm import ScriptedLLMProvider
+from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.sensitivity import is_restricted
 
@@ -120,16 +121,9 @@ def corpus_of(index: NarrativeIndex) -> dict[str, Any]:
 
 
 # -- fakes -----------------------------------------------------------------------------------
-class RecordingProvider:
+def RecordingProvider(answer: str = "1, 0") -> ScriptedLLMProvider:
     """A fake LLM provider: records every prompt, answers with a fixed text."""
-
-    def __init__(self, answer: str = "1, 0") -> None:
-        self.answer = answer
-        self.prompts: list[str] = []
-
-    def chat(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
-        self.prompts.append("\n".join(m.get("content", "") for m in messages))
-        return self.answer
+    return ScriptedLLMProvider(answer)
 
 
 class RecordingJudge:

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.filtering.filters import (
     OPERATORS,
     FilterCondition,

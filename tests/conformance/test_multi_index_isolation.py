@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 
 import pytest
 
-from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, to_snippet
+from ragspine.retrieval.link.narrative_link import Retrieval, NarrativeIndexRetriever, to_snippet
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.routing.routers import make_library_router
@@ -41,6 +41,10 @@ class SpyRetriever:
     def retrieve(self, query: str, *, filters: Any = None, top_k: int = 50) -> list[dict[str, Any]]:
         self.log.append(self.library_id)
         return self.inner.retrieve(query, filters=filters, top_k=top_k)
+
+    def search(self, query: str, *, filters: Any = None, top_k: int = 50) -> Any:
+        self.log.append(self.library_id)
+        return self.inner.search(query, filters=filters, top_k=top_k)
 
 
 class RaisingRouter:
@@ -79,7 +83,7 @@ ROUTERS = _routers()
 def libraries():
     """lib-a and lib-b in one database, each with a RESTRICTED best match and a chunk whose
     chunk_id equals one in the other library."""
-    from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+    from ragspine.stores.sqlite import SQLiteDatabase
     from tests.conformance.conftest import Doc
 
     db = SQLiteDatabase(":memory:")
@@ -218,7 +222,14 @@ def test_llm_router_prompt_names_libraries_and_not_chunks(libraries):
 
 
 # -- the inverse proofs: leaky bases must fail the checker -----------------------------------
-class ForeignLeak:
+class _Leak:
+    """A library retriever whose ``search`` is its (leaky) ``retrieve``."""
+
+    def search(self, query, *, filters=None, top_k=50):
+        return Retrieval(self.retrieve(query, filters=filters, top_k=top_k))
+
+
+class ForeignLeak(_Leak):
     """Broken on purpose: lib-a's base also returns a snippet of lib-b."""
 
     def __init__(self, inner: Any, foreign: NarrativeIndex) -> None:
@@ -232,7 +243,7 @@ class ForeignLeak:
         return leaked[:1] + own
 
 
-class RestrictedLeak:
+class RestrictedLeak(_Leak):
     """Broken on purpose: the base builds snippets without the RESTRICTED exit."""
 
     def __init__(self, inner: Any, index: NarrativeIndex) -> None:
@@ -243,7 +254,7 @@ class RestrictedLeak:
         return [to_snippet(r) for r in self.index.retrieve(query, top_k=top_k, metadata_filter=filters)]
 
 
-class SharedIdSwap:
+class SharedIdSwap(_Leak):
     """Broken on purpose: lib-a answers its shared chunk id with lib-b's text."""
 
     def __init__(self, inner: Any, foreign: NarrativeIndex) -> None:

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from ragspine.retrieval.ask_again import Page
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.link.narrative_link import (
+    Retrieval,
     NarrativeIndexRetriever,
     ProviderListwiseJudge,
     build_narrative_retriever,
@@ -194,6 +196,9 @@ class LeakyExit(NarrativeIndexRetriever):
     def retrieve(self, query, *, filters=None, top_k=50):
         return [to_snippet(r) for r in self.index.retrieve(query, top_k=top_k, metadata_filter=filters)]
 
+    def search(self, query, *, filters=None, top_k=50):
+        return Retrieval(self.retrieve(query, filters=filters, top_k=top_k))
+
 
 class LeakyRerankIndex(NarrativeIndex):
     """Broken on purpose: sends every fused result (RESTRICTED too) to the judge."""
@@ -202,10 +207,11 @@ class LeakyRerankIndex(NarrativeIndex):
         super().__init__(*args, **kwargs)
         self.judge = judge
 
-    def retrieve(self, query, *, top_k=10, metadata_filter=None, **fields):
-        results = super().retrieve(query, top_k=top_k, metadata_filter=metadata_filter, **fields)
+    def search_once(self, query, want, metadata_filter, skip_stale=False):
+        page = super().search_once(query, want, metadata_filter, skip_stale)
+        results = page.items
         order = self.judge.judge(query, [f"{r.chunk.text} {r.chunk.window_text}" for r in results])
-        return [results[i] for i in order]
+        return Page([results[i] for i in order], page.exhausted)
 
 
 class LeakyWindowExit(NarrativeIndexRetriever):

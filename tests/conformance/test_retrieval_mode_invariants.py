@@ -148,7 +148,7 @@ class Tripwires:
 
         mp = self._mp
         mp.setattr(embedding_backends, "make_embedding_backend", self._trip("make_embedding_backend"))
-        mp.setattr(embedding_backends, "_auto_backend", self._trip("_auto_backend"))
+        mp.setattr(embedding_backends, "auto_backend", self._trip("auto_backend"))
         mp.setattr(InProcessVectorStore, "__init__", self._trip("InProcessVectorStore"))
         mp.setattr(cache_module.InMemoryEmbeddingCache, "__init__", self._trip("InMemoryEmbeddingCache"))
         mp.setattr(cache_module.SQLiteEmbeddingCache, "__init__", self._trip("SQLiteEmbeddingCache"))

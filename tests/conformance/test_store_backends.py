@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
-from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache, SQLiteEmbeddingCache
+from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
+from ragspine.stores.sqlite.embedding_cache import SQLiteEmbeddingCache
 from ragspine.retrieval.vector.store import InProcessVectorStore
 from ragspine.testing import (
     ChunkStoreConformance,

@@ -13,7 +13,7 @@ from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_OVERLAP_CHARS,
 )
-from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K
+from ragspine.retrieval.fusion import DEFAULT_RRF_K
 
 DEFAULTS = {
     "vector_store": "memory",

@@ -120,7 +120,7 @@ def test_demo_with_the_default_onnx_mode(capsys, tmp_path):
 def test_demo_stack_runs_on_the_configured_stores(capsys, tmp_path, monkeypatch):
     """`ragspine demo --stack` writes into the configured chunk store (what compose's demo runs)."""
     from ragspine import cli
-    from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+    from ragspine.stores.sqlite import SQLiteDatabase
 
     db_path = tmp_path / "configured.db"
     monkeypatch.setenv("RAGSPINE_CHUNK_STORE", str(db_path))

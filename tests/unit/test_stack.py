@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import pytest
 
+from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.config import load_settings
 from ragspine.errors import ConfigError, MissingDependencyError
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.routing.routers import KeywordLibraryRouter
 from ragspine.retrieval.vector import embedding_backends
-from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache, SQLiteEmbeddingCache
+from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
+from ragspine.stores.sqlite.embedding_cache import SQLiteEmbeddingCache
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
-from ragspine.stack import Stack, load_glossary
+from ragspine.retrieval.lexical.rewrite import load_glossary
+from ragspine.stack import Stack
 
 
 @pytest.fixture
@@ -173,11 +176,8 @@ def test_llm_router_without_a_provider_is_a_config_error(settings):
         with pytest.raises(ConfigError, match="provider"):
             stack.retriever()
 
-    class Provider:
-        def chat(self, messages, **kwargs):
-            return '["support"]'
-
-    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LIBRARY_ROUTER="llm"), provider=Provider()) as stack:
+    provider = ScriptedLLMProvider('["support"]')
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LIBRARY_ROUTER="llm"), provider=provider) as stack:
         assert {s["library_id"] for s in stack.retriever().retrieve("third quarter")} == {"support"}
 
 
@@ -334,7 +334,8 @@ def test_lexical_index_setting(settings):
     for choice in ("auto", "memory"):
         with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LEXICAL_INDEX=choice)) as stack:
             assert isinstance(stack.index("lib").retriever.index, InMemoryLexicalIndex)
-    for bad, words in (("postgres", "needs a PostgreSQL chunk store"), ("elastic", "not one of auto, memory, postgres")):
-        with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LEXICAL_INDEX=bad)) as stack, \
-                pytest.raises(ConfigError, match=words):
-            stack.index("lib")
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LEXICAL_INDEX="postgres")) as stack, \
+            pytest.raises(ConfigError, match="needs a PostgreSQL chunk store"):
+        stack.index("lib")
+    with pytest.raises(ConfigError, match="unknown lexical index 'elastic'.*choose one of auto, memory, postgres"):
+        settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LEXICAL_INDEX="elastic")

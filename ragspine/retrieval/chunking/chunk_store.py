@@ -1,34 +1,25 @@
-"""The versioned chunk store: the ``ChunkStore`` Protocol and the ``StoredChunk`` row.
+"""The ``ChunkStore`` role: versioned, library-scoped chunks — and ``StoredChunk``, the row.
 
 A store instance is scoped to one library (``library_id``): every read and write it makes is
 confined to that library, which is how tenants' libraries stay apart in a shared database.
+The seed's contract is :class:`ChunkStore`; what a backend may offer besides is declared by
+the capability Protocols below it (runtime-checkable, so callers test ``isinstance`` instead
+of probing attributes):
 
-Contract (every backend; the conformance suite checks it):
+* :class:`ChangeLog` — ``change_seq`` / ``changes_since``: derived indexes follow the store;
+* :class:`BulkWrites` — ``replace_many``: a batch of replaces in one transaction;
+* :class:`Fingerprints` — ``fingerprints``: what a resumed bulk ingest skips;
+* :class:`StreamingReads` — ``iter_active`` / ``iter_active_docs``: paged reads;
+* :class:`PersistentStore` — ``persist_dir`` / ``change_marker``: a place for saved indexes.
 
-* ``init_schema()`` creates what the store needs and is idempotent.
-* ``replace_doc_chunks(doc_id, chunks, valid_as_of="") -> int`` is one atomic versioned
-  replace: ``version = max(version) + 1`` for the document, old rows become ``active=False``,
-  the new rows are inserted ``active=True``; returns the number of rows written. Re-ingesting
-  the same chunks leaves the same active set. An empty list retires the document. If it
-  raises, the previous version stays active.
-* ``iter_chunks(...)`` is an AND pre-filter over active rows (or all rows with
-  ``include_inactive=True``), ordered by ``(doc_id, ordinal, version)``.
-* ``get_chunks(chunk_ids)`` returns the active rows for those ids, in the order asked,
-  skipping ids that are not active.
-* ``change_seq()`` / ``changes_since(seq)`` let derived indexes (lexical, vector) follow
-  the store: every replace appends one change.
-* ``execute_read(sql, params)`` is the one read-only SQL entry point.
-* ``replace_many(docs)`` is the bulk form: every document is a versioned replace as above, the
-  batch is one transaction (all of it becomes visible, or none); a ``doc_id`` at most once
-  per batch (:func:`check_batch`). Each replace records the
-  document's :func:`fingerprint`; ``fingerprints(doc_ids)`` returns those of the active
-  documents, so an interrupted bulk ingest resumes by skipping what is already current.
+Every backend passes ``ragspine.testing.ChunkStoreConformance`` (and the bulk pack when it
+offers ``BulkWrites``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Mapping, NamedTuple, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Mapping, NamedTuple, Protocol, Sequence, runtime_checkable
 
 from ragspine.retrieval.chunking.chunking import Chunk
 
@@ -76,15 +67,20 @@ class LibraryInfo:
 
 @runtime_checkable
 class ChunkStore(Protocol):
-    """A versioned, library-scoped chunk store (see the module docstring for the contract)."""
+    """A versioned, library-scoped chunk store (the seed's contract)."""
 
     library_id: str
 
-    def init_schema(self) -> None: ...
+    def init_schema(self) -> None:
+        """Make the store ready to use; idempotent."""
+        ...
 
-    def replace_doc_chunks(
-        self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = ""
-    ) -> int: ...
+    def replace_doc_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "") -> int:
+        """One atomic versioned replace: ``version = max(version) + 1`` for the document, its
+        old rows inactive, the new rows active; returns the rows written. An empty list
+        retires the document. Invalid input raises ``IngestError`` before any write; if it
+        raises, the previous version stays active."""
+        ...
 
     def iter_chunks(
         self,
@@ -96,40 +92,139 @@ class ChunkStore(Protocol):
         period: str | None = None,
         language: str | None = None,
         include_inactive: bool = False,
-    ) -> list[StoredChunk]: ...
+    ) -> list[StoredChunk]:
+        """An AND pre-filter over the active rows (every row with ``include_inactive``) on the
+        seed's five fields, ordered by ``(doc_id, ordinal, version)``."""
+        ...
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[StoredChunk]: ...
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        """The active rows of ``chunk_ids``, in the order asked; ids not active are skipped."""
+        ...
 
-    def doc_ids(self) -> list[str]: ...
+    def doc_ids(self) -> list[str]:
+        """The active documents, sorted by code point."""
+        ...
 
-    def count(self, *, include_inactive: bool = False) -> int: ...
+    def count(self, *, include_inactive: bool = False) -> int:
+        """Active rows (every stored version with ``include_inactive``)."""
+        ...
 
-    def change_seq(self) -> int: ...
+    def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The one read-only SQL entry point: a statement that would write raises ``BackendError``."""
+        ...
 
-    def changes_since(self, seq: int) -> tuple[int, list[str]]: ...
+    def close(self) -> None:
+        """Release what the store owns (a database it opened itself)."""
+        ...
 
-    def replace_many(self, docs: Sequence["DocumentChunks"]) -> int: ...
 
-    def fingerprints(self, doc_ids: Sequence[str]) -> dict[str, str]: ...
+@runtime_checkable
+class ChangeLog(Protocol):
+    """Every replace appends one change; derived indexes (lexical, vector) follow them."""
 
-    def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def change_seq(self) -> int:
+        """The sequence number of the library's latest change (0: none yet)."""
+        ...
 
-    def close(self) -> None: ...
+    def changes_since(self, seq: int) -> tuple[int, list[str]]:
+        """``(latest seq, doc_ids changed after seq)``, the ids in order of first change; a
+        doc_id ``""`` means the whole library was dropped."""
+        ...
+
+
+@runtime_checkable
+class FollowableStore(ChunkStore, ChangeLog, Protocol):
+    """A chunk store an index can follow (what :class:`InMemoryLexicalIndex` needs)."""
+
+
+@runtime_checkable
+class BulkWrites(Protocol):
+    def replace_many(self, docs: Sequence[DocumentChunks]) -> int:
+        """Versioned replace of every document (:meth:`ChunkStore.replace_doc_chunks`), the
+        batch in one transaction: all of it becomes visible, or none. A ``doc_id`` at most
+        once per batch (:func:`check_batch`). Returns rows written."""
+        ...
+
+
+@runtime_checkable
+class Fingerprints(Protocol):
+    def fingerprints(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """``{doc_id: fingerprint}`` of the active documents among ``doc_ids``, as recorded
+        by the replace that wrote them (:func:`fingerprint`)."""
+        ...
+
+
+@runtime_checkable
+class StreamingReads(Protocol):
+    def iter_active(self, batch_size: int = 5000) -> Iterator[StoredChunk]:
+        """Every active chunk, in pages of ``batch_size`` (one statement per page)."""
+        ...
+
+    def iter_active_docs(self, doc_ids: Sequence[str]) -> Iterator[StoredChunk]:
+        """The active chunks of many documents (what an index reads to catch up)."""
+        ...
+
+
+@runtime_checkable
+class PersistentStore(Protocol):
+    """A store with a place for derived indexes' files, and a way to check they belong to it."""
+
+    def persist_dir(self, kind: str) -> str | None:
+        """A directory for derived files of ``kind`` (``None``: none, e.g. in memory)."""
+        ...
+
+    def change_marker(self, seq: int) -> str | None:
+        """What identifies change ``seq`` in this database (``None``: no such change)."""
+        ...
 
 
 @runtime_checkable
 class LibraryCatalog(Protocol):
     """Which libraries exist in a database, with a description used for routing."""
 
-    def ensure_library(self, library_id: str, description: str | None = None) -> LibraryInfo: ...
+    def ensure_library(self, library_id: str, description: str | None = None, tenant_id: str | None = None) -> LibraryInfo:
+        """Create the library if new; a given ``description`` replaces the old one. Where the
+        catalog records owners, a library claimed by another tenant raises ``ConfigError``."""
+        ...
 
     def get_library(self, library_id: str) -> LibraryInfo | None: ...
 
-    def list_libraries(self) -> list[LibraryInfo]: ...
+    def list_libraries(self) -> list[LibraryInfo]:
+        """Every library (also one that only has chunks), by id."""
+        ...
 
-    def delete_library(self, library_id: str) -> bool: ...
+    def delete_library(self, library_id: str) -> bool:
+        """Delete the library's chunks, change history and catalog row (followers see the
+        drop); ``True`` when there was anything to delete."""
+        ...
 
-    def chunk_store(self, library_id: str) -> ChunkStore: ...
+    def chunk_store(self, library_id: str) -> ChunkStore:
+        """One library's view (no I/O until used)."""
+        ...
+
+
+@runtime_checkable
+class ChunkDatabase(LibraryCatalog, Protocol):
+    """A configured chunk store backend (``RAGSPINE_CHUNK_STORE``): one database holding many
+    libraries. The constructor does no I/O."""
+
+    #: The registry names ``auto`` resolves to on this database.
+    default_lexical_index: str
+    default_embedding_cache: str
+
+    def init_schema(self) -> None:
+        """Make the schema ready (or raise ``SchemaError`` naming ``ragspine migrate``)."""
+        ...
+
+    def check(self) -> None:
+        """Raise ``BackendError`` unless the database answers."""
+        ...
+
+    def describe(self) -> str:
+        """What it is, for ``ragspine config`` (a URL with its password hidden)."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class DocumentChunks(NamedTuple):

@@ -222,3 +222,34 @@ def _sentence_spans(text: str, start: int, end: int) -> Iterator[tuple[int, int]
         yield from _trimmed(text, pos, match.end())
         pos = match.end()
     yield from _trimmed(text, pos, end)
+
+
+class ParagraphChunker:
+    """The seed's chunker as a :class:`~ragspine.retrieval.chunking.base.Chunker`
+    (``RAGSPINE_CHUNKER=default``): :func:`chunk_document` with one budget."""
+
+    name = "default"
+
+    def __init__(self, *, max_chars: int = DEFAULT_CHUNK_CHARS, overlap_chars: int = DEFAULT_OVERLAP_CHARS) -> None:
+        chunk_document("", max_chars=max_chars, overlap_chars=overlap_chars)  # the seed's ValueErrors, now
+        self.max_chars = max_chars
+        self.overlap_chars = overlap_chars
+
+    def __repr__(self) -> str:
+        return f"ParagraphChunker(max_chars={self.max_chars}, overlap_chars={self.overlap_chars})"
+
+    def chunk(
+        self,
+        text: str,
+        doc_id: str,
+        *,
+        title: str = "",
+        metadata: Mapping[str, object] | None = None,
+        sensitivity: str = DEFAULT_SENSITIVITY,
+        source: str | None = None,
+        source_offset: int = 0,
+    ) -> list[Chunk]:
+        return chunk_document(
+            text, doc_id, title=title, metadata=metadata, sensitivity=sensitivity, source=source,
+            source_offset=source_offset, max_chars=self.max_chars, overlap_chars=self.overlap_chars,
+        )

@@ -17,18 +17,17 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Sequence
 
 from ragspine.errors import ConfigError
+from ragspine.retrieval.filtering.base import FilterExtractor
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
+
+__all__ = ["ControlledVocabFilterExtractor", "FilterExtractor", "LLMFilterExtractor", "make_filter_extractor", "safe_extract"]
 
 log = logging.getLogger(__name__)
 
 Vocabulary = Mapping[str, Mapping[str, Sequence[str]]]
-
-
-class FilterExtractor(Protocol):
-    def extract(self, query: str) -> MetadataFilter | None: ...
 
 
 def safe_extract(extractor: FilterExtractor | None, query: str) -> MetadataFilter | None:
@@ -95,23 +94,24 @@ class LLMFilterExtractor:
         return MetadataFilter(tuple(conditions)) if conditions else None
 
 
-FILTER_EXTRACTORS = ("none", "controlled_vocab", "llm")
-
-
 def make_filter_extractor(
     spec: str | None = None, *, vocabulary: Vocabulary | None = None, provider: Any = None
 ) -> FilterExtractor | None:
+    """The extractor named ``spec`` (default ``RAGSPINE_FILTER_EXTRACTOR``); ``None`` for
+    ``none``. ``controlled_vocab`` needs ``vocabulary``; ``llm`` needs ``provider``."""
+    from ragspine.registries import FILTER_EXTRACTORS
+
     if spec is None:
         from ragspine.config import load_settings
 
         spec = load_settings().filter_extractor
-    name = str(spec).strip().lower()
-    if name == "none":
-        return None
-    if name in ("controlled_vocab", "vocab", "controlled"):
+    name = FILTER_EXTRACTORS.canonical(spec)
+    if name == "controlled_vocab":
         if not vocabulary:
             raise ConfigError("the controlled_vocab filter extractor needs a vocabulary")
-        return ControlledVocabFilterExtractor(vocabulary)
-    if name == "llm":
-        return LLMFilterExtractor(provider, vocabulary or {})
-    raise ConfigError(f"unknown filter extractor {spec!r}; choose one of {', '.join(FILTER_EXTRACTORS)}")
+        extractor: FilterExtractor | None = FILTER_EXTRACTORS.build(name, vocabulary)
+    elif name == "llm":
+        extractor = FILTER_EXTRACTORS.build(name, provider, vocabulary or {})
+    else:
+        extractor = FILTER_EXTRACTORS.build(name)
+    return extractor

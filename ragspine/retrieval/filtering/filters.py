@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar, runtime_checkable
 
 from ragspine.errors import FilterError
 from ragspine.retrieval.metadata import check_field_name, value_kind
@@ -182,20 +182,29 @@ class MetadataFilter:
     def fields(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(c.field for c in self.conditions))
 
-    @classmethod
-    def parse(cls, spec: "MetadataFilter | Mapping[str, Any] | Sequence[Any] | None") -> "MetadataFilter | None":
-        """Accept a filter, ``None``, the dict form or the list form (see :func:`parse_filter`)."""
-        return parse_filter(spec)
+
+@runtime_checkable
+class HasMetadata(Protocol):
+    """A chunk (or anything with a metadata mapping)."""
+
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class HasChunk(Protocol):
+    """A retrieval result (its chunk has the metadata)."""
+
+    @property
+    def chunk(self) -> HasMetadata: ...
 
 
 def metadata_of(item: Any) -> Mapping[str, Any]:
     """The metadata mapping of a chunk, a result (``.chunk``) or a plain mapping."""
-    chunk = getattr(item, "chunk", None)
-    if chunk is not None:
-        return chunk.metadata
-    meta = getattr(item, "metadata", None)
-    if meta is not None:
-        return meta
+    if isinstance(item, HasChunk):
+        return item.chunk.metadata
+    if isinstance(item, HasMetadata):
+        return item.metadata
     if isinstance(item, Mapping):
         return item
     raise FilterError(f"cannot read metadata from {type(item).__name__}")
@@ -246,3 +255,19 @@ def parse_filter(spec: Any) -> MetadataFilter | None:
     else:
         raise FilterError(f"a filter is a dict or a list of conditions, got {type(spec).__name__}")
     return MetadataFilter(tuple(conditions)) if conditions else None
+
+
+def combine_filters(metadata_filter: Any = None, fields: Mapping[str, Any] | None = None) -> MetadataFilter | None:
+    """The Python API's edge: the user's filter (any form :func:`parse_filter` reads) AND the
+    seed's keyword pre-filters (``topic=``, ``entity=``, ...), parsed once."""
+    from ragspine.retrieval.metadata import STANDARD_FIELDS
+
+    filt = parse_filter(metadata_filter)
+    extra = {k: v for k, v in (fields or {}).items() if v is not None}
+    unknown = set(extra) - set(STANDARD_FIELDS)
+    if unknown:
+        raise TypeError(f"unexpected keyword(s) {', '.join(sorted(unknown))}; use metadata_filter=")
+    more = parse_filter(extra) if extra else None
+    if filt and more:
+        return filt.and_(more)
+    return filt or more

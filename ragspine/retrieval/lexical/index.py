@@ -1,16 +1,10 @@
-"""The lexical index seam and its in-process implementation.
+"""``InMemoryLexicalIndex``: the in-process ``LexicalIndex`` (the role is in ``lexical/base.py``).
 
-``LexicalIndex`` answers BM25 queries over one library's *active* chunks without
-re-tokenizing them per query. It follows its :class:`ChunkStore` through the store's change
-log (``change_seq`` / ``changes_since``): a new version is searchable after the next
-``refresh()``, a retired chunk is gone after it.
+It answers BM25 queries over one library's active chunks without re-tokenizing them per
+query, following its chunk store through the store's change log (``ChangeLog``:
+``change_seq`` / ``changes_since``).
 
-Statistics (``N``, ``avgdl``, ``df``) are those of the library's active chunks; metadata
-filters are masks applied to the scored rows, so a filter narrows the result without
-changing any chunk's score — the ranking equals ``bm25_scores`` over the whole library,
-restricted to the rows that pass the filter.
-
-:class:`InMemoryLexicalIndex` keeps a log-structured inverted index (``segments.py``): a
+It keeps a log-structured inverted index (``segments.py``): a
 merged *base* segment — CSC postings, the rows' chunk ids, doc ids, lengths, versions and
 dictionary-encoded metadata columns — plus small posting segments of the rows added since, and
 an ``active`` mask. Scoring one token is a slice of each segment; retiring a chunk flips its
@@ -18,7 +12,7 @@ mask bit; a metadata filter is a boolean mask over rows computed from the column
 added or the dead rows grow past a fraction of the base, everything is merged into a new base
 (no re-tokenizing).
 
-On a SQLite file the base is saved next to the database (``<db>.lexical/<library hash>/``)
+On a store that offers a directory (``PersistentStore``: a SQLite file) the base is saved next to the database (``<db>.lexical/<library hash>/``)
 and memory-mapped by the next process, which then only replays the store's changes since the
 saved sequence: a million-chunk library opens in a second instead of re-tokenizing it. A saved
 segment records the store change it reflects (``change_marker``); one that does not belong to
@@ -31,17 +25,20 @@ import logging
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import (
-    Any,
-    Protocol,
-    runtime_checkable,
-)
+from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
+from ragspine.errors import ConfigError
+from ragspine.retrieval.chunking.chunk_store import (
+    ChunkStore,
+    FollowableStore,
+    PersistentStore,
+    StoredChunk,
+    StreamingReads,
+)
 from ragspine.retrieval.filtering.filters import MetadataFilter
+from ragspine.retrieval.lexical.base import LexicalHit, LexicalIndex, VersionedIndex, default_index_text
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
 from ragspine.retrieval.lexical.segments import (
     Postings,
@@ -55,34 +52,7 @@ from ragspine.retrieval.lexical.tokenizer import tokenize
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class LexicalHit:
-    chunk_id: str
-    score: float
-    version: int
-
-
-@runtime_checkable
-class LexicalIndex(Protocol):
-    """BM25 over one library's active chunks (see the module docstring)."""
-
-    def refresh(self) -> None: ...
-
-    def search(
-        self,
-        query_tokens: Sequence[str],
-        *,
-        metadata_filter: MetadataFilter | None = None,
-        top_k: int | None = None,
-    ) -> list[LexicalHit]: ...
-
-    def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]: ...
-
-    def __len__(self) -> int: ...
-
-
-def default_index_text(chunk: StoredChunk) -> str:
-    return chunk.text
+__all__ = ["InMemoryLexicalIndex", "LexicalHit", "LexicalIndex", "VersionedIndex", "default_index_text"]
 
 
 class InMemoryLexicalIndex:
@@ -96,7 +66,7 @@ class InMemoryLexicalIndex:
 
     def __init__(
         self,
-        store: ChunkStore,
+        store: FollowableStore,
         *,
         k1: float = DEFAULT_BM25_K1,
         b: float = DEFAULT_BM25_B,
@@ -117,6 +87,13 @@ class InMemoryLexicalIndex:
         self._seq: int | None = None
         self._reset(Segment.empty())
 
+    @classmethod
+    def from_config(cls, store: ChunkStore, settings: object = None) -> InMemoryLexicalIndex:
+        """``RAGSPINE_LEXICAL_INDEX=memory`` (the registry's factory): needs a store with a change log."""
+        if not isinstance(store, FollowableStore):
+            raise ConfigError(f"the in-process lexical index follows a store's change log, and {type(store).__name__} has none")
+        return cls(store)
+
     def _where(self, persist: bool | str) -> str | None:
         """Where the base segment is saved: only for the default tokenizer and index text (the
         files record tokens), on a store that offers a directory (a SQLite file)."""
@@ -124,8 +101,7 @@ class InMemoryLexicalIndex:
             return None
         if isinstance(persist, str):
             return persist
-        where = getattr(self.store, "persist_dir", None)
-        return where("lexical") if where else None
+        return self.store.persist_dir("lexical") if isinstance(self.store, PersistentStore) else None
 
     def _reset(self, base: Segment) -> None:
         self._base = base
@@ -184,8 +160,7 @@ class InMemoryLexicalIndex:
         if self._persist_dir is None:
             return False
         base = load_segment(self._persist_dir)
-        marker = getattr(self.store, "change_marker", None)
-        if base is None or base.seq > seq or marker is None or marker(base.seq) != base.marker:
+        if base is None or base.seq > seq or self._marker(base.seq) != base.marker:
             return False
         self._reset(base)
         self._seq = base.seq
@@ -193,8 +168,8 @@ class InMemoryLexicalIndex:
 
     def _rebuild_from_store(self, seq: int) -> None:
         self._reset(Segment.empty())
-        source = getattr(self.store, "iter_active", None)
-        chunks: Iterable[StoredChunk] = source() if source else self.store.iter_chunks()
+        store = self.store
+        chunks: Iterable[StoredChunk] = store.iter_active() if isinstance(store, StreamingReads) else store.iter_chunks()
         batch: list[StoredChunk] = []
         for chunk in chunks:
             batch.append(chunk)
@@ -208,9 +183,8 @@ class InMemoryLexicalIndex:
     def _apply(self, docs: Sequence[str]) -> None:
         for doc_id in docs:
             self._retire_doc(doc_id)
-        many = getattr(self.store, "iter_active_docs", None)
-        if many is not None:
-            self._add_rows(list(many(docs)))
+        if isinstance(self.store, StreamingReads):
+            self._add_rows(list(self.store.iter_active_docs(docs)))
         else:
             self._add_rows([c for doc_id in docs for c in self.store.iter_chunks(doc_id=doc_id)])
 
@@ -305,12 +279,16 @@ class InMemoryLexicalIndex:
         chunk_ids = base.chunk_ids.gather(kb).extend([self._d_chunk_ids[i] for i in kd])
         doc_ids = base.doc_ids.gather(kb).extend([self._d_docs[i] for i in kd])
         meta = base.meta.gather(kb).extend([self._d_meta[i] for i in kd])
-        marker = getattr(self.store, "change_marker", None)
         return Segment(
             postings, vocab, chunk_ids, doc_ids, self._lengths[keep].copy(), self._versions[keep].copy(),
-            meta, int(self._seq or 0),
-            marker(int(self._seq or 0)) if marker is not None and self._seq else None,
+            meta, int(self._seq or 0), self._marker(self._seq) if self._seq else None,
         )
+
+    def _marker(self, seq: int | None) -> str | None:
+        """The store's marker of change ``seq`` (``None`` on a store without one)."""
+        if seq is None or not isinstance(self.store, PersistentStore):
+            return None
+        return self.store.change_marker(seq)
 
     def save(self) -> None:
         """Merge and save now (a bulk load calls this once at the end)."""

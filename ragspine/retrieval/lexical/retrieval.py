@@ -10,7 +10,7 @@ from ragspine.retrieval.lexical.bm25 import (
     bm25_idf,
     bm25_scores,
 )
-from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
+from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
 from ragspine.retrieval.lexical.hybrid import HybridRetriever
 from ragspine.retrieval.lexical.index import (
     InMemoryLexicalIndex,
@@ -25,7 +25,7 @@ from ragspine.retrieval.lexical.rewrite import (
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.types import RetrievalResult
-from ragspine.retrieval.vector.base import EmbeddingBackend
+from ragspine.retrieval.vector.embedding import EmbeddingBackend
 
 __all__ = [
     "DEFAULT_BM25_B",

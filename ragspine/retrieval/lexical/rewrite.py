@@ -1,9 +1,15 @@
-"""Deterministic multi-query expansion from a controlled glossary (no LLM)."""
+"""Deterministic multi-query expansion from a controlled glossary (no LLM): the default
+:class:`~ragspine.retrieval.query.base.QueryRewriter`."""
 
 from __future__ import annotations
 
 import re
-from typing import Mapping, Protocol, Sequence
+from typing import Mapping, Sequence
+
+from ragspine.errors import ConfigError
+from ragspine.retrieval.query.base import QueryRewriter
+
+__all__ = ["DEFAULT_GLOSSARY", "DEFAULT_MAX_QUERIES", "GlossaryQueryRewriter", "QueryRewriter", "load_glossary"]
 
 DEFAULT_MAX_QUERIES = 5
 
@@ -16,12 +22,6 @@ DEFAULT_GLOSSARY: dict[str, tuple[str, ...]] = {
     "operating profit": ("operating profit", "operating income", "营业利润", "営業利益"),
     "headcount": ("headcount", "employees", "员工人数", "従業員数"),
 }
-
-
-class QueryRewriter(Protocol):
-    """Turns one query into several probes; the original query is always first."""
-
-    def rewrite(self, query: str) -> list[str]: ...
 
 
 class GlossaryQueryRewriter:
@@ -41,17 +41,26 @@ class GlossaryQueryRewriter:
             raise ValueError(f"max_queries must be >= 1, got {max_queries}")
         self.max_queries = max_queries
         groups = DEFAULT_GLOSSARY if glossary is None else glossary
-        self._groups: list[tuple[str, ...]] = []
+        # per group: its variants, and each form's pattern longest first ("売上高" must not be
+        # rewritten as "売上" + "高"); one combined pattern tells at once whether any form occurs
+        self._groups: list[tuple[tuple[str, ...], list[tuple[str, re.Pattern[str]]]]] = []
         for canonical, forms in groups.items():
             variants = tuple(dict.fromkeys([canonical, *forms]))
-            self._groups.append(variants)
+            self._groups.append((variants, [(form, _pattern(form)) for form in sorted(variants, key=len, reverse=True)]))
+        every = [p.pattern for _, patterns in self._groups for _, p in patterns]
+        self._any = re.compile("|".join(every), re.IGNORECASE) if every else None
+
+    @classmethod
+    def from_file(cls, path: str, max_queries: int = DEFAULT_MAX_QUERIES) -> GlossaryQueryRewriter:
+        """A rewriter over the glossary file at ``path`` (``RAGSPINE_GLOSSARY``)."""
+        return cls(load_glossary(path), max_queries=max_queries)
 
     def rewrite(self, query: str) -> list[str]:
+        if self._any is None or not self._any.search(query):
+            return [query]
         out = [query]
-        for variants in self._groups:
-            # longest form first: "売上高" must not be rewritten as "売上" + "高"
-            for form in sorted(variants, key=len, reverse=True):
-                pattern = _pattern(form)
+        for variants, patterns in self._groups:
+            for form, pattern in patterns:
                 if not pattern.search(query):
                     continue
                 for other in variants:
@@ -66,3 +75,19 @@ def _pattern(form: str) -> re.Pattern[str]:
     if form.isascii():
         return re.compile(rf"(?<![0-9A-Za-z]){escaped}(?![0-9A-Za-z])", re.IGNORECASE)
     return re.compile(escaped)
+
+
+def load_glossary(path: str) -> dict[str, list[str]]:
+    """A glossary file: YAML or JSON mapping ``canonical -> [synonyms]``."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read RAGSPINE_GLOSSARY {path!r}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"RAGSPINE_GLOSSARY {path!r} is not valid YAML or JSON: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise ConfigError(f"RAGSPINE_GLOSSARY {path!r} must map each term to a list of synonyms")
+    return {str(k): [str(x) for x in v] for k, v in data.items()}

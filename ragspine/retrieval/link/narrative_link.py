@@ -1,38 +1,50 @@
 """The exit to the agent: snippet dicts with full provenance, RESTRICTED removed (exit #2).
 
-``NarrativeIndexRetriever(index).retrieve(query, filters=None, top_k=50)`` maps ``filters``
-onto a :class:`MetadataFilter`, asks the index, retries once without filters when the
-filtered result is empty (the library scope is never dropped), and builds one snippet dict
-per result — skipping every RESTRICTED chunk *before* a dict is built, so neither its text
-nor its parent/window text can reach a prompt.
+``NarrativeIndexRetriever(index).retrieve(query, filters=None, top_k=50)`` is the Python
+API's edge: it parses ``filters`` into a :class:`MetadataFilter` once (``FilterError`` before
+any I/O), ANDs an automatic filter, and asks the pipeline through
+:func:`~ragspine.retrieval.ask_again.ask_again` — which tops up when RESTRICTED results took
+places and retries once without filters when nothing matched (the library scope is never
+dropped). It builds one snippet dict per result — skipping every RESTRICTED chunk *before* a
+dict is built, so neither its text nor its parent/window text can reach a prompt.
 
 A snippet carries ``text, doc_id, title, source_locator, chunk_id``, the metadata
 (``metadata`` plus the seed's five fields at top level), ``sensitivity``, ``library_id``,
 ``version`` and ``scores = {"bm25", "vector", "fused"}``; ``prompt_text`` (the parent or
-window text, for generation only) when the chunker recorded one.
+window text, for generation only) when the chunker recorded one; and
+``"filters_dropped": True`` when it was found only after the filters were dropped.
+:meth:`NarrativeIndexRetriever.search` returns the same as a :class:`Retrieval`, whose
+``filters_dropped`` says it once for the whole answer.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ragspine.llm.base import LLMProvider
+from ragspine.retrieval.ask_again import ask_again
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, ChunkStore
 from ragspine.retrieval.filtering.automatic import FilterExtractor, safe_extract
-from ragspine.retrieval.filtering.filters import parse_filter
-from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter, QueryRewriter
+from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
+from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
 from ragspine.retrieval.metadata import STANDARD_FIELDS
 from ragspine.retrieval.mode import RetrievalMode
-from ragspine.retrieval.narrative_index import NarrativeIndex, Postprocessor
+from ragspine.retrieval.pipeline import LibraryPipeline
+from ragspine.retrieval.postprocess.base import Postprocessor
+from ragspine.retrieval.query.base import QueryRewriter
+from ragspine.retrieval.rerank.base import Reranker
 from ragspine.retrieval.rerank.listwise_rerank import (
     ListwiseReranker,
-    Reranker,
     build_listwise_prompt,
     parse_listwise_response,
 )
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
 from ragspine.retrieval.types import RetrievalResult
-from ragspine.retrieval.vector.base import EmbeddingBackend, EmbeddingCache, VectorStore
+from ragspine.retrieval.vector.embedding import EmbeddingBackend
+from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
+from ragspine.retrieval.vector.vector_store import VectorStore
 
 __all__ = [
     "RESTRICTED_SENSITIVITY",
@@ -40,6 +52,7 @@ __all__ = [
     "NarrativeRetriever",
     "NarrativeIndexRetriever",
     "ProviderListwiseJudge",
+    "Retrieval",
     "build_narrative_retriever",
     "to_snippet",
 ]
@@ -47,14 +60,25 @@ __all__ = [
 DEFAULT_RETRIEVE_TOP_K = 50
 
 
-class LLMProvider(Protocol):
-    def chat(self, messages: list[dict[str, str]], **kwargs: Any) -> str: ...
+@dataclass(frozen=True)
+class Retrieval:
+    """Snippets, and whether they were found only after the filters were dropped."""
+
+    snippets: list[dict[str, Any]] = field(default_factory=list)
+    filters_dropped: bool = False
 
 
 class NarrativeRetriever(Protocol):
     """The agent-side contract: a query in, RESTRICTED-free snippet dicts out."""
 
-    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]: ...
+    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
+        """Snippets for ``query``; each carries ``"filters_dropped": True`` when the filters
+        were dropped to find it."""
+        ...
+
+    def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> Retrieval:
+        """The same answer, with ``filters_dropped`` said once (filters already parsed)."""
+        ...
 
 
 def to_snippet(result: RetrievalResult) -> dict[str, Any]:
@@ -85,11 +109,11 @@ def to_snippet(result: RetrievalResult) -> dict[str, Any]:
 
 
 class NarrativeIndexRetriever:
-    """Adapts a :class:`NarrativeIndex` to :class:`NarrativeRetriever` (RESTRICTED exit #2)."""
+    """Adapts a :class:`LibraryPipeline` to :class:`NarrativeRetriever` (RESTRICTED exit #2)."""
 
     def __init__(
         self,
-        index: NarrativeIndex,
+        index: LibraryPipeline,
         *,
         retry_without_filters: bool = True,
         filter_extractor: FilterExtractor | None = None,
@@ -103,33 +127,23 @@ class NarrativeIndexRetriever:
         return self.index.library_id
 
     def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
-        metadata_filter = parse_filter(filters)  # FilterError here, before any I/O
-        automatic = safe_extract(self.filter_extractor, query)
-        if automatic:  # AND-ed: an extracted filter can only narrow
-            metadata_filter = automatic.and_(metadata_filter)
-        results = self._open_results(query, top_k, metadata_filter)
-        open_results = [r for r in results or [] if not is_restricted(r.chunk.sensitivity)]
-        # "Empty" is judged after RESTRICTED is set aside: otherwise [] versus a retried answer
-        # would tell the caller whether a RESTRICTED chunk matches the filter.
-        if not open_results and metadata_filter and self.retry_without_filters:
-            results = self._open_results(query, top_k, None)
-            open_results = [r for r in results or [] if not is_restricted(r.chunk.sensitivity)]
-        return [to_snippet(r) for r in open_results[:top_k]]
+        return self.search(query, filters=parse_filter(filters), top_k=top_k).snippets  # FilterError before any I/O
 
-    def _open_results(self, query: str, top_k: int, metadata_filter: Any) -> list[RetrievalResult] | None:
-        """Up to ``top_k`` results once RESTRICTED ones are set aside: the index is asked
-        for more (doubling, at most eight rounds) while RESTRICTED results took places.
-        ``None`` when the index found nothing at all."""
-        want = top_k
-        for _ in range(8):
-            results = self.index.retrieve(query, top_k=want, metadata_filter=metadata_filter)
-            if not results:
-                return None
-            n_open = sum(not is_restricted(r.chunk.sensitivity) for r in results)
-            if n_open >= top_k or len(results) < want:
-                break
-            want = max(2 * want, want + top_k - n_open)
-        return results
+    def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> Retrieval:
+        automatic = safe_extract(self.filter_extractor, query)
+        metadata_filter = automatic.and_(filters) if automatic else filters  # AND-ed: an extracted filter only narrows
+        answer = ask_again(
+            lambda want, f, skip: self.index.search_once(query, want, f, skip),
+            top_k=top_k,
+            metadata_filter=metadata_filter,
+            keep=lambda r: not is_restricted(r.chunk.sensitivity),
+            retry_without_filters=self.retry_without_filters,
+        )
+        snippets = [to_snippet(r) for r in answer.items]
+        if answer.filters_dropped:
+            for snippet in snippets:
+                snippet["filters_dropped"] = True
+        return Retrieval(snippets, answer.filters_dropped)
 
 
 class ProviderListwiseJudge:
@@ -168,7 +182,7 @@ def build_narrative_retriever(
     dense leg (``mode`` ``economy``/``bm25``/``lexical`` ignores it and builds no vector store).
     """
     if isinstance(chunk_db, (str, os.PathLike)):
-        from ragspine.retrieval.chunking.sqlite_store import SQLiteChunkStore
+        from ragspine.stores.sqlite.chunk_store import SQLiteChunkStore
 
         store: ChunkStore = SQLiteChunkStore(chunk_db, library_id=library_id)
     else:
@@ -176,7 +190,7 @@ def build_narrative_retriever(
     store.init_schema()
     if reranker is None and provider is not None:
         reranker = ListwiseReranker(ProviderListwiseJudge(provider))
-    index = NarrativeIndex(
+    index = LibraryPipeline(
         store,
         embedding_backend=embedding_backend,
         vector_store=vector_store,

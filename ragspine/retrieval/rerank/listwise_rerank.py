@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Callable, Protocol, Sequence, TypeVar
+from typing import Any, Protocol, Sequence
 
-from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
+from ragspine.errors import ConfigError
+from ragspine.retrieval.rerank.base import Reranker, rerank_open_subset
+from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY
 from ragspine.retrieval.types import RetrievalResult
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TOP_N = 10
 MAX_CANDIDATE_CHARS = 1200
-T = TypeVar("T")
 
 __all__ = [
     "DEFAULT_TOP_N",
@@ -35,6 +36,7 @@ __all__ = [
     "Reranker",
     "build_listwise_prompt",
     "listwise_rerank",
+    "listwise_reranker",
     "parse_listwise_response",
     "rerank_open_subset",
 ]
@@ -42,13 +44,6 @@ __all__ = [
 
 class ListwiseJudge(Protocol):
     def judge(self, query: str, candidates: list[str]) -> list[int]: ...
-
-
-class Reranker(Protocol):
-    """Reorders results. Callers go through :func:`rerank_open_subset`, which keeps
-    RESTRICTED results out of the reranker's sight."""
-
-    def rerank(self, query: str, results: list[RetrievalResult]) -> list[RetrievalResult]: ...
 
 
 def build_listwise_prompt(query: str, candidates: Sequence[str]) -> str:
@@ -85,36 +80,6 @@ def parse_listwise_response(text: str, n_candidates: int) -> list[int]:
     return order + [i for i in identity if i not in order]
 
 
-def rerank_open_subset(
-    results: Sequence[T],
-    reorder: Callable[[list[T]], list[T]],
-    *,
-    top_n: int | None = None,
-    sensitivity: Callable[[T], str] = lambda r: r.chunk.sensitivity,  # type: ignore[attr-defined]
-) -> list[T]:
-    """Apply ``reorder`` to the non-RESTRICTED results of the head; RESTRICTED ones keep
-    their positions and are never passed to ``reorder``. Any error → the input order."""
-    results = list(results)
-    head_len = len(results) if top_n is None else min(top_n, len(results))
-    head, tail = results[:head_len], results[head_len:]
-    open_pos = [i for i, r in enumerate(head) if not is_restricted(sensitivity(r))]
-    if len(open_pos) < 2:
-        return results
-    open_items = [head[i] for i in open_pos]
-    try:
-        reordered = reorder(list(open_items))
-    except Exception as exc:  # the judge/reranker failed: keep RRF order
-        log.warning("reranker failed, keeping fused order: %s", exc)
-        return results
-    if sorted(map(id, reordered)) != sorted(map(id, open_items)):
-        log.warning("reranker returned a different set of results, keeping fused order")
-        return results
-    merged = list(head)
-    for pos, item in zip(open_pos, reordered):
-        merged[pos] = item
-    return merged + tail
-
-
 def listwise_rerank(
     query: str,
     results: Sequence[RetrievalResult],
@@ -148,3 +113,12 @@ class ListwiseReranker:
 
     def rerank(self, query: str, results: list[RetrievalResult]) -> list[RetrievalResult]:
         return listwise_rerank(query, results, self.judge, top_n=self.top_n)
+
+
+def listwise_reranker(*, provider: Any = None, top_n: int = DEFAULT_TOP_N, **_: Any) -> ListwiseReranker:
+    """``RAGSPINE_RERANKER=listwise`` (the registry's factory): the judge is ``provider``."""
+    if provider is None:
+        raise ConfigError("the listwise reranker needs an LLM provider (RAGSPINE_LLM)")
+    from ragspine.retrieval.link.narrative_link import ProviderListwiseJudge
+
+    return ListwiseReranker(ProviderListwiseJudge(provider), top_n=top_n)

@@ -13,13 +13,16 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Sequence
 
+from ragspine.retrieval.ask_again import Page, ask_again
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
-from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
+from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
+from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
 from ragspine.retrieval.link.narrative_link import (
     DEFAULT_RETRIEVE_TOP_K,
     NarrativeRetriever,
+    Retrieval,
 )
-from ragspine.retrieval.routing.routers import LibraryRouter
+from ragspine.retrieval.routing.base import LibraryRouter
 
 log = logging.getLogger(__name__)
 
@@ -67,16 +70,25 @@ class MultiIndexRetriever:
         return picked or everything
 
     def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
-        libraries = self.route(query)
-        out = self._search(query, libraries, filters, top_k)
-        if not out and filters and self.retry_without_filters:
-            out = self._search(query, libraries, None, top_k)
-        return out
+        return self.search(query, filters=parse_filter(filters), top_k=top_k).snippets
 
-    def _search(self, query: str, libraries: list[str], filters: Any, top_k: int) -> list[dict[str, Any]]:
-        per_library: dict[str, list[dict[str, Any]]] = {}
-        for lib in libraries:
-            per_library[lib] = self.retrievers[lib].retrieve(query, filters=filters, top_k=top_k)
+    def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> Retrieval:
+        """The fused answer; when ``retry_without_filters`` and nothing matched the filter, the
+        libraries are searched once more without it (decided by ``ask_again``)."""
+        libraries = self.route(query)
+        answer = ask_again(
+            lambda want, f, skip: Page(self._search(query, libraries, f, want), exhausted=True),
+            top_k=top_k,
+            metadata_filter=filters,
+            retry_without_filters=self.retry_without_filters,
+        )
+        if answer.filters_dropped:
+            for snippet in answer.items:
+                snippet["filters_dropped"] = True
+        return Retrieval(answer.items, answer.filters_dropped)
+
+    def _search(self, query: str, libraries: list[str], filters: MetadataFilter | None, top_k: int) -> list[dict[str, Any]]:
+        per_library = {lib: self.retrievers[lib].search(query, filters=filters, top_k=top_k).snippets for lib in libraries}
         rankings: list[Sequence[tuple[str, str]]] = [
             [(lib, s["chunk_id"]) for s in snippets] for lib, snippets in per_library.items()
         ]

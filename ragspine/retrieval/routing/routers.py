@@ -1,9 +1,9 @@
 """Library routers: which libraries a query should search.
 
 ``LibraryRouter.route(query, libraries) -> list[str]`` returns library ids, best first.
-``make_library_router(spec)``: ``none`` → ``None`` (search every library), ``keyword`` →
-:class:`KeywordLibraryRouter` (BM25 of the query against library descriptions), ``llm`` →
-:class:`LLMLibraryRouter` (opt-in, needs a provider). A router can only choose among the
+``make_library_router(spec)`` (names from the registry): ``none`` → ``None`` (search every
+library), ``keyword`` → :class:`KeywordLibraryRouter` (BM25 of the query against library
+descriptions), ``llm`` → :class:`LLMLibraryRouter` (opt-in, needs a provider). A router can only choose among the
 libraries it is shown; an empty or failed answer means "search them all".
 """
 
@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.retrieval.routing.base import LibraryRouter
 
-
-class LibraryRouter(Protocol):
-    def route(self, query: str, libraries: Sequence[LibraryInfo]) -> list[str]: ...
+__all__ = ["KeywordLibraryRouter", "LLMLibraryRouter", "LibraryRouter", "make_library_router"]
 
 
 class KeywordLibraryRouter:
@@ -73,19 +72,15 @@ class LLMLibraryRouter:
         return [i for i in ids if isinstance(i, str) and i in known]
 
 
-LIBRARY_ROUTERS = ("none", "keyword", "llm")
-
-
 def make_library_router(spec: str | None = None, *, provider: Any = None) -> LibraryRouter | None:
+    """The router named ``spec`` (default ``RAGSPINE_LIBRARY_ROUTER``); ``None`` for ``none``
+    (search every library). ``llm`` needs ``provider``."""
+    from ragspine.registries import LIBRARY_ROUTERS
+
     if spec is None:
         from ragspine.config import load_settings
 
         spec = load_settings().library_router
-    name = str(spec).strip().lower()
-    if name == "none":
-        return None
-    if name == "keyword":
-        return KeywordLibraryRouter()
-    if name == "llm":
-        return LLMLibraryRouter(provider)
-    raise ConfigError(f"unknown library router {spec!r}; choose one of {', '.join(LIBRARY_ROUTERS)}")
+    name = LIBRARY_ROUTERS.canonical(spec)
+    router: LibraryRouter | None = LIBRARY_ROUTERS.build(name, provider) if name == "llm" else LIBRARY_ROUTERS.build(name)
+    return router

@@ -1,6 +1,7 @@
-"""Embedding caches: an in-memory LRU (default) and a SQLite table (the embedded stack).
+"""Embedding caches: the in-memory LRU (a SQLite table of the embedded stack is in
+``ragspine/stores/sqlite/embedding_cache.py``, Redis in ``ragspine/stores/redis_cache.py``).
 
-Keys come from :func:`ragspine.retrieval.vector.base.embedding_key` (model namespace +
+Keys come from :func:`ragspine.retrieval.vector.embedding_cache.embedding_key` (model namespace +
 chunk_id + content hash), values are float32 vectors. An empty vector is a valid value: it
 records "this model cannot read this text" (see ``vector/gate.py``) so the text is not
 re-embedded on every query.
@@ -12,30 +13,30 @@ vectors from the cache) and returns how many existed.
 
 from __future__ import annotations
 
-import logging
-import sqlite3
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
-log = logging.getLogger(__name__)
+from ragspine.retrieval.vector.embedding_cache import CacheStats
 
-
-@dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
-    errors: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses, "errors": self.errors}
+if TYPE_CHECKING:
+    from ragspine.stores.registry import StoreSpec
 
 
 class InMemoryEmbeddingCache:
-    """A bounded LRU of vectors, in this process."""
+    """A bounded LRU of vectors, in this process (``RAGSPINE_EMBEDDING_CACHE=memory``)."""
+
+    @classmethod
+    def parse(cls, value: str, context: object) -> StoreSpec:
+        from ragspine.stores.registry import StoreSpec
+
+        return StoreSpec("memory")
+
+    @classmethod
+    def from_config(cls, spec: object, settings: object, database: object = None) -> InMemoryEmbeddingCache:
+        return cls()
 
     def __init__(self, max_items: int = 200_000) -> None:
         if max_items <= 0:
@@ -73,72 +74,16 @@ class InMemoryEmbeddingCache:
         with self._lock:
             return sum(self._items.pop(key, None) is not None for key in set(keys))
 
+    def check(self) -> None:
+        """Always ready: nothing to connect to."""
 
-class SQLiteEmbeddingCache:
-    """Vectors in an ``embedding_cache`` table of a SQLite database (survives restarts)."""
+    def close(self) -> None:
+        """Nothing to release."""
 
-    def __init__(self, db: object) -> None:
-        # ``db`` is a SQLiteDatabase (shares its connection and lock) or a path.
-        from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
 
-        self.db = db if isinstance(db, SQLiteDatabase) else SQLiteDatabase(db)  # type: ignore[arg-type]
-        self.stats = CacheStats()
-        self._ready = False
-        self._lock = threading.Lock()
+def __getattr__(name: str) -> object:  # kept import path of the SQLite cache
+    if name == "SQLiteEmbeddingCache":
+        from ragspine.stores.sqlite.embedding_cache import SQLiteEmbeddingCache
 
-    def _ensure(self) -> None:
-        if not self._ready:
-            with self._lock:
-                self.db.query(
-                    "CREATE TABLE IF NOT EXISTS embedding_cache (key TEXT PRIMARY KEY, vector BLOB NOT NULL)"
-                )
-                self._ready = True
-
-    def get_many(self, keys: Sequence[str]) -> list[np.ndarray | None]:
-        found: dict[str, np.ndarray] = {}
-        try:
-            self._ensure()
-            unique = list(dict.fromkeys(keys))
-            for start in range(0, len(unique), 500):
-                part = unique[start : start + 500]
-                rows = self.db.query(
-                    f"SELECT key, vector FROM embedding_cache WHERE key IN ({', '.join('?' * len(part))})",
-                    part,
-                )
-                for key, blob in rows:
-                    found[key] = np.frombuffer(blob, dtype=np.float32).copy()
-        except Exception as exc:  # a cache outage is a miss, never a failed query
-            self.stats.errors += 1
-            log.warning("embedding cache read failed, computing instead: %s", exc)
-        out = [found.get(k) for k in keys]
-        hits = sum(v is not None for v in out)
-        self.stats.hits += hits
-        self.stats.misses += len(out) - hits
-        return out
-
-    def set_many(self, items: Mapping[str, np.ndarray]) -> None:
-        if not items:
-            return
-        try:
-            self._ensure()
-            with self.db.transaction() as cur:
-                cur.executemany(
-                    "INSERT OR REPLACE INTO embedding_cache (key, vector) VALUES (?, ?)",
-                    [(k, sqlite3.Binary(np.asarray(v, dtype=np.float32).tobytes())) for k, v in items.items()],
-                )
-        except Exception as exc:
-            self.stats.errors += 1
-            log.warning("embedding cache write failed: %s", exc)
-
-    def delete_many(self, keys: Sequence[str]) -> int:
-        unique = list(dict.fromkeys(keys))
-        if not unique:
-            return 0
-        self._ensure()
-        deleted = 0
-        with self.db.transaction() as cur:
-            for start in range(0, len(unique), 500):
-                part = unique[start : start + 500]
-                cur.execute(f"DELETE FROM embedding_cache WHERE key IN ({', '.join('?' * len(part))})", part)
-                deleted += cur.rowcount
-        return deleted
+        return SQLiteEmbeddingCache
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

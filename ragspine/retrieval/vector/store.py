@@ -3,30 +3,31 @@
 Vectors are L2-normalized on upsert and kept as rows of one float32 matrix; a query is one
 matrix-vector product over the live rows that pass ``where``/``ids``, then an exact top-k
 ordered by ``(-score, id)``. Deleted rows are tombstoned and compacted when they outnumber
-the live ones. The store lives in the process (``process_local = True``): the hybrid
-retriever refills it from the embedding cache after a restart.
+the live ones. The store lives in the process (``process_local = True``): the dense leg
+refills it from the embedding cache after a restart.
+
+This module is also the seed's import path of the ``VectorStore`` Protocol (defined in
+``vector/vector_store.py``).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Collection, Sequence
+from typing import TYPE_CHECKING, Collection, Sequence
 
 import numpy as np
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.retrieval.vector.base import (
-    RESCORE_MARGIN,
-    VectorHit,
-    VectorRecord,
-    exact_cosine_scores,
-    to_float32,
-    unit_vector,
-)
+from ragspine.retrieval.metadata import validate_metadata
+from ragspine.retrieval.vector.similarity import RESCORE_MARGIN, exact_cosine_scores, to_float32, unit_vector
+from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord, VectorStore
 
-__all__ = ["InProcessVectorStore", "VectorHit", "VectorRecord"]
+if TYPE_CHECKING:
+    from ragspine.stores.registry import StoreSpec
+
+__all__ = ["InProcessVectorConnector", "InProcessVectorStore", "VectorHit", "VectorRecord", "VectorStore"]
 
 
 class InProcessVectorStore:
@@ -53,12 +54,18 @@ class InProcessVectorStore:
             return list(self._row_of)
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:
+        """Insert or replace by id. Every record is checked first (dimension, finite
+        components, scalar metadata: ``IngestError`` as on every store), so a bad one writes
+        nothing."""
         with self._lock:
-            for record in records:
-                if self.dim is None:
-                    self.dim = int(to_float32(record.vector).shape[0])
-                    self._matrix = np.zeros((0, self.dim), dtype=np.float32)
-                vec = unit_vector(record.vector, self.dim, f"vector for {record.id!r}")
+            dim = self.dim if self.dim is not None else (int(to_float32(records[0].vector).shape[0]) if records else None)
+            checked = [
+                (r, unit_vector(r.vector, dim, f"vector for {r.id!r}"), validate_metadata(r.metadata)) for r in records
+            ]
+            if checked and self.dim is None:
+                self.dim = dim
+                self._matrix = np.zeros((0, dim or 0), dtype=np.float32)
+            for record, vec, metadata in checked:
                 row = self._row_of.get(record.id)
                 if row is None:
                     row = self._append_row()
@@ -66,9 +73,7 @@ class InProcessVectorStore:
                     self._live = None
                 self._matrix[row] = vec
                 self._ids[row] = record.id
-                self._records[row] = VectorRecord(
-                    record.id, (), record.doc_id, record.version, record.sensitivity, dict(record.metadata)
-                )
+                self._records[row] = VectorRecord(record.id, (), record.doc_id, record.version, record.sensitivity, metadata)
 
     def _append_row(self) -> int:
         if self._size == self._matrix.shape[0]:
@@ -179,3 +184,26 @@ class InProcessVectorStore:
                 if row is not None:
                     out[chunk_id] = self._records[row].version  # type: ignore[union-attr]
             return out
+
+
+class InProcessVectorConnector:
+    """``RAGSPINE_VECTOR_STORE=memory``: every library's vectors in this process."""
+
+    @classmethod
+    def parse(cls, value: str, context: object) -> StoreSpec:
+        from ragspine.stores.registry import StoreSpec
+
+        return StoreSpec("memory")
+
+    @classmethod
+    def from_config(cls, spec: object, settings: object, database: object = None) -> InProcessVectorConnector:
+        return cls()
+
+    def open(self, library_id: str, *, model_id: str, dim: int) -> InProcessVectorStore:
+        return InProcessVectorStore(library_id=library_id, dim=dim)
+
+    def check(self) -> None:
+        """Always ready: nothing to connect to."""
+
+    def close(self) -> None:
+        """Nothing to release."""

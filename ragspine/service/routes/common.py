@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.service.context import ServiceContext
 from ragspine.service.errors import NotFound
 from ragspine.service.models import JobOut, KeyOut, LibraryOut
@@ -40,11 +41,11 @@ def library_or_404(ctx: ServiceContext, tenant: str, name: str) -> Library:
     return library
 
 
-def library_out(library: Library, counts: Any = None) -> LibraryOut:
+def library_out(library: Library, counts: LibraryInfo | None = None) -> LibraryOut:
     return LibraryOut(
         name=library.name, description=library.description, embedding_model=library.embedding,
         retrieval_mode=library.retrieval_mode, created_at=iso(library.created_at) or "",
-        documents=getattr(counts, "documents", 0), chunks=getattr(counts, "chunks", 0),
+        documents=counts.documents if counts is not None else 0, chunks=counts.chunks if counts is not None else 0,
     )
 
 

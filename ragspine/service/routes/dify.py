@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from ragspine.errors import FilterError
-from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
+from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.service import dify
 from ragspine.service.context import ServiceContext
 from ragspine.service.models import DifyRequest
@@ -41,7 +41,7 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
     if library is None:
         return dify_error(400, dify.KNOWLEDGE_MISSING, "The knowledge does not exist.")
     try:
-        filters = dify.map_condition(body.metadata_condition)
+        metadata_filter = parse_filter(dify.map_condition(body.metadata_condition))  # parsed once, here
     except (dify.UnsupportedCondition, FilterError) as exc:
         return dify_error(400, dify.UNSUPPORTED_CONDITION, f"unsupported metadata condition: {exc}")
     setting = body.retrieval_setting
@@ -50,12 +50,9 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
     if not body.query.strip():
         return JSONResponse({"records": []})
     index = ctx.index(library)
-    retriever = NarrativeIndexRetriever(index, retry_without_filters=False)  # never widen Dify's filter
+    retriever = ctx.stack.retriever_for({library.library_id: index}, retry_without_filters=False)  # never widen Dify's filter
     start = time.perf_counter()
-    try:
-        snippets = retriever.retrieve(body.query, filters=filters, top_k=top_k)
-    except FilterError as exc:
-        return dify_error(400, dify.UNSUPPORTED_CONDITION, f"unsupported metadata condition: {exc}")
+    snippets = retriever.search(body.query, filters=metadata_filter, top_k=top_k).snippets
     if ctx.metrics is not None:
         ctx.metrics.retrieval_latency.labels("dify", library.retrieval_mode).observe(time.perf_counter() - start)
     best = index.max_fused_score(body.query)

@@ -22,9 +22,9 @@ import numpy as np
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.metadata import validate_metadata
-from ragspine.retrieval.vector.base import VectorHit, VectorRecord
-from ragspine.retrieval.vector.base import unit_vector as _unit_vector
-from ragspine.stores.pgvector.filters import pg_storable
+from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
+from ragspine.retrieval.vector.similarity import unit_vector as _unit_vector
+from ragspine.stores.postgres.filters import pg_storable
 
 __all__ = [
     "COPY_COLUMNS",

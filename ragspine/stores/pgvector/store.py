@@ -3,8 +3,9 @@
 Pure parts live next door: ``tables.py`` (per-model table + indexes), ``filters.py``
 (``MetadataFilter`` → SQL), ``converters.py`` (records ↔ rows ↔ hits).
 
-* The constructor does no I/O. The first call migrates (when given a URL; with an engine the
-  caller migrated, and a missing registry is a :class:`ConfigError`), creates the ``vector``
+* The constructor does no I/O. The first call checks that the schema is current (when given a
+  URL: a :class:`SchemaError` naming ``ragspine migrate`` otherwise; with an engine the caller
+  checked, and a missing registry is a :class:`ConfigError`), creates the ``vector``
   extension, registers ``(model_id, dim, table)`` in ``ragspine_vector_space`` and creates the
   model's table. A model id registered with another dimension is a :class:`ConfigError`:
   vector spaces are never mixed.
@@ -35,7 +36,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from ragspine.errors import ConfigError, RagspineError
 from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.retrieval.vector.base import VectorHit, VectorRecord
+from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
 from ragspine.stores.pgvector import bulk
 from ragspine.stores.pgvector.converters import (
     is_zero,
@@ -44,7 +45,7 @@ from ragspine.stores.pgvector.converters import (
     row_to_hit,
     unit_vector,
 )
-from ragspine.stores.pgvector.filters import filter_clause, pg_storable
+from ragspine.stores.postgres.filters import filter_clause, pg_storable
 from ragspine.stores.pgvector.provision import check_embedding_column, provision
 from ragspine.stores.pgvector.tables import check_dim, table_name_for, vector_table
 from ragspine.stores.postgres.engine import make_engine, redact, wrap_error
@@ -110,7 +111,7 @@ class PgVectorStore:
             self._url: str | None = engine_or_url
             self._engine = make_engine(engine_or_url, schema=schema)  # no connection yet
             self._where = redact(engine_or_url)
-        elif hasattr(engine_or_url, "begin") and hasattr(engine_or_url, "url"):
+        elif isinstance(engine_or_url, sa.engine.Engine):
             self._url = None
             self._engine = engine_or_url
             self._where = engine_or_url.url.render_as_string(hide_password=True)
@@ -136,7 +137,8 @@ class PgVectorStore:
             with self._engine.begin() as conn:
                 yield conn
         except (sa.exc.SQLAlchemyError, _driver_error()) as exc:
-            raise wrap_error(getattr(exc, "orig", None) or exc, self._where, doing) from exc
+            cause = exc.orig if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None else exc
+            raise wrap_error(cause, self._where, doing) from exc
 
     def ensure_ready(self) -> sa.Table:
         """Do the first-use setup now (migrate, extension, registry, table); returns the table."""
@@ -152,15 +154,10 @@ class PgVectorStore:
         return table
 
     def _setup(self) -> sa.Table:
-        if self._url is not None:
-            from ragspine.stores.postgres.migrate import upgrade
+        if self._url is not None:  # its own engine: check the schema is current (`ragspine migrate`)
+            from ragspine.stores.postgres.database import PostgresDatabase
 
-            try:
-                upgrade(self._url, schema=self._schema)
-            except RagspineError:
-                raise
-            except Exception as exc:  # driver errors, Alembic's CommandError
-                raise wrap_error(getattr(exc, "orig", None) or exc, self._where, "migration (ragspine migrate)") from exc
+            PostgresDatabase(self._url, engine=self._engine, schema=self._schema).init_schema()
         with self._transaction("pgvector setup") as conn:
             self.pgvector_version, name = provision(
                 conn, model_id=self.model_id, dim=self.dim, where=self._where,
@@ -206,7 +203,6 @@ class PgVectorStore:
         where: MetadataFilter | None = None,
         ids: Collection[str] | None = None,
     ) -> list[VectorHit]:
-        where = MetadataFilter.parse(where)
         q = unit_vector(vector, self.dim, "query vector")
         id_list = _storable_ids(ids) if ids is not None else None
         if top_k <= 0 or id_list == []:
@@ -221,7 +217,6 @@ class PgVectorStore:
     def explain(self, vector: Sequence[float], *, top_k: int = 10, where: MetadataFilter | None = None) -> str:
         """The server's ``EXPLAIN`` of :meth:`query` under this store's search settings (shows
         whether the HNSW index, ``<table>_hnsw``, serves the query or an exact scan does)."""
-        where = MetadataFilter.parse(where)
         stmt = self._query_statement(self._ready(), unit_vector(vector, self.dim, "query vector"), max(top_k, 1), where, None)
         with self._transaction("pgvector explain") as conn:
             if not self.exact:
@@ -286,7 +281,6 @@ class PgVectorStore:
             return int(conn.execute(sa.delete(table).where(table.c.library_id == self.library_id)).rowcount)
 
     def count(self, where: MetadataFilter | None = None) -> int:
-        where = MetadataFilter.parse(where)
         table = self._ready()
         with self._transaction("pgvector count") as conn:
             return int(conn.execute(sa.select(sa.func.count()).where(self._scope(table, where, None))).scalar_one())

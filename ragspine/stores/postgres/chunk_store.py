@@ -32,7 +32,7 @@ from ragspine.retrieval.chunking.chunk_store import (
 )
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.metadata import STANDARD_FIELDS
-from ragspine.stores.postgres.converters import CHUNK_COLUMNS, row_to_stored
+from ragspine.stores.postgres.converters import CHUNK_COLUMNS, pg_storable, row_to_stored
 from ragspine.stores.postgres.database import PostgresDatabase
 from ragspine.stores.postgres.engine import redact
 
@@ -166,6 +166,19 @@ class PostgresChunkStore:
                 yield row_to_stored(row)
             tail = row_to_stored(rows[-1])
             last = {"doc_id": tail.doc_id, "ordinal": tail.ordinal, "chunk_id": tail.chunk_id}
+
+    def iter_active_docs(self, doc_ids: Sequence[str]) -> Iterator[StoredChunk]:
+        """The active chunks of many documents (one statement per 500 documents)."""
+        import sqlalchemy as sa
+
+        self.init_schema()
+        wanted = sorted({d for d in doc_ids if isinstance(d, str) and pg_storable(d)})
+        statement = sa.text(
+            f"{_SELECT} WHERE library_id = :library_id AND active AND doc_id = ANY(CAST(:doc_ids AS text[]))" + _ORDER
+        )
+        for start in range(0, len(wanted), 500):
+            rows = self.db.read(statement, {"library_id": self.library_id, "doc_ids": wanted[start : start + 500]})
+            yield from map(row_to_stored, rows)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         """The active rows for ``chunk_ids`` in the order asked (one statement, one snapshot)."""

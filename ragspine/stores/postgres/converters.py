@@ -167,3 +167,32 @@ def row_to_stored(row: Any) -> StoredChunk:
     v = dict(row) if isinstance(row, Mapping) else dict(zip(CHUNK_COLUMNS, row))
     return StoredChunk.from_row(v, metadata=metadata_from_db(v["metadata"]), ingested_at=timestamp_text(v["ingested_at"]))
 
+
+# -- what PostgreSQL text can hold ------------------------------------------------------------
+def _unstorable_at(text: str) -> int:
+    """Index of the first character PostgreSQL text cannot hold (NUL, lone surrogate), or -1."""
+    for i, ch in enumerate(text):
+        if ch == "\x00" or "\ud800" <= ch <= "\udfff":
+            return i
+    return -1
+
+
+def pg_storable(value: object) -> bool:
+    """Whether a metadata key or value can be stored in PostgreSQL text/JSONB."""
+    return not isinstance(value, str) or _unstorable_at(value) < 0
+
+
+def storable_bound(op: str, operand: str) -> tuple[str, str]:
+    """An equivalent ``(op, operand)`` for comparing *storable* strings with ``operand``.
+
+    Let ``p`` be ``operand`` up to its first unstorable character ``c`` and ``n`` the
+    smallest storable character above ``c``. For every storable ``s``: ``s < operand`` ⇔
+    ``s < p + n`` (and ``s <= operand`` likewise, since ``s != operand``), ``s > operand`` ⇔
+    ``s >= p + n`` (and ``s >= operand`` likewise).
+    """
+    i = _unstorable_at(operand)
+    if i < 0:
+        return op, operand
+    after = "\x01" if operand[i] == "\x00" else "\ue000"  # the next storable character
+    bound = operand[:i] + after
+    return ("lt" if op in ("lt", "lte") else "gte"), bound

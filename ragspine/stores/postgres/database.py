@@ -1,8 +1,13 @@
 """PostgreSQL: the database behind :class:`PostgresChunkStore` and the library catalog.
 
 The counterpart of ``SQLiteDatabase``: one database (optionally one schema of it) holds many
-libraries. The constructor does no I/O; the pooled engine is created on first use, and
-``init_schema()`` runs the Alembic revisions (``upgrade head``) once per instance.
+libraries. The constructor does no I/O; the pooled engine is created on first use.
+
+Schema changes happen only through ``ragspine migrate`` (the Alembic revisions in
+``migrations/``): ``init_schema()`` checks once per instance that the database is at the
+revision this RAGSpine needs and raises :class:`SchemaError` naming the command otherwise.
+``auto_migrate=True`` (``RAGSPINE_AUTO_MIGRATE=1``, e.g. for a single service container)
+upgrades instead.
 
 SQL passed to :meth:`PostgresDatabase.query` and :meth:`PostgresDatabase.execute_read` uses
 the driver's placeholders: ``%s`` with a sequence of parameters, ``%(name)s`` with a mapping.
@@ -14,7 +19,7 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
-from ragspine.errors import BackendError, ConfigError
+from ragspine.errors import BackendError, ConfigError, SchemaError
 from ragspine.retrieval.chunking.chunk_store import (
     DEFAULT_LIBRARY_ID,
     LibraryInfo,
@@ -30,7 +35,9 @@ from ragspine.stores.postgres.engine import (
 )
 
 if TYPE_CHECKING:
+    from ragspine.config import Settings
     from ragspine.stores.postgres.chunk_store import PostgresChunkStore
+    from ragspine.stores.registry import SpecContext, StoreSpec
 
 _HINT = "is the server running, and are the URL and credentials right? (RAGSPINE_CHUNK_STORE)"
 
@@ -59,21 +66,47 @@ _ORDER = ' ORDER BY l.library_id COLLATE "C"'
 
 
 class PostgresDatabase:
-    """One PostgreSQL database (and schema): a pooled engine, the migrations, the catalog."""
+    """One PostgreSQL database (and schema): a pooled engine, the schema check, the catalog."""
 
-    def __init__(self, url: str | None = None, *, schema: str | None = None, engine: Any = None, pool_size: int = 5) -> None:
+    #: The lexical index and embedding cache ``auto`` resolves to on this database.
+    default_lexical_index = "postgres"
+    default_embedding_cache = "memory"
+
+    @classmethod
+    def parse(cls, value: str, context: SpecContext) -> StoreSpec:
+        from ragspine.stores.registry import StoreSpec
+
+        return StoreSpec("postgresql", value.strip())
+
+    @classmethod
+    def from_config(cls, spec: StoreSpec, settings: Settings) -> PostgresDatabase:
+        return cls(spec.target or "", schema=settings.pg_schema, auto_migrate=settings.auto_migrate)
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        schema: str | None = None,
+        engine: Any = None,
+        pool_size: int = 5,
+        auto_migrate: bool = False,
+    ) -> None:
         if engine is None and not (isinstance(url, str) and is_postgres_url(url)):
             raise ConfigError(f"not a PostgreSQL URL: {redact(str(url))!r} (expected postgresql://user@host/db)")
         self.url: str = url or engine.url.render_as_string(hide_password=False)
         self.schema = check_schema_name(schema) if schema else None
         self.pool_size = pool_size
+        self.auto_migrate = auto_migrate
         self._engine = engine
         self._owns_engine = engine is None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # init_schema holds it while the engine is made
         self._schema_ready = False
 
     def __repr__(self) -> str:
         return f"PostgresDatabase({redact(self.url)!r}, schema={self.schema!r})"
+
+    def describe(self) -> str:
+        return f"postgresql ({redact(self.url)})" + (f", schema {self.schema}" if self.schema else "")
 
     @property
     def engine(self) -> Any:
@@ -95,21 +128,51 @@ class PostgresDatabase:
         return err
 
     def init_schema(self) -> None:
-        """Run the Alembic revisions up to ``head`` (once per instance; idempotent)."""
+        """Check (once per instance) that the schema is at the head revision — or, with
+        ``auto_migrate``, upgrade it there. Raises :class:`SchemaError` naming ``ragspine
+        migrate`` when the database is behind (or ahead: a newer RAGSpine migrated it)."""
         if self._schema_ready:
             return
-        from ragspine.stores.postgres.migrate import upgrade
+        from ragspine.stores.postgres.migrate import head_revision, upgrade
 
         with self._lock:
             if self._schema_ready:
                 return
             try:
-                upgrade(self.url, "head", schema=self.schema)
+                if self.auto_migrate:
+                    upgrade(self.url, "head", schema=self.schema)
+                else:
+                    current, head = self.schema_revision(), head_revision()
+                    if current != head:
+                        where = redact(self.url) + (f" (schema {self.schema})" if self.schema else "")
+                        hint = "ragspine migrate" + (f" --schema {self.schema}" if self.schema else "")
+                        raise SchemaError(
+                            f"the PostgreSQL schema at {where} is at revision {current or 'none (empty)'}, this "
+                            f"RAGSpine needs {head}: run `{hint}` (or set RAGSPINE_AUTO_MIGRATE=1)"
+                        )
             except BackendError:
                 raise
             except Exception as exc:
-                raise self.error(exc, "migration (alembic upgrade head)") from exc
+                raise self.error(exc, "schema check" if not self.auto_migrate else "migration (alembic upgrade head)") from exc
             self._schema_ready = True
+
+    def schema_revision(self) -> str | None:
+        """The Alembic revision the database is at (``None``: never migrated)."""
+        import sqlalchemy as sa
+
+        table = f'"{self.schema}".alembic_version' if self.schema else "public.alembic_version"  # a checked name
+        try:
+            with self.engine.connect() as conn:
+                if conn.execute(sa.text("SELECT to_regclass(:t)"), {"t": table}).scalar() is None:
+                    return None
+                revision: str | None = conn.execute(sa.text(f"SELECT version_num FROM {table}")).scalar()
+                return revision
+        except sa.exc.SQLAlchemyError as exc:
+            raise self.error(exc, "schema check") from exc
+
+    def check(self) -> None:
+        """Raise :class:`BackendError` unless the database answers."""
+        self.query("SELECT 1")
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:

@@ -22,7 +22,7 @@ A search is one statement (one snapshot) computing Lucene's BM25 exactly as
   returns their per-token terms, which :func:`exact_ranking` adds up in query order. No join
   in the statement has more than a handful of rows on both sides, so a misestimated posting
   count cannot produce a quadratic plan;
-* a metadata filter is the pgvector store's JSONB translation (``pgvector/filters.py``),
+* a metadata filter is PostgreSQL's JSONB translation (``postgres/filters.py``),
   applied as a mask on the scored chunks: it narrows the result and never changes a score;
 * order ``(-score, chunk_id)`` by code point (PostgreSQL's ``"C"`` collation): the reference's
   tie order.
@@ -39,9 +39,9 @@ from typing import Any, Iterator, Sequence
 from ragspine.errors import ConfigError
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf, bm25_term
-from ragspine.retrieval.lexical.index import LexicalHit
+from ragspine.retrieval.lexical.base import LexicalHit
 from ragspine.stores.postgres.chunk_store import PostgresChunkStore
-from ragspine.stores.pgvector.filters import pg_storable
+from ragspine.stores.postgres.filters import compile_filter, pg_storable
 from ragspine.stores.postgres.converters import stored_token
 
 __all__ = ["PostgresLexicalIndex", "exact_ranking", "search_sql"]
@@ -115,26 +115,6 @@ def exact_ranking(
     return hits if top_k is None else hits[:top_k]
 
 
-def compile_filter(metadata_filter: MetadataFilter | None) -> tuple[str | None, dict[str, Any]]:
-    """``(SQL, params)`` of a filter over the ``metadata`` column, with psycopg placeholders
-    (every operand a bound parameter; pure: no I/O)."""
-    if not metadata_filter:
-        return None, {}
-    import sqlalchemy as sa
-    from sqlalchemy.dialects.postgresql import JSONB
-    from sqlalchemy.dialects.postgresql.psycopg import dialect
-
-    from ragspine.stores.pgvector.filters import filter_clause
-
-    clause = filter_clause(sa.column("metadata", JSONB), metadata_filter)
-    compiled = clause.compile(dialect=dialect(), compile_kwargs={"render_postcompile": True})
-    params = {f"f_{name}": value for name, value in compiled.params.items()}
-    sql = str(compiled)
-    for name in sorted(compiled.params, key=len, reverse=True):
-        sql = sql.replace(f"%({name})s", f"%(f_{name})s")
-    return sql, params
-
-
 #: MaxScore attempts (essential tokens) before scoring every posting.
 MAX_ESSENTIAL = 3
 
@@ -167,6 +147,13 @@ class PostgresLexicalIndex:
         self._lock = threading.Lock()
         self._seq: int | None = None
         self._size = 0
+
+    @classmethod
+    def from_config(cls, store: object, settings: object = None) -> PostgresLexicalIndex:
+        """``RAGSPINE_LEXICAL_INDEX=postgres`` (the registry's factory)."""
+        if not isinstance(store, PostgresChunkStore):
+            raise ConfigError("RAGSPINE_LEXICAL_INDEX=postgres needs a PostgreSQL chunk store (RAGSPINE_CHUNK_STORE=postgresql://...)")
+        return cls(store)
 
     def __repr__(self) -> str:
         return f"PostgresLexicalIndex({self.store!r})"
@@ -205,7 +192,6 @@ class PostgresLexicalIndex:
         metadata_filter: MetadataFilter | None = None,
         top_k: int | None = None,
     ) -> list[LexicalHit]:
-        metadata_filter = MetadataFilter.parse(metadata_filter)
         if top_k is not None and top_k <= 0:
             return []
         tokens = [stored_token(t) for t in query_tokens if pg_storable(t)]
@@ -281,7 +267,7 @@ class PostgresLexicalIndex:
 
     def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
         """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""
-        filter_sql, params = compile_filter(MetadataFilter.parse(metadata_filter))
+        filter_sql, params = compile_filter(metadata_filter)
         sql = "SELECT chunk_id, version FROM ragspine_chunk WHERE library_id = %(library_id)s AND active"
         if filter_sql:
             sql += f" AND ({filter_sql})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,20 @@ def upgrade(url: str, revision: str = "head", *, schema: str | None = None) -> N
 
     with _ALEMBIC_LOCK:
         command.upgrade(alembic_config(url, schema=schema), revision)
+
+
+@functools.lru_cache(maxsize=1)
+def head_revision() -> str:
+    """The newest revision of the migrations shipped with this RAGSpine."""
+    try:
+        from alembic.script import ScriptDirectory
+    except ImportError:
+        raise MissingDependencyError("alembic", "pgvector", "the PostgreSQL schema check") from None
+    cfg = alembic_config("postgresql://unused")
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    if head is None:
+        raise ConfigError("the Alembic migrations have no head revision")
+    return str(head)
 
 
 def downgrade(url: str, revision: str = "base", *, schema: str | None = None) -> None:

@@ -18,8 +18,8 @@ from typing import Any, Mapping, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.metadata import validate_metadata
-from ragspine.retrieval.vector.base import VectorHit, VectorRecord
-from ragspine.retrieval.vector.base import unit_vector as _unit_vector
+from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
+from ragspine.retrieval.vector.similarity import unit_vector as _unit_vector
 from ragspine.stores.qdrant.filters import (
     METADATA_KEY,
     decode_metadata,

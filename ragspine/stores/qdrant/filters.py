@@ -218,6 +218,15 @@ _HANDLERS: dict[str, Callable[[str, FilterCondition], Any]] = {
 assert set(_HANDLERS) == set(OPERATORS), "every filter operator needs a Qdrant handler"
 
 
+def _storable(name: str) -> bool:
+    """Whether a field name can be a payload key (UTF-8: no lone surrogate)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def translate(where: MetadataFilter | None) -> QdrantFilter:
     """Translate ``where`` (already validated: a well-formed filter never raises here)."""
     if not where:
@@ -225,6 +234,8 @@ def translate(where: MetadataFilter | None) -> QdrantFilter:
     native: list[models.Condition] = []
     python: list[FilterCondition] = []
     for cond in where.conditions:
+        if not _storable(cond.field):  # no payload can hold the key: the field is missing, so
+            return QdrantFilter(never=True)  # the condition (and the AND) matches nothing
         if _needs_python(cond):
             python.append(cond)
             continue

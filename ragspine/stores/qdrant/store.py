@@ -53,12 +53,8 @@ import numpy as np
 
 from ragspine.errors import BackendError, ConfigError, RagspineError
 from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.retrieval.vector.base import (
-    RESCORE_MARGIN,
-    VectorHit,
-    VectorRecord,
-    exact_cosine_scores,
-)
+from ragspine.retrieval.vector.similarity import RESCORE_MARGIN, exact_cosine_scores
+from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
 from ragspine.stores.qdrant.client import (
     client_guard,
     describe_client,

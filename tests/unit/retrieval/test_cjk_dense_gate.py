@@ -62,7 +62,7 @@ def runs(onnx_backend, tmp_path_factory):
 
 
 def _evaluate(onnx_backend, tmp_path_factory) -> dict[str, dict]:
-    from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+    from ragspine.stores.sqlite import SQLiteDatabase
 
     db = SQLiteDatabase(tmp_path_factory.mktemp("cjk") / "chunks.db")
     db.init_schema()

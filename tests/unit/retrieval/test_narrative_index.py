@@ -130,17 +130,19 @@ def test_a_failed_replace_keeps_the_previous_version_and_its_vectors(store, monk
     index.replace_doc_chunks("b", [make_chunk("b", 0, "birds sing at dawn")])
     before = index.retrieve("cats meow")
 
-    calls = {"n": 0}
-    real_row = type(store)._row
+    from ragspine.stores.sqlite import chunk_store as module
 
-    def failing_row(self, *args, **kwargs):
+    calls = {"n": 0}
+    real_row = module.chunk_row
+
+    def failing_row(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 2:
             raise RuntimeError("disk full")
-        return real_row(self, *args, **kwargs)
+        return real_row(*args, **kwargs)
 
     with monkeypatch.context() as m:
-        m.setattr(type(store), "_row", failing_row)
+        m.setattr(module, "chunk_row", failing_row)
         with pytest.raises(RuntimeError, match="disk full"):
             index.replace_doc_chunks("a", [make_chunk("a", 0, "dogs bark"), make_chunk("a", 1, "dogs howl")])
     assert calls["n"] == 2

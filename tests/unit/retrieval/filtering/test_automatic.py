@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.errors import ConfigError
+from ragspine.registries import FILTER_EXTRACTORS
 from ragspine.retrieval.filtering.automatic import (
-    FILTER_EXTRACTORS,
     ControlledVocabFilterExtractor,
     LLMFilterExtractor,
     make_filter_extractor,
@@ -54,17 +55,7 @@ def test_controlled_vocab_output_is_a_metadata_filter_and_deterministic():
 
 
 # -- LLM adapter -------------------------------------------------------------------------------
-class Provider:
-    def __init__(self, answer, error=None):
-        self.answer = answer
-        self.error = error
-        self.prompts = []
-
-    def chat(self, messages, **kwargs):
-        self.prompts.append(messages[-1]["content"])
-        if self.error:
-            raise self.error
-        return self.answer
+Provider = ScriptedLLMProvider
 
 
 @pytest.mark.parametrize(
@@ -134,7 +125,7 @@ def test_safe_extract_passes_a_real_filter_through():
 
 # -- factory ---------------------------------------------------------------------------------------
 def test_make_filter_extractor():
-    assert FILTER_EXTRACTORS == ("none", "controlled_vocab", "llm")
+    assert FILTER_EXTRACTORS.names() == ["none", "controlled_vocab", "llm"]
     assert make_filter_extractor("none") is None
     assert make_filter_extractor(" NONE ") is None
     for alias in ("controlled_vocab", "vocab", "controlled", "Controlled_Vocab"):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ragspine.retrieval.chunking.chunking import Chunk
-from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.lexical.bm25 import (
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,

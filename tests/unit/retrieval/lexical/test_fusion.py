@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragspine.retrieval.lexical.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
+from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
 
 
 def test_default_k() -> None:

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from ragspine.retrieval.chunking.chunking import Chunk
-from ragspine.retrieval.chunking.sqlite_store import SQLiteChunkStore, SQLiteDatabase
+from ragspine.stores.sqlite import SQLiteChunkStore, SQLiteDatabase
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.index import (

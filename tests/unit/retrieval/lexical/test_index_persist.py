@@ -11,7 +11,8 @@ import shutil
 import numpy as np
 import pytest
 
-from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.retrieval.filtering.filters import parse_filter
+from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical import segments
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
@@ -142,7 +143,7 @@ def test_filter_masks_over_saved_columns_and_added_rows_equal_the_reference(db_p
     index.refresh()
     assert len(index._d_meta) > 0 and index._base.n_rows > 0
     active = store.iter_chunks()
-    filters = [MetadataFilter.parse({"topic": "sales"}), MetadataFilter.parse([["year", "gte", 2023], ["flag", "eq", True]])]
+    filters = [parse_filter({"topic": "sales"}), parse_filter([["year", "gte", 2023], ["flag", "eq", True]])]
     filters += [random_filter(rng, ("topic", "year", "flag", "missing")) for _ in range(25)]
     for f in filters:
         expected = sorted((c.chunk_id, c.version) for c in active if f.matches(c.metadata))
@@ -206,7 +207,7 @@ def test_pruned_top_k_equals_full_scoring_bit_for_bit(tmp_path) -> None:
         return out
 
     index._pruned_top_k = spy  # type: ignore[method-assign]
-    filters = [None, MetadataFilter.parse({"topic": "a"}), MetadataFilter.parse([["n", "lt", 3]])]
+    filters = [None, parse_filter({"topic": "a"}), parse_filter([["n", "lt", 3]])]
     for round_ in range(2):
         for qi in range(60):
             q = list(np_rng.choice(words, size=rng.randint(1, 6), p=weights)) + ([words[rng.randrange(400)]] if qi % 2 else [])
@@ -248,8 +249,8 @@ def test_merges_keep_ids_and_metadata_columns_right(db_path) -> None:
         active = store.iter_chunks()
         assert sorted(current.candidates()) == sorted((c.chunk_id, c.version) for c in active)
         assert all(current.version_of(c.chunk_id) == c.version for c in active)
-        for f in [MetadataFilter.parse({"f0": 1}), MetadataFilter.parse({"f1": True}), MetadataFilter.parse({"f2": "1"}),
-                  MetadataFilter.parse([["f0", "eq", 1.0]])] + [random_filter(rng, ("topic", "year", "flag", "f0")) for _ in range(15)]:
+        for f in [parse_filter({"f0": 1}), parse_filter({"f1": True}), parse_filter({"f2": "1"}),
+                  parse_filter([["f0", "eq", 1.0]])] + [random_filter(rng, ("topic", "year", "flag", "f0")) for _ in range(15)]:
             assert sorted(current.candidates(f)) == sorted((c.chunk_id, c.version) for c in active if f.matches(c.metadata)), f
     db.close()
 

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.errors import FilterError
+from ragspine.retrieval.ask_again import Page
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
 from ragspine.retrieval.filtering.automatic import ControlledVocabFilterExtractor
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
@@ -37,10 +39,10 @@ class FakeIndex:
         self.unfiltered = unfiltered
         self.calls: list[tuple[str, int, Any]] = []
 
-    def retrieve(self, query, *, top_k=10, metadata_filter=None):
-        self.calls.append((query, top_k, metadata_filter))
+    def search_once(self, query, want, metadata_filter, skip_stale=False):
+        self.calls.append((query, want, metadata_filter))
         pool = self.unfiltered if metadata_filter is None else self.filtered
-        return pool[:top_k]
+        return Page(pool[:want], exhausted=len(pool) <= want)
 
 
 def res(doc_id: str, sensitivity: str = "INTERNAL") -> RetrievalResult:
@@ -250,14 +252,7 @@ def test_restricted_window_text_never_reaches_a_snippet(store):
 
 
 # -- ProviderListwiseJudge / build_narrative_retriever ------------------------------------------
-class Provider:
-    def __init__(self, answer: str = "1, 0") -> None:
-        self.answer = answer
-        self.prompts: list[str] = []
-
-    def chat(self, messages, **kwargs):
-        self.prompts.append(messages[-1]["content"])
-        return self.answer
+Provider = ScriptedLLMProvider
 
 
 def test_provider_judge_parses_the_provider_answer():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
 from ragspine.retrieval.link.narrative_link import ProviderListwiseJudge
 from ragspine.retrieval.rerank.listwise_rerank import (
@@ -200,17 +201,7 @@ def test_parse_always_returns_a_permutation():
 
 
 # -- ProviderListwiseJudge --------------------------------------------------------------------
-class Provider:
-    def __init__(self, answer, error=None):
-        self.answer = answer
-        self.error = error
-        self.messages = []
-
-    def chat(self, messages, **kwargs):
-        self.messages.append(messages)
-        if self.error:
-            raise self.error
-        return self.answer
+Provider = ScriptedLLMProvider
 
 
 def test_provider_judge_sends_one_prompt_and_parses_the_answer():

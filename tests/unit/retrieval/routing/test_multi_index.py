@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from ragspine.retrieval.lexical.fusion import rrf_fuse
-from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
+from ragspine.retrieval.filtering.filters import parse_filter
+from ragspine.retrieval.fusion import rrf_fuse
+from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, Retrieval
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.routing.routers import KeywordLibraryRouter
@@ -32,9 +33,9 @@ class Fixed:
         self.snippets = snippets
         self.calls: list[tuple[str, Any, int]] = []
 
-    def retrieve(self, query, *, filters=None, top_k=50):
+    def search(self, query, *, filters=None, top_k=50):
         self.calls.append((query, filters, top_k))
-        return [dict(s) for s in self.snippets[:top_k]]
+        return Retrieval([dict(s) for s in self.snippets[:top_k]])
 
 
 class Router:
@@ -59,7 +60,8 @@ def test_without_router_every_library_is_searched_and_stamped():
     a, b = Fixed([snip("x#0"), snip("y#0")]), Fixed([snip("z#0")])
     multi = MultiIndexRetriever({"A": a, "B": b})
     out = multi.retrieve("q", filters={"topic": "t"}, top_k=7)
-    assert a.calls == [("q", {"topic": "t"}, 7)] and b.calls == [("q", {"topic": "t"}, 7)]
+    wanted = parse_filter({"topic": "t"})
+    assert a.calls == [("q", wanted, 7)] and b.calls == [("q", wanted, 7)]
     assert {(s["library_id"], s["chunk_id"]) for s in out} == {("A", "x#0"), ("A", "y#0"), ("B", "z#0")}
 
 

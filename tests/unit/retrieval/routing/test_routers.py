@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.errors import ConfigError
+from ragspine.registries import LIBRARY_ROUTERS
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.retrieval.routing.routers import (
-    LIBRARY_ROUTERS,
     KeywordLibraryRouter,
     LLMLibraryRouter,
     make_library_router,
@@ -20,17 +21,7 @@ LIBS = [
 ]
 
 
-class Provider:
-    def __init__(self, answer, error=None):
-        self.answer = answer
-        self.error = error
-        self.prompts = []
-
-    def chat(self, messages, **kwargs):
-        self.prompts.append(messages[-1]["content"])
-        if self.error:
-            raise self.error
-        return self.answer
+Provider = ScriptedLLMProvider
 
 
 # -- keyword ----------------------------------------------------------------------------------
@@ -115,7 +106,7 @@ def test_llm_router_needs_a_provider():
 
 # -- factory ----------------------------------------------------------------------------------
 def test_make_library_router_names():
-    assert LIBRARY_ROUTERS == ("none", "keyword", "llm")
+    assert LIBRARY_ROUTERS.names() == ["none", "keyword", "llm"]
     assert make_library_router("none") is None
     assert isinstance(make_library_router("keyword"), KeywordLibraryRouter)
     assert isinstance(make_library_router(" Keyword "), KeywordLibraryRouter)

@@ -14,7 +14,7 @@ pytest.importorskip("sqlalchemy")
 import sqlalchemy as sa
 
 from ragspine.errors import BackendError
-from ragspine.retrieval.vector.base import VectorRecord
+from ragspine.retrieval.vector.vector_store import VectorRecord
 from ragspine.stores.pgvector import bulk
 from ragspine.stores.pgvector.converters import COPY_COLUMNS, copy_binary, record_to_row
 

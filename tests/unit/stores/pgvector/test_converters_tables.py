@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import psycopg as pg_psycopg
 
 from ragspine.errors import ConfigError, IngestError
-from ragspine.retrieval.vector.base import VectorHit, VectorRecord
+from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
 from ragspine.stores.pgvector.converters import (
     distance_to_score,
     rank_hits,

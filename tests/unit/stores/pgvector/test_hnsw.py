@@ -14,7 +14,7 @@ pytest.importorskip("sqlalchemy")
 import sqlalchemy as sa
 
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
-from ragspine.retrieval.vector.base import VectorRecord
+from ragspine.retrieval.vector.vector_store import VectorRecord
 from ragspine.stores.pgvector.converters import unit_vector
 from ragspine.stores.pgvector.store import PgVectorStore
 from tests import backends

@@ -16,7 +16,7 @@ pytest.importorskip("sqlalchemy")
 
 import sqlalchemy as sa
 
-from ragspine.retrieval.vector.base import VectorRecord
+from ragspine.retrieval.vector.vector_store import VectorRecord
 from ragspine.stores.pgvector import bulk
 from ragspine.stores.pgvector.store import PgVectorStore
 from tests import backends

@@ -15,11 +15,11 @@ import sqlalchemy as sa
 
 from ragspine.errors import BackendError, ConfigError, IngestError
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
-from ragspine.retrieval.vector.base import VectorRecord, VectorStore
+from ragspine.retrieval.vector.vector_store import VectorRecord, VectorStore
 from ragspine.retrieval.vector.store import InProcessVectorStore
 from ragspine.stores.pgvector.store import PgVectorStore
 
-from .randomdata import STRINGS, random_filter, random_metadata
+from ragspine.testing.random_filters import STRINGS, random_filter, random_metadata
 
 DIM = 12
 
@@ -70,7 +70,7 @@ def test_exact_mode_equals_the_in_process_store(make_store):
     for i in range(30):
         q = rng.normal(size=DIM) if i else recs[4].vector  # one query hits the duplicated pair
         everything = {h.id: h.score for h in ref.query(q, top_k=1000)}
-        where = random_filter(prng) if i % 2 else None
+        where = random_filter(prng, unstorable=0.05) if i % 2 else None
         ids = prng.sample([r.id for r in recs], 60) + ["nope"] if i % 5 == 0 else None
         for top_k in (1, 10, 57):
             assert_same_hits(pg.query(q, top_k=top_k, where=where, ids=ids), ref.query(q, top_k=top_k, where=where, ids=ids), everything)
@@ -146,10 +146,10 @@ def test_model_and_dimension_mismatch_is_a_config_error(make_store):
     assert other.table_name != make_store(model_id="model-x", dim=8).table_name
 
 
-def test_unmigrated_engine_is_a_config_error_naming_migrate(pg_schema):
+def test_unmigrated_engine_is_a_config_error_naming_migrate(pg_blank_schema):
     from ragspine.stores.postgres.engine import make_engine
 
-    url, schema = pg_schema
+    url, schema = pg_blank_schema
     engine = make_engine(url, schema=schema)
     try:
         with engine.begin() as conn:
@@ -160,8 +160,16 @@ def test_unmigrated_engine_is_a_config_error_naming_migrate(pg_schema):
         engine.dispose()
 
 
-def test_a_url_migrates_by_itself(pg_schema):
-    url, schema = pg_schema
+def test_a_url_checks_the_schema_by_itself(pg_blank_schema):
+    from ragspine.errors import SchemaError
+    from tests.backends import migrate_schema
+
+    url, schema = pg_blank_schema
+    store = PgVectorStore(url, library_id="l", model_id="url-model", dim=4, schema=schema)
+    with pytest.raises(SchemaError, match="ragspine migrate"):
+        store.count()
+    store.close()
+    migrate_schema(url, schema)
     store = PgVectorStore(url, library_id="l", model_id="url-model", dim=4, schema=schema)
     try:
         store.upsert([VectorRecord("a", [1.0, 0.0, 0.0, 0.0])])

@@ -6,11 +6,18 @@ from __future__ import annotations
 import pytest
 
 SERVERS = {"pgvector": "pg_schema", "pg15": "pg15_schema"}
+BLANK = {"pgvector": "pg_blank_schema", "pg15": "pg15_blank_schema"}
 
 
 @pytest.fixture(params=list(SERVERS.values()), ids=list(SERVERS))
 def pg_target(request: pytest.FixtureRequest) -> tuple[str, str]:
-    """``(url, schema)`` on one of the two servers."""
+    """``(url, schema)`` on one of the two servers, migrated."""
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(params=list(BLANK.values()), ids=list(BLANK))
+def pg_blank_target(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """``(url, schema)`` on one of the two servers, never migrated."""
     return request.getfixturevalue(request.param)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
-from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.stores.postgres import PostgresDatabase
 from tests.helpers import make_chunk
 

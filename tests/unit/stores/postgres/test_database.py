@@ -114,7 +114,7 @@ def test_constructor_does_no_io_and_connection_errors_are_redacted(monkeypatch) 
     other = PostgresChunkStore(url, library_id="lib")
     assert made == [] and "s3cret-pw" not in repr(db) + repr(store)  # nothing connected yet
     uses = {
-        "init_schema (alembic)": db.list_libraries,
+        "init_schema (the schema check)": db.list_libraries,
         "replace": lambda: store.replace_doc_chunks("d", doc("d", "x")),
         "store from a URL": other.doc_ids,
         "query": lambda: db.query("SELECT 1"),
@@ -127,7 +127,7 @@ def test_constructor_does_no_io_and_connection_errors_are_redacted(monkeypatch) 
         assert "127.0.0.1" in message and "alice" in message, (name, message)
         assert "s3cret-pw" not in message and "hint" not in message.lower(), (name, message)
         assert "server running" in message, (name, message)
-    assert made == ["engine"]  # db's pool, on first use (migrations use their own engine)
+    assert made == ["engine", "engine"]  # db's pool and the URL store's own, each on first use (the schema check uses it)
     db.close()
     other.close()
 

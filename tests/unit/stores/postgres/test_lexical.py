@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 
+from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.stores.postgres.lexical import PostgresLexicalIndex
 from tests.helpers import make_chunk
@@ -44,7 +45,7 @@ def test_pruned_top_k_equals_the_full_statement(pg_db) -> None:
 
     index._pruned_top_k = spy  # type: ignore[method-assign]
     words = [f"w{i}" for i in range(300)]
-    filters = [None, MetadataFilter.parse({"topic": "a"})]
+    filters = [None, parse_filter({"topic": "a"})]
     for round_ in range(2):
         for qi in range(12):
             q = [words[min(int(rng.paretovariate(0.6)) - 1, 299)] for _ in range(rng.randint(1, 5))]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragspine.cli import main
+from ragspine.errors import SchemaError
 from ragspine.stores.postgres import PostgresDatabase
 from ragspine.stores.postgres.migrate import current_revision, downgrade, upgrade
 from tests.backends import free_port
@@ -23,10 +24,37 @@ def _tables(db: PostgresDatabase) -> set[str]:
     return {r[0] for r in rows}
 
 
-def test_downgrade_base_then_upgrade_head_and_the_store_works(pg_target) -> None:
-    url, schema = pg_target
+def test_a_store_never_migrates_it_names_ragspine_migrate(pg_blank_target) -> None:
+    url, schema = pg_blank_target
     db = PostgresDatabase(url, schema=schema)
-    assert current_revision(url, schema=schema) is None  # never migrated: init_schema does it
+    with pytest.raises(SchemaError) as info:
+        db.chunk_store("lib").replace_doc_chunks("d", doc("d", "x"))
+    message = str(info.value)
+    assert "none (empty)" in message and HEAD in message and f"ragspine migrate --schema {schema}" in message
+    assert current_revision(url, schema=schema) is None  # nothing was created
+    with pytest.raises(SchemaError):
+        db.list_libraries()  # a read checks too (and writes nothing)
+    db.close()
+    upgrade(url, "0003_service", schema=schema)
+    behind = PostgresDatabase(url, schema=schema)
+    with pytest.raises(SchemaError, match=f"at revision 0003_service, this RAGSpine needs {HEAD}"):
+        behind.list_libraries()
+    behind.close()
+
+
+def test_auto_migrate_upgrades_on_first_use(pg_blank_target) -> None:
+    url, schema = pg_blank_target
+    db = PostgresDatabase(url, schema=schema, auto_migrate=True)
+    db.chunk_store("lib").replace_doc_chunks("d", doc("d", "x"))
+    assert current_revision(url, schema=schema) == HEAD
+    db.close()
+
+
+def test_downgrade_base_then_upgrade_head_and_the_store_works(pg_blank_target) -> None:
+    url, schema = pg_blank_target
+    assert current_revision(url, schema=schema) is None
+    upgrade(url, "head", schema=schema)
+    db = PostgresDatabase(url, schema=schema)
     db.chunk_store("lib").replace_doc_chunks("d", doc("d", "before"))
     assert current_revision(url, schema=schema) == HEAD
     assert set(TABLES) <= _tables(db)
@@ -49,8 +77,8 @@ def test_downgrade_base_then_upgrade_head_and_the_store_works(pg_target) -> None
     again.close()
 
 
-def test_cli_migrate_up_and_down(pg_target, capsys) -> None:
-    url, schema = pg_target
+def test_cli_migrate_up_and_down(pg_blank_target, capsys) -> None:
+    url, schema = pg_blank_target
     assert main(["migrate", "--url", url, "--schema", schema]) == 0
     out = capsys.readouterr().out
     assert f"revision base -> {HEAD}" in out and schema in out
@@ -63,14 +91,11 @@ def test_cli_migrate_up_and_down(pg_target, capsys) -> None:
     assert current_revision(url, schema=schema) is None
 
 
-def test_cli_migrate_reads_the_url_and_schema_from_the_environment(pg_target, capsys, monkeypatch) -> None:
-    url, schema = pg_target
+def test_cli_migrate_reads_the_url_and_schema_from_the_environment(pg_blank_target, capsys, monkeypatch) -> None:
+    url, schema = pg_blank_target
     monkeypatch.setenv("RAGSPINE_CHUNK_STORE", url)
     monkeypatch.setenv("RAGSPINE_PG_SCHEMA", schema)
-    from ragspine.config import load_settings
-
-    knows_schema = getattr(load_settings(), "pg_schema", None) == schema
-    assert main(["migrate"] if knows_schema else ["migrate", "--schema", schema]) == 0
+    assert main(["migrate"]) == 0
     assert f"-> {HEAD}" in capsys.readouterr().out
     assert current_revision(url, schema=schema) == HEAD
 

@@ -16,7 +16,7 @@ from ragspine.retrieval.vector.base import VectorRecord  # noqa: E402
 from ragspine.stores.qdrant.client import describe_client, is_local, make_qdrant_client  # noqa: E402
 from ragspine.stores.qdrant.store import QdrantVectorStore  # noqa: E402
 from tests import backends  # noqa: E402
-from tests.unit.stores.qdrant._random_data import random_filter, random_metadata  # noqa: E402
+from ragspine.testing.random_filters import random_filter, random_metadata  # noqa: E402
 from tests.unit.stores.qdrant.conftest import QdrantEnv, server_env  # noqa: E402
 
 
@@ -95,7 +95,7 @@ def test_local_and_server_give_the_same_answers(qdrant_local_client, qdrant_serv
         remote = server_side.store(dim=dim)
         remote.upsert(records)
         for n in range(100):
-            where = random_filter(rng)
+            where = random_filter(rng, unstorable=0.05)
             assert local.ids(where) == remote.ids(where), where.to_list()
             if n % 5 == 0:
                 q = vectors[n].tolist()

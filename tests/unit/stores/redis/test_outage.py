@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ragspine.retrieval.chunking.sqlite_store import SQLiteDatabase
+from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend

@@ -14,7 +14,8 @@ from ragspine.retrieval.chunking.chunk_store import (
     StoredChunk,
 )
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_document
-from ragspine.retrieval.chunking.sqlite_store import SCHEMA_VERSION, SQLiteChunkStore, SQLiteDatabase
+from ragspine.stores.sqlite import SQLiteChunkStore, SQLiteDatabase
+from ragspine.stores.sqlite.schema import SCHEMA_VERSION
 from tests.helpers import make_chunk
 
 

@@ -10,7 +10,7 @@ import pytest
 from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.chunk_store import DocumentChunks, fingerprint
 from ragspine.retrieval.chunking.chunking import Chunk
-from ragspine.retrieval.chunking.sqlite_store import SQLiteChunkStore, SQLiteDatabase
+from ragspine.stores.sqlite import SQLiteChunkStore, SQLiteDatabase
 from tests.helpers import make_chunk
 
 
@@ -69,17 +69,19 @@ def test_a_failing_document_leaves_nothing_of_its_batch(sqlite_db: SQLiteDatabas
 def test_a_failure_in_the_middle_of_the_writes_rolls_back(store: SQLiteChunkStore, monkeypatch) -> None:
     store.replace_many([DocumentChunks(f"d{i}", _doc(f"d{i}", f"v1 {i}")) for i in range(5)])
     before = _active(store)
-    real_row = SQLiteChunkStore._row
+    from ragspine.stores.sqlite import chunk_store as module
+
+    real_row = module.chunk_row
     calls = 0
 
-    def failing_row(self, c, *args):
+    def failing_row(*args):
         nonlocal calls
         calls += 1
         if calls == 4:
             raise sqlite3.OperationalError("disk I/O error (simulated)")
-        return real_row(self, c, *args)
+        return real_row(*args)
 
-    monkeypatch.setattr(SQLiteChunkStore, "_row", failing_row)
+    monkeypatch.setattr(module, "chunk_row", failing_row)
     with pytest.raises(Exception, match="simulated"):
         store.replace_many([DocumentChunks(f"d{i}", _doc(f"d{i}", f"v2 {i}")) for i in range(5)])
     assert _active(store) == before

@@ -1,0 +1,108 @@
+"""Every role's registry: the one place a backend is named (see :mod:`ragspine.registry`).
+
+Adding a backend is a new module plus one line here (and one parameter of the role's
+conformance suite in the tests); the settings' help, ``ragspine config``, the CLI, the
+service and every "unknown X" error read these lines. This module imports nothing heavy: the
+targets are import strings.
+
+Store roles (chunk store, vector store, embedding cache) name a class with two classmethods:
+``parse(value, context) -> StoreSpec`` (pure: normalizes and checks a configured value) and
+``from_config(spec, settings, database)`` (builds it; no I/O). Other roles name a factory
+taking keyword options.
+"""
+
+from __future__ import annotations
+
+from ragspine.registry import Entry, Registry
+
+# -- stores ----------------------------------------------------------------------------------
+CHUNK_STORES = Registry("chunk store", env="RAGSPINE_CHUNK_STORE", entries={
+    "sqlite": Entry("ragspine.stores.sqlite.database:SQLiteDatabase", "a file path, or sqlite:///path", accepts=("sqlite:",)),
+    "postgresql": Entry(
+        "ragspine.stores.postgres.database:PostgresDatabase", "postgresql://user:password@host:5432/db",
+        extra="pgvector", accepts=("postgresql:", "postgres:", "postgresql+psycopg:"),
+    ),
+})
+VECTOR_STORES = Registry("vector store", env="RAGSPINE_VECTOR_STORE", entries={
+    "memory": Entry("ragspine.retrieval.vector.store:InProcessVectorConnector", "memory (in-process exact cosine)", accepts=("memory",)),
+    "pgvector": Entry(
+        "ragspine.stores.pgvector.connector:PgVectorConnector",
+        "pgvector (the chunk store's PostgreSQL) or postgresql://... (another database)",
+        extra="pgvector", accepts=("pgvector", "postgresql:", "postgres:", "postgresql+psycopg:"),
+    ),
+    "qdrant": Entry(
+        "ragspine.stores.qdrant.connector:QdrantConnector",
+        "qdrant (local files under the data dir), qdrant::memory:, qdrant:/path, or http(s)://host:6333",
+        extra="qdrant", accepts=("qdrant", "qdrant:", "http:", "https:"),
+    ),
+})
+EMBEDDING_CACHES = Registry("embedding cache", env="RAGSPINE_EMBEDDING_CACHE", entries={
+    "auto": Entry(None, "auto (the chunk store's own: a table in a SQLite store, else memory)", accepts=("auto",)),
+    "memory": Entry("ragspine.retrieval.vector.cache:InMemoryEmbeddingCache", "memory (a bounded LRU in the process)", accepts=("memory",)),
+    "sqlite": Entry("ragspine.stores.sqlite.embedding_cache:SQLiteEmbeddingCache", "sqlite (a table in the SQLite chunk store)", accepts=("sqlite",)),
+    "redis": Entry(
+        "ragspine.stores.redis_cache:RedisEmbeddingCache", "redis://host:6379/0 or rediss://...",
+        extra="redis", accepts=("redis:", "rediss:", "unix:"),
+    ),
+})
+LEXICAL_INDEXES = Registry("lexical index", env="RAGSPINE_LEXICAL_INDEX", entries={
+    "auto": Entry(None, "the chunk store's own (in PostgreSQL when the chunk store is, else in-process)"),
+    "memory": Entry("ragspine.retrieval.lexical.index:InMemoryLexicalIndex.from_config", "in-process segments following the store"),
+    "postgres": Entry("ragspine.stores.postgres.lexical:PostgresLexicalIndex.from_config", "in PostgreSQL, next to the chunks", extra="pgvector"),
+})
+
+# -- models and pipeline stages ----------------------------------------------------------------
+EMBEDDING_BACKENDS = Registry("embedding backend", env="RAGSPINE_EMBEDDING", entries={
+    "none": Entry(None, "no dense leg: pure BM25 + RRF"),
+    "auto": Entry("ragspine.retrieval.vector.embedding_backends:auto_backend", "ONNX if the [embed-onnx] extra is installed, else none"),
+    "onnx": Entry("ragspine.retrieval.vector.onnx_backend:OnnxEmbeddingBackend", "the packaged MiniLM int8 ONNX model, offline", extra="embed-onnx"),
+    "deterministic": Entry(
+        "ragspine.retrieval.vector.embedding_backends:DeterministicEmbeddingBackend", "feature hashing, no model (tests, demos)"
+    ),
+    "openai": Entry("ragspine.retrieval.vector.openai_backend:OpenAIEmbeddingBackend", "the OpenAI embeddings API", extra="openai"),
+    "qwen3": Entry("ragspine.retrieval.vector.st_backend:qwen3_backend", "Qwen3 embedding via sentence-transformers", extra="sentence-transformers"),
+    "st": Entry(
+        "ragspine.retrieval.vector.st_backend:SentenceTransformerEmbeddingBackend", "a sentence-transformers model",
+        extra="sentence-transformers",
+    ),
+}, aliases={"fastembed": "onnx", "minilm": "onnx", "sentence-transformers": "st"})
+CHUNKERS = Registry("chunker", env="RAGSPINE_CHUNKER", entries={
+    "default": Entry("ragspine.retrieval.chunking.chunking:ParagraphChunker", "paragraphs packed to a character budget (the seed's)"),
+})
+RERANKERS = Registry("reranker", env="RAGSPINE_RERANKER", entries={
+    "none": Entry(None, "keep the fused order"),
+    "listwise": Entry("ragspine.retrieval.rerank.listwise_rerank:listwise_reranker", "an LLM judge orders the head (needs an LLM provider)"),
+})
+POSTPROCESSORS = Registry("postprocessor", env="RAGSPINE_POSTPROCESSOR", entries={
+    "none": Entry(None, "results as reranked"),
+})
+LIBRARY_ROUTERS = Registry("library router", env="RAGSPINE_LIBRARY_ROUTER", entries={
+    "none": Entry(None, "search every library"),
+    "keyword": Entry("ragspine.retrieval.routing.routers:KeywordLibraryRouter", "BM25 of the query over library descriptions"),
+    "llm": Entry("ragspine.retrieval.routing.routers:LLMLibraryRouter", "an LLM picks libraries (needs an LLM provider)"),
+})
+FILTER_EXTRACTORS = Registry("filter extractor", env="RAGSPINE_FILTER_EXTRACTOR", entries={
+    "none": Entry(None, "no automatic filter"),
+    "controlled_vocab": Entry(
+        "ragspine.retrieval.filtering.automatic:ControlledVocabFilterExtractor", "fields whose vocabulary the query mentions"
+    ),
+    "llm": Entry("ragspine.retrieval.filtering.automatic:LLMFilterExtractor", "an LLM proposes filters within the vocabulary"),
+}, aliases={"vocab": "controlled_vocab", "controlled": "controlled_vocab"})
+LLM_PROVIDERS = Registry("LLM provider", env="RAGSPINE_LLM", entries={
+    "none": Entry(None, "no language model"),
+})
+
+#: Every registry, by the settings field it serves.
+REGISTRIES: dict[str, Registry] = {
+    "chunk_store": CHUNK_STORES,
+    "vector_store": VECTOR_STORES,
+    "embedding_cache": EMBEDDING_CACHES,
+    "lexical_index": LEXICAL_INDEXES,
+    "embedding": EMBEDDING_BACKENDS,
+    "chunker": CHUNKERS,
+    "reranker": RERANKERS,
+    "postprocessor": POSTPROCESSORS,
+    "library_router": LIBRARY_ROUTERS,
+    "filter_extractor": FILTER_EXTRACTORS,
+    "llm": LLM_PROVIDERS,
+}

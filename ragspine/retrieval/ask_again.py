@@ -1,0 +1,93 @@
+"""The one place that decides to ask a search again — and says when it dropped the filters.
+
+A search (one library's pipeline, or the fusion of several) is asked for ``want`` results
+under a filter and answers a :class:`Page`. :func:`ask_again` then decides, in this order:
+
+1. **A version committed mid-query** — the search raised :class:`StaleRanking` (a chunk was
+   replaced between scoring and fetching): run it again, at most :data:`MAX_STALE_RETRIES`
+   times; the last attempt leaves such chunks out instead. A result is never shown torn.
+2. **Results set aside took the places** — fewer than ``top_k`` items pass ``keep`` (the link
+   exit keeps only non-RESTRICTED ones) and the search could find more: ask for more
+   (doubling, at most :data:`MAX_TOP_UPS` rounds).
+3. **Nothing matched the filter** — no item passes and ``retry_without_filters`` (the seed's
+   default at the link exit): search once more without the filter. The answer then says so
+   (``filters_dropped``), so the caller can tell the user; it is never silent.
+
+"Nothing" is judged after ``keep``: otherwise an empty answer versus a retried one would tell
+the caller whether a RESTRICTED chunk matches the filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Generic, TypeVar
+
+from ragspine.retrieval.filtering.filters import MetadataFilter
+
+T = TypeVar("T")
+
+MAX_STALE_RETRIES = 3
+MAX_TOP_UPS = 8
+
+
+class StaleRanking(Exception):
+    """A ranked chunk was replaced by a newer version before its text was fetched."""
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """What one search returned: up to ``want`` items, best first, and whether asking for
+    more could find more (``exhausted``: the candidates ran out)."""
+
+    items: list[T]
+    exhausted: bool
+
+
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    """The kept items (at most ``top_k``) and whether they were found without the filter."""
+
+    items: list[T]
+    filters_dropped: bool = False
+
+
+#: ``search(want, metadata_filter, skip_stale) -> Page``; raises StaleRanking unless skip_stale.
+Search = Callable[[int, "MetadataFilter | None", bool], Page[T]]
+
+
+def ask_again(
+    search: Search[T],
+    *,
+    top_k: int,
+    metadata_filter: MetadataFilter | None = None,
+    keep: Callable[[T], bool] | None = None,
+    retry_without_filters: bool = False,
+) -> Answer[T]:
+    """See the module docstring."""
+    if top_k <= 0:
+        return Answer([])
+    kept = _top_up(search, top_k, metadata_filter, keep)
+    if kept or not metadata_filter or not retry_without_filters:
+        return Answer(kept[:top_k])
+    return Answer(_top_up(search, top_k, None, keep)[:top_k], filters_dropped=True)
+
+
+def _top_up(search: Search[T], top_k: int, metadata_filter: MetadataFilter | None, keep: Callable[[T], bool] | None) -> list[T]:
+    want = top_k
+    kept: list[T] = []
+    for _ in range(MAX_TOP_UPS):
+        page = _fresh(search, want, metadata_filter)
+        kept = page.items if keep is None else [item for item in page.items if keep(item)]
+        if len(kept) >= top_k or page.exhausted:
+            break
+        want = max(2 * want, want + top_k - len(kept))
+    return kept
+
+
+def _fresh(search: Search[T], want: int, metadata_filter: MetadataFilter | None) -> Page[T]:
+    for _ in range(MAX_STALE_RETRIES):
+        try:
+            return search(want, metadata_filter, False)
+        except StaleRanking:
+            continue
+    return search(want, metadata_filter, True)

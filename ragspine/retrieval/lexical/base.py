@@ -1,0 +1,78 @@
+"""The ``LexicalIndex`` role: BM25 over one library's *active* chunks.
+
+An index follows its chunk store (the in-process one through the store's change log, the
+PostgreSQL one by reading what is committed): a new version is searchable after the next
+``refresh()``, a retired chunk is gone after it. Statistics (``N``, ``avgdl``, ``df``) are
+those of the library's active chunks, so a metadata filter narrows the result without
+changing any score. Every backend passes ``ragspine.testing.LexicalIndexConformance``:
+rankings equal :func:`~ragspine.retrieval.lexical.bm25.bm25_scores` over the library.
+
+Implementations: :class:`~ragspine.retrieval.lexical.index.InMemoryLexicalIndex` (the
+default) and :class:`~ragspine.stores.postgres.lexical.PostgresLexicalIndex`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence, runtime_checkable
+
+from ragspine.retrieval.chunking.chunk_store import StoredChunk
+from ragspine.retrieval.filtering.filters import MetadataFilter
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    """One scored chunk: its id, BM25 score and the version the score was computed from."""
+
+    chunk_id: str
+    score: float
+    version: int
+
+
+@runtime_checkable
+class LexicalIndex(Protocol):
+    """BM25 over one library's active chunks (see the module docstring)."""
+
+    def refresh(self) -> None:
+        """Catch up with the store: every committed replace is searchable afterwards."""
+        ...
+
+    def search(
+        self,
+        query_tokens: Sequence[str],
+        *,
+        metadata_filter: MetadataFilter | None = None,
+        top_k: int | None = None,
+    ) -> list[LexicalHit]:
+        """Chunks with a positive BM25 score for ``query_tokens`` (a repeated token counts
+        each time), best first, ties by ``chunk_id`` in code-point order; at most ``top_k``
+        (``None``: all). ``metadata_filter`` masks rows without changing any score."""
+        ...
+
+    def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
+        """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""
+        ...
+
+    def __len__(self) -> int:
+        """Active chunks of the library (as of the last ``refresh``)."""
+        ...
+
+
+@runtime_checkable
+class VersionedIndex(Protocol):
+    """An index that says which store state it reflects and each chunk's active version, so
+    the dense leg can skip work at an unchanged state and tell stale vectors apart."""
+
+    @property
+    def seq(self) -> int | None:
+        """The store change sequence reflected (``None`` before the first refresh)."""
+        ...
+
+    def version_of(self, chunk_id: str) -> int | None:
+        """The active version of ``chunk_id``, or ``None`` when it is not active."""
+        ...
+
+
+def default_index_text(chunk: StoredChunk) -> str:
+    """The text BM25 indexes and the dense leg embeds for a chunk: its own text."""
+    return chunk.text

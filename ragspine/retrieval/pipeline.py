@@ -1,0 +1,261 @@
+"""``LibraryPipeline``: one library's narrative retrieval — ingest, search, rerank, postprocess.
+
+Writing: a :class:`~ragspine.retrieval.chunking.base.Chunker` cuts a document into chunks,
+the chunk store makes them the document's new version, the dense leg's vectors follow.
+
+Reading, left to right: the metadata pre-filter (a :class:`MetadataFilter`, parsed once at
+the edge) → query rewriting (multi-query; the original query first) → each query's BM25
+(+ dense) legs → one RRF over every leg → optional rerank (RESTRICTED results never reach
+the reranker) → optional postprocessing. :meth:`LibraryPipeline.search_once` is one such
+pass with no retries; whether to ask again is decided in one place,
+:func:`~ragspine.retrieval.ask_again.ask_again`. The RESTRICTED exit #2 is the link adapter
+(``link/narrative_link.py``).
+
+This was ``NarrativeIndex`` (the seed's name, still importable from
+``ragspine.retrieval.narrative_index`` and ``ragspine.retrieval.lexical.retrieval``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ragspine.errors import ConfigError
+from ragspine.retrieval.ask_again import Page, ask_again
+from ragspine.retrieval.chunking.base import Chunker
+from ragspine.retrieval.chunking.chunk_store import (
+    BulkWrites,
+    ChunkStore,
+    DocumentChunks,
+    Fingerprints,
+    StoredChunk,
+    fingerprint,
+)
+from ragspine.retrieval.chunking.chunking import (
+    DEFAULT_CHUNK_CHARS,
+    DEFAULT_OVERLAP_CHARS,
+    Chunk,
+    ParagraphChunker,
+)
+from ragspine.retrieval.filtering.filters import MetadataFilter, combine_filters
+from ragspine.retrieval.fusion import DEFAULT_RRF_K
+from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
+from ragspine.retrieval.lexical.hybrid import DEFAULT_CANDIDATE_K, HybridRetriever
+from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
+from ragspine.retrieval.postprocess.base import Postprocessor
+from ragspine.retrieval.query.base import QueryRewriter
+from ragspine.retrieval.rerank.base import Reranker, rerank_open_subset
+from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+from ragspine.retrieval.types import RetrievalResult
+from ragspine.retrieval.vector.embedding import EmbeddingBackend
+from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
+from ragspine.retrieval.vector.gate import DenseGate
+from ragspine.retrieval.vector.vector_store import VectorStore
+
+__all__ = ["DEFAULT_INGEST_BATCH", "IngestReport", "LibraryPipeline"]
+
+#: Chunks per ``replace_many`` transaction in :meth:`LibraryPipeline.ingest_many`.
+DEFAULT_INGEST_BATCH = 5000
+
+
+@dataclass
+class IngestReport:
+    """What :meth:`LibraryPipeline.ingest_many` did."""
+
+    documents: int = 0  # documents seen
+    written: int = 0  # documents replaced (a new version)
+    skipped: int = 0  # documents already current (same fingerprint): nothing written
+    chunks: int = 0  # chunk rows written
+
+
+class LibraryPipeline:
+    """See the module docstring. ``mode=None`` means hybrid with a backend, else economy."""
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        *,
+        embedding_backend: EmbeddingBackend | None = None,
+        vector_store: VectorStore | None = None,
+        embedding_cache: EmbeddingCache | None = None,
+        mode: RetrievalMode | str | None = None,
+        rewriter: QueryRewriter | None = None,
+        reranker: Reranker | None = None,
+        postprocessor: Postprocessor | None = None,
+        lexical_index: LexicalIndex | None = None,
+        dense_gate: DenseGate | None = None,
+        chunker: Chunker | None = None,
+        rrf_k: int = DEFAULT_RRF_K,
+        candidate_k: int = DEFAULT_CANDIDATE_K,
+        chunk_chars: int = DEFAULT_CHUNK_CHARS,
+        overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+        embed_batch_size: int = 64,
+        index_text: Callable[[StoredChunk], str] = default_index_text,
+    ) -> None:
+        if mode is None:
+            mode = "hybrid" if embedding_backend is not None else "economy"
+        self.mode = make_retrieval_mode(mode)
+        if self.mode.requires_embeddings and embedding_backend is None:
+            raise ConfigError(f"retrieval mode {self.mode.name!r} needs an embedding_backend")
+        if not self.mode.uses_embeddings:
+            embedding_backend = None  # economy: zero embedding cost, no vector store
+        self.store = store
+        self.library_id = store.library_id
+        self.rewriter = rewriter
+        self.reranker = reranker
+        self.postprocessor = postprocessor
+        self.chunker: Chunker = chunker if chunker is not None else ParagraphChunker(max_chars=chunk_chars, overlap_chars=overlap_chars)
+        self.retriever = HybridRetriever(
+            store,
+            embedding_backend=embedding_backend,
+            vector_store=vector_store,
+            embedding_cache=embedding_cache,
+            lexical_index=lexical_index,
+            legs=self.mode.legs(embedding_backend is not None),
+            rrf_k=rrf_k,
+            candidate_k=candidate_k,
+            dense_gate=dense_gate,
+            embed_batch_size=embed_batch_size,
+            index_text=index_text,
+        )
+
+    @property
+    def embedding_backend(self) -> EmbeddingBackend | None:
+        return self.retriever.embedding_backend
+
+    @property
+    def vector_store(self) -> VectorStore | None:
+        return self.retriever.vector_store
+
+    # -- writing ------------------------------------------------------------------------------
+    def ingest_text(
+        self,
+        doc_id: str,
+        text: str,
+        *,
+        title: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        sensitivity: str = DEFAULT_SENSITIVITY,
+        source: str | None = None,
+        source_offset: int = 0,
+        valid_as_of: str = "",
+        embed: bool = True,
+    ) -> int:
+        """Chunk ``text`` and make it the document's new active version."""
+        chunks = self.chunker.chunk(
+            text, doc_id, title=title, metadata=metadata, sensitivity=sensitivity, source=source, source_offset=source_offset,
+        )
+        return self.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of, embed=embed)
+
+    def replace_doc_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "", *, embed: bool = True) -> int:
+        """Versioned replace in the store, then the vector side follows (old vectors out)."""
+        written = self.store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
+        vectors = self.retriever.vector_store
+        if vectors is not None:
+            vectors.delete(doc_ids=[doc_id])
+            if embed and written:
+                self.retriever.refresh()
+                stored = self.store.iter_chunks(doc_id=doc_id)
+                self.retriever.ensure_vectors([(c.chunk_id, c.version) for c in stored])
+        return written
+
+    def ingest_many(
+        self,
+        docs: Iterable[DocumentChunks],
+        *,
+        batch_chunks: int = DEFAULT_INGEST_BATCH,
+        resume: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestReport:
+        """Bulk ingest from a stream: documents are grouped into batches of about
+        ``batch_chunks`` chunks, each batch one ``replace_many`` transaction (all of it visible,
+        or none) on a store with :class:`BulkWrites` (else one replace per document). With
+        ``resume`` (on a store with :class:`Fingerprints`) a document whose active version has
+        the same :func:`fingerprint` is skipped, so re-running an interrupted ingest writes only
+        what is missing and never duplicates a version. ``progress(documents, chunks)`` follows
+        each batch. Vectors are not computed here (``sync_vectors`` does, in batches through
+        the cache); the stale ones of replaced documents are dropped. The lexical index
+        catches up once, at the end."""
+        report = IngestReport()
+        batch: list[DocumentChunks] = []
+        in_batch: set[str] = set()
+        size = 0
+        store = self.store
+
+        def flush() -> None:
+            nonlocal batch, size
+            if not batch:
+                return
+            todo = batch
+            if resume and isinstance(store, Fingerprints):
+                current = store.fingerprints([d.doc_id for d in batch])
+                todo = [d for d in batch if current.get(d.doc_id) != fingerprint(d.chunks, d.valid_as_of)]
+            if isinstance(store, BulkWrites):
+                report.chunks += store.replace_many(todo)
+            else:
+                report.chunks += sum(store.replace_doc_chunks(d.doc_id, d.chunks, d.valid_as_of) for d in todo)
+            vectors = self.retriever.vector_store
+            if vectors is not None and todo:
+                vectors.delete(doc_ids=[d.doc_id for d in todo])
+            report.written += len(todo)
+            report.skipped += len(batch) - len(todo)
+            if progress is not None:
+                progress(len(batch), size)
+            batch, size = [], 0
+            in_batch.clear()
+
+        for doc in docs:
+            doc = DocumentChunks(*doc)
+            if doc.doc_id in in_batch:
+                flush()  # one version of a document per transaction
+            batch.append(doc)
+            in_batch.add(doc.doc_id)
+            size += len(doc.chunks)
+            report.documents += 1
+            if size >= batch_chunks:
+                flush()
+        flush()
+        self.retriever.refresh()
+        return report
+
+    def retire(self, doc_id: str) -> int:
+        """Remove a document from the active set (its history stays in the store)."""
+        return self.replace_doc_chunks(doc_id, [])
+
+    def sync_vectors(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every active chunk lacking a current vector (e.g. after a bulk ingest)."""
+        self.retriever.refresh()
+        return self.retriever.ensure_vectors(self.retriever.index.candidates(), progress=progress)
+
+    # -- reading ------------------------------------------------------------------------------
+    def queries(self, query: str) -> list[str]:
+        """The query variants a search runs (the original first)."""
+        return self.rewriter.rewrite(query) if self.rewriter is not None else [query]
+
+    def max_fused_score(self, query: str) -> float:
+        """The fused score of a chunk ranked first by every ranking ``retrieve(query)`` feeds to
+        RRF (each leg of each query variant): ``n / (rrf_k + 1)``. A result's
+        ``scores["fused"]`` divided by it is in [0, 1] — 1 means "first for every ranker"."""
+        rankings = sum(len(self.retriever.legs_for(q)) for q in self.queries(query))
+        return rankings / (self.retriever.rrf_k + 1)
+
+    def search_once(self, query: str, want: int, metadata_filter: MetadataFilter | None, skip_stale: bool = False) -> Page[RetrievalResult]:
+        """One pass of the pipeline: up to ``want`` results, reranked and postprocessed (no
+        retries: raises :class:`~ragspine.retrieval.ask_again.StaleRanking` unless
+        ``skip_stale``)."""
+        page = self.retriever.search_once(self.queries(query), want, metadata_filter, skip_stale)
+        results = page.items
+        if self.reranker is not None:
+            reranker = self.reranker
+            results = rerank_open_subset(results, lambda items: reranker.rerank(query, items))
+        if self.postprocessor is not None:
+            results = self.postprocessor.process(query, results)
+        return Page(results[:want], page.exhausted)
+
+    def retrieve(self, query: str, *, top_k: int = 10, metadata_filter: Any = None, **fields: Any) -> list[RetrievalResult]:
+        """The Python API's entry point: ``metadata_filter`` (any form ``parse_filter`` reads)
+        AND the seed's keyword pre-filters (``topic=``, ...), RESTRICTED results included (the
+        link exit removes them)."""
+        filt = combine_filters(metadata_filter, fields)
+        search = lambda want, f, skip: self.search_once(query, want, f, skip)  # noqa: E731
+        return ask_again(search, top_k=top_k, metadata_filter=filt).items

@@ -1,0 +1,74 @@
+"""The ``Reranker`` role, and the RESTRICTED exit #1 every reranker goes through.
+
+``rerank(query, results) -> results`` returns the same results in a new order. Callers never
+call it directly: :func:`rerank_open_subset` hands a reranker only the non-RESTRICTED results
+of the head (a model reranker is a prompt sink too), keeps RESTRICTED ones at their
+positions, and falls back to the fused order on any failure. Rerankers are chosen by name
+(``RAGSPINE_RERANKER``, :func:`make_reranker`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Protocol, Sequence, TypeVar, runtime_checkable
+
+from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.types import RetrievalResult
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    def rerank(self, query: str, results: list[RetrievalResult]) -> list[RetrievalResult]:
+        """The same results in a new order (it may raise: the caller keeps the fused order)."""
+        ...
+
+
+def _sensitivity(result: Any) -> str:
+    return str(result.chunk.sensitivity)
+
+
+def rerank_open_subset(
+    results: Sequence[T],
+    reorder: Callable[[list[T]], list[T]],
+    *,
+    top_n: int | None = None,
+    sensitivity: Callable[[T], str] = _sensitivity,
+) -> list[T]:
+    """Apply ``reorder`` to the non-RESTRICTED results of the head; RESTRICTED ones keep
+    their positions and are never passed to ``reorder``. Any error → the input order."""
+    results = list(results)
+    head_len = len(results) if top_n is None else min(top_n, len(results))
+    head, tail = results[:head_len], results[head_len:]
+    open_pos = [i for i, r in enumerate(head) if not is_restricted(sensitivity(r))]
+    if len(open_pos) < 2:
+        return results
+    open_items = [head[i] for i in open_pos]
+    try:
+        reordered = reorder(list(open_items))
+    except Exception as exc:  # the judge/reranker failed: keep RRF order
+        log.warning("reranker failed, keeping fused order: %s", exc)
+        return results
+    if sorted(map(id, reordered)) != sorted(map(id, open_items)):
+        log.warning("reranker returned a different set of results, keeping fused order")
+        return results
+    merged = list(head)
+    for pos, item in zip(open_pos, reordered):
+        merged[pos] = item
+    return merged + tail
+
+
+def make_reranker(spec: str | None = None, **options: Any) -> Reranker | None:
+    """The reranker named ``spec`` (default ``RAGSPINE_RERANKER``); ``None`` for ``none``.
+    ``options`` go to its factory (e.g. ``provider=`` for ``listwise``)."""
+    from ragspine.registries import RERANKERS
+
+    if spec is None:
+        from ragspine.config import load_settings
+
+        spec = load_settings().reranker
+    reranker: Reranker | None = RERANKERS.build(spec, **options)
+    return reranker

@@ -1,0 +1,95 @@
+"""The SQLite schema: explicit tables and indexes, and the additive upgrade of older files.
+
+``narrative_chunk`` holds every version of every chunk (``active`` marks the current one),
+``narrative_change`` is the change log derived indexes follow (one row per replace, with the
+document's fingerprint), ``library`` the catalog. Older files (without ``library_id``, the
+metadata JSON column, the parent/window fields or the change log's fingerprints) are upgraded
+by adding the missing columns; ``PRAGMA user_version`` records :data:`SCHEMA_VERSION`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
+
+SCHEMA_VERSION = 3
+
+CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("library_id", f"TEXT NOT NULL DEFAULT '{DEFAULT_LIBRARY_ID}'"),
+    ("chunk_id", "TEXT NOT NULL"),
+    ("doc_id", "TEXT NOT NULL"),
+    ("version", "INTEGER NOT NULL DEFAULT 1"),
+    ("active", "INTEGER NOT NULL DEFAULT 1"),
+    ("ordinal", "INTEGER NOT NULL DEFAULT 0"),
+    ("text", "TEXT NOT NULL"),
+    ("title", "TEXT NOT NULL DEFAULT ''"),
+    ("source_locator", "TEXT NOT NULL DEFAULT ''"),
+    ("char_start", "INTEGER NOT NULL DEFAULT 0"),
+    ("char_end", "INTEGER NOT NULL DEFAULT 0"),
+    ("topic", "TEXT NOT NULL DEFAULT ''"),
+    ("entity", "TEXT NOT NULL DEFAULT ''"),
+    ("geography", "TEXT NOT NULL DEFAULT ''"),
+    ("period", "TEXT NOT NULL DEFAULT ''"),
+    ("language", "TEXT NOT NULL DEFAULT ''"),
+    ("metadata_json", "TEXT NOT NULL DEFAULT '{}'"),
+    ("sensitivity", "TEXT NOT NULL DEFAULT 'INTERNAL'"),
+    ("parent_id", "TEXT NOT NULL DEFAULT ''"),
+    ("heading", "TEXT NOT NULL DEFAULT ''"),
+    ("window_text", "TEXT NOT NULL DEFAULT ''"),
+    ("parent_locator", "TEXT NOT NULL DEFAULT ''"),
+    ("valid_as_of", "TEXT NOT NULL DEFAULT ''"),
+    ("ingested_at", "TEXT NOT NULL DEFAULT ''"),
+)
+COLUMN_NAMES = tuple(name for name, _ in CHUNK_COLUMNS)
+SELECT_CHUNKS = "SELECT " + ", ".join(COLUMN_NAMES) + " FROM narrative_chunk"
+
+_DDL = (
+    "CREATE TABLE IF NOT EXISTS narrative_chunk ("
+    + ", ".join(f"{name} {decl}" for name, decl in CHUNK_COLUMNS)
+    + ", PRIMARY KEY (library_id, chunk_id, version))",
+    "CREATE TABLE IF NOT EXISTS narrative_change ("
+    "seq INTEGER PRIMARY KEY AUTOINCREMENT, library_id TEXT NOT NULL, doc_id TEXT NOT NULL,"
+    " version INTEGER NOT NULL, changed_at TEXT NOT NULL, fingerprint TEXT NOT NULL DEFAULT '')",
+    "CREATE TABLE IF NOT EXISTS library ("
+    "library_id TEXT PRIMARY KEY, description TEXT NOT NULL DEFAULT '',"
+    " created_at TEXT NOT NULL DEFAULT '')",
+)
+_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS narrative_chunk_active"
+    " ON narrative_chunk (library_id, active, doc_id, ordinal)",
+    "CREATE INDEX IF NOT EXISTS narrative_chunk_active_id"
+    " ON narrative_chunk (library_id, chunk_id) WHERE active = 1",
+    "CREATE INDEX IF NOT EXISTS narrative_change_lib ON narrative_change (library_id, seq)",
+    # a document's versions (the next version, its fingerprint) without scanning the library
+    "CREATE INDEX IF NOT EXISTS narrative_change_doc ON narrative_change (library_id, doc_id, version)",
+)
+_CHANGE_MIGRATIONS = (("fingerprint", "TEXT NOT NULL DEFAULT ''"),)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    rows = conn.execute("SELECT name FROM pragma_table_info(?)", (table,)).fetchall()
+    return {r[0] for r in rows}
+
+
+def create_or_upgrade(conn: sqlite3.Connection) -> None:
+    """Create the tables and indexes, adding columns an older file lacks (idempotent). A
+    file already at :data:`SCHEMA_VERSION` is only read (one ``PRAGMA``), never written."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version == SCHEMA_VERSION:
+        return
+    existing = _columns(conn, "narrative_chunk")
+    existing_log = _columns(conn, "narrative_change")
+    for ddl in _DDL:
+        conn.execute(ddl)
+    if existing:  # additive migration of an older narrative_chunk table
+        for name, decl in CHUNK_COLUMNS:
+            if name not in existing:
+                conn.execute(f"ALTER TABLE narrative_chunk ADD COLUMN {name} {decl}")
+    if existing_log:  # ... and of an older change log
+        for name, decl in _CHANGE_MIGRATIONS:
+            if name not in existing_log:
+                conn.execute(f"ALTER TABLE narrative_change ADD COLUMN {name} {decl}")
+    for ddl in _INDEXES:
+        conn.execute(ddl)
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
