@@ -23,18 +23,18 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import Any, NoReturn, Sequence
+from typing import Any, Iterator, NoReturn, Sequence
 
 from ragspine import __version__
 from ragspine.config import describe, load_settings
 from ragspine.documents import RESERVED_KEYS
 from ragspine.errors import RagspineError
+from ragspine.registries import CHUNKERS
 from ragspine.retrieval.filtering.filters import (
     OPERATORS,
     FilterCondition,
     MetadataFilter,
 )
-from ragspine.registries import CHUNKERS
 from ragspine.retrieval.mode import RETRIEVAL_MODES
 
 EXIT_USAGE = 2
@@ -47,7 +47,7 @@ class CliError(RagspineError):
 class _Parser(argparse.ArgumentParser):
     """Usage errors, too, are one line on stderr (subcommand parsers inherit this class)."""
 
-    def error(self, message: str) -> "NoReturn":  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -158,7 +158,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         stack.ensure_library(args.library, args.description)
         index = stack.pipeline(args.library)
 
-        def planned():  # streamed: one file in memory at a time
+        def planned() -> Iterator[DocumentChunks]:  # streamed: one file in memory at a time
             for path, root in files:
                 doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity)
                 yield DocumentChunks(doc.doc_id, index.chunker.chunk(
@@ -167,10 +167,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 ), doc.valid_as_of)
 
         with tqdm(total=len(files), desc=f"ingest → {args.library}", unit="doc", disable=None) as bar:
-            report = index.ingest_many(
-                planned(), batch_chunks=args.batch, resume=not args.force,
-                progress=lambda docs, chunks: (bar.update(docs), bar.set_postfix(chunks=chunks, refresh=False)),
-            )
+
+            def progress(docs: int, chunks: int) -> None:
+                bar.update(docs)
+                bar.set_postfix(chunks=chunks, refresh=False)
+
+            report = index.ingest_many(planned(), batch_chunks=args.batch, resume=not args.force, progress=progress)
         embedded = 0
         if index.embedding_backend is not None and not args.no_embed:
             with tqdm(total=len(index.retriever.index), desc="embed", unit="chunk", disable=None) as bar:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Any, Mapping
 
 from ragspine.errors import ConfigError
@@ -88,6 +87,9 @@ SETTINGS: dict[str, Setting] = {
     "chunk_chars": Setting("RAGSPINE_CHUNK_CHARS", 480, "chunk budget in characters", int),
     "overlap_chars": Setting("RAGSPINE_OVERLAP_CHARS", 80, "overlap between packed chunks", int),
     "embed_batch_size": Setting("RAGSPINE_EMBED_BATCH_SIZE", 64, "texts per embedding call", int),
+    "chunk_cache": Setting(
+        "RAGSPINE_CHUNK_CACHE", 10_000, "recently fetched chunks kept per process, by version (0 = off)", int
+    ),
     "data_dir": Setting("RAGSPINE_DATA_DIR", None, "data directory (default: $XDG_DATA_HOME/ragspine)"),
     "pg_schema": Setting("RAGSPINE_PG_SCHEMA", None, "PostgreSQL schema for RAGSpine's tables (default: public)"),
     "auto_migrate": Setting(
@@ -146,6 +148,7 @@ class Settings:
     chunk_chars: int
     overlap_chars: int
     embed_batch_size: int
+    chunk_cache: int
     data_dir: str
     pg_schema: str | None
     auto_migrate: bool
@@ -217,8 +220,9 @@ def _check_ranges(values: dict[str, Any]) -> None:
         raise bad("overlap_chars", f"must be >= 0 and below RAGSPINE_CHUNK_CHARS ({values['chunk_chars']})")
     if not 0.0 <= values["dense_max_unknown_share"] <= 1.0:
         raise bad("dense_max_unknown_share", "must be within [0, 1]")
-    if values["embedding_cache_ttl"] < 0:
-        raise bad("embedding_cache_ttl", "must be >= 0")
+    for name in ("embedding_cache_ttl", "chunk_cache"):
+        if values[name] < 0:
+            raise bad(name, "must be >= 0")
 
 
 def describe(settings: Settings | None = None) -> list[tuple[str, str, str]]:
@@ -229,7 +233,3 @@ def describe(settings: Settings | None = None) -> list[tuple[str, str, str]]:
         setting = SETTINGS[f.name]
         rows.append((setting.env, str(getattr(settings, f.name)), setting.help))
     return rows
-
-
-def expand_path(path: str) -> Path:
-    return Path(os.path.expanduser(path))

@@ -91,18 +91,3 @@ FILTER_EXTRACTORS = Registry("filter extractor", env="RAGSPINE_FILTER_EXTRACTOR"
 LLM_PROVIDERS = Registry("LLM provider", env="RAGSPINE_LLM", entries={
     "none": Entry(None, "no language model"),
 })
-
-#: Every registry, by the settings field it serves.
-REGISTRIES: dict[str, Registry] = {
-    "chunk_store": CHUNK_STORES,
-    "vector_store": VECTOR_STORES,
-    "embedding_cache": EMBEDDING_CACHES,
-    "lexical_index": LEXICAL_INDEXES,
-    "embedding": EMBEDDING_BACKENDS,
-    "chunker": CHUNKERS,
-    "reranker": RERANKERS,
-    "postprocessor": POSTPROCESSORS,
-    "library_router": LIBRARY_ROUTERS,
-    "filter_extractor": FILTER_EXTRACTORS,
-    "llm": LLM_PROVIDERS,
-}

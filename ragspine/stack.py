@@ -20,10 +20,11 @@ from typing import Any, Sequence
 from ragspine.config import Settings, load_settings
 from ragspine.errors import ConfigError, MissingDependencyError
 from ragspine.llm.base import LLMProvider, make_llm_provider
-from ragspine.registries import CHUNK_STORES, EMBEDDING_CACHES, LEXICAL_INDEXES, VECTOR_STORES
+from ragspine.registries import CHUNK_STORES
+from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker, make_chunker
 from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, ChunkStore, LibraryInfo
-from ragspine.retrieval.lexical.base import LexicalIndex
+from ragspine.retrieval.lexical.base import LexicalIndex, make_lexical_index
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, NarrativeRetriever
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
@@ -36,7 +37,14 @@ from ragspine.retrieval.vector.embedding import EmbeddingBackend, model_id_of, v
 from ragspine.retrieval.vector.embedding_cache import CountingCache, EmbeddingCache
 from ragspine.retrieval.vector.gate import DenseGate
 from ragspine.retrieval.vector.vector_store import VectorStore, VectorStoreConnector
-from ragspine.stores.registry import parse_chunk_store, parse_embedding_cache, parse_vector_store
+from ragspine.stores.registry import (
+    make_chunk_store,
+    make_embedding_cache,
+    make_vector_store,
+    parse_chunk_store,
+    parse_embedding_cache,
+    parse_vector_store,
+)
 
 
 class Stack:
@@ -67,6 +75,7 @@ class Stack:
         self._pipelines: dict[tuple[str, str, str], LibraryPipeline] = {}  # (library, mode, embedding)
         self._lexical: dict[str, LexicalIndex] = {}
         self._vectors: dict[tuple[str, str], VectorStore] = {}  # (library, embedding)
+        self.chunk_cache = ChunkCache(s.chunk_cache)  # shared by every library's pipeline
         self._closed = False
 
     def __enter__(self) -> Stack:
@@ -98,7 +107,7 @@ class Stack:
             if self._db is None:
                 if self._closed:
                     raise ConfigError("this Stack is closed")
-                self._db = CHUNK_STORES.load(self.chunk_spec.kind).from_config(self.chunk_spec, self.settings)
+                self._db = make_chunk_store(settings=self.settings)
             return self._db
 
     @property
@@ -161,8 +170,7 @@ class Stack:
             return self._cache
         with self._lock:
             if self._cache is None:
-                factory = EMBEDDING_CACHES.load(self.cache_spec.kind)
-                self._cache = factory.from_config(self.cache_spec, self.settings, self.db)
+                self._cache = make_embedding_cache(database=self.db, settings=self.settings)
             return self._cache
 
     @property
@@ -170,8 +178,7 @@ class Stack:
         """The configured vector store backend (``RAGSPINE_VECTOR_STORE``), built on first use."""
         with self._lock:
             if self._connector is None:
-                factory = VECTOR_STORES.load(self.vector_spec.kind)
-                self._connector = factory.from_config(self.vector_spec, self.settings, self.db)
+                self._connector = make_vector_store(database=self.db, settings=self.settings)
             return self._connector
 
     def vector_store(self, library_id: str, embedding: str | None = None) -> VectorStore | None:
@@ -203,8 +210,7 @@ class Stack:
         return out
 
     def _check_cache(self) -> None:
-        factory = EMBEDDING_CACHES.load(self.cache_spec.kind)
-        cache = self._cache if self._cache is not None else factory.from_config(self.cache_spec, self.settings, self.db)
+        cache = self._cache if self._cache is not None else make_embedding_cache(database=self.db, settings=self.settings)
         try:
             cache.check()
         finally:
@@ -262,21 +268,18 @@ class Stack:
                     chunks = self.db.chunk_store(library_id).iter_chunks(include_inactive=True)
                 dense.forget(chunks)
         with self._lock:
-            for key in [k for k in self._pipelines if k[0] == library_id]:
-                del self._pipelines[key]
+            for pipeline_key in [k for k in self._pipelines if k[0] == library_id]:
+                del self._pipelines[pipeline_key]
             self._lexical.pop(library_id, None)
-            for key in [k for k in self._vectors if k[0] == library_id]:
-                del self._vectors[key]
+            for vector_key in [k for k in self._vectors if k[0] == library_id]:
+                del self._vectors[vector_key]
+        self.chunk_cache.forget_library(library_id)
         return bool(self.db.delete_library(library_id))
 
     def _lexical_index(self, store: ChunkStore) -> LexicalIndex:
         """The configured LexicalIndex over ``store`` (``RAGSPINE_LEXICAL_INDEX``; ``auto`` is the
         chunk database's own)."""
-        name = self.settings.lexical_index
-        if name == "auto":
-            name = self.db.default_lexical_index
-        index: LexicalIndex = LEXICAL_INDEXES.load(name)(store, self.settings)
-        return index
+        return make_lexical_index(self.settings.lexical_index, store, settings=self.settings, auto=self.db.default_lexical_index)
 
     def pipeline(self, library_id: str, *, mode: RetrievalMode | str | None = None, embedding: str | None = None) -> LibraryPipeline:
         """``library_id``'s pipeline (one per library, mode and embedding backend; defaults:
@@ -327,6 +330,7 @@ class Stack:
             rrf_k=s.rrf_k,
             candidate_k=s.candidate_k,
             embed_batch_size=s.embed_batch_size,
+            chunk_cache=self.chunk_cache,
         )
 
     def _rewriter(self) -> GlossaryQueryRewriter:

@@ -18,9 +18,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragspine.stores.sqlite import SQLiteChunkStore
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.link.narrative_link import build_narrative_retriever
+from ragspine.stores.sqlite import SQLiteChunkStore
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 BM25_K1, BM25_B = 1.5, 0.75
@@ -151,6 +151,7 @@ def run_ragspine(corpus, queries, *, mode: str, max_chars: int, overlap: int, wo
     """Ingest ``corpus`` into a temporary SQLite library in ``mode`` and run every query through
     ``NarrativeIndexRetriever.retrieve``; a document ranks at its best chunk. Returns
     ``(runs, timing)``."""
+    from ragspine.retrieval.chunking.chunking import ParagraphChunker
     from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
 
     backend = make_embedding_backend("auto") if mode != "economy" else None
@@ -159,7 +160,7 @@ def run_ragspine(corpus, queries, *, mode: str, max_chars: int, overlap: int, wo
     store = SQLiteChunkStore(workdir / f"{mode}-{max_chars}-{os.getpid()}.db", library_id="scifact")
     retriever, _ = build_narrative_retriever(store, embedding_backend=backend, mode=mode)
     index = retriever.index
-    index.chunk_chars, index.overlap_chars = max_chars, overlap
+    index.chunker = ParagraphChunker(max_chars=max_chars, overlap_chars=overlap)
     t0 = time.perf_counter()
     n_chunks = 0
     for doc_id, text in corpus.items():

@@ -70,13 +70,18 @@ from _benchlib import (
     run_rank_bm25,
 )
 
-from ragspine.stores.sqlite import SQLiteChunkStore
+from ragspine.retrieval.chunk_cache import ChunkCache
+from ragspine.retrieval.chunking.chunking import ParagraphChunker
 from ragspine.retrieval.lexical.tokenizer import tokenize
-from ragspine.retrieval.link.narrative_link import build_narrative_retriever
+from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, build_narrative_retriever
+from ragspine.retrieval.pipeline import LibraryPipeline
+from ragspine.stores.sqlite import SQLiteChunkStore
 
 #: The issue's targets: (figure key, comparison, threshold, text shown).
 TARGETS: dict[str, tuple[str, float, str]] = {
     "speed.lexical_search_vs_bm25s": (">=", 1.0, ">= 1.0x bm25s"),
+    "speed.snippet_path_vs_bm25": ("<=", 2.0, "<= 2.0x BM25"),
+    "scale.1000000.snippet_path_vs_bm25": ("<=", 2.0, "<= 2.0x BM25"),
     "quality.economy.ndcg@10": (">=", 0.665, ">= 0.665"),
     "quality.hybrid.ndcg@10": (">=", 0.680, ">= 0.680"),
     "scale.1000000.query_p50_ms": ("<", 50.0, "< 50 ms"),
@@ -126,12 +131,14 @@ def section_speed(args: argparse.Namespace, corpus: dict[str, str], queries: dic
         store = SQLiteChunkStore(Path(tmp) / "speed.db", library_id="bench")
         retriever, _ = build_narrative_retriever(store, mode="economy")
         index = retriever.index
-        index.chunk_chars, index.overlap_chars = 10**9, 0  # one chunk per document: bm25s's corpus
+        index.chunker = ParagraphChunker(max_chars=10**9, overlap_chars=0)  # one chunk per document: bm25s's corpus
         t0 = time.perf_counter()
         n_chunks = sum(index.ingest_text(d, corpus[d], embed=False) for d in ids)
         index.retriever.refresh()
         ingest_s = time.perf_counter() - t0
         lex = index.retriever.index
+        cold = NarrativeIndexRetriever(LibraryPipeline(  # the same library and lexical index, no chunk cache
+            store, mode="economy", rewriter=index.rewriter, lexical_index=lex, chunk_cache=ChunkCache(0)))
         t0 = time.perf_counter()
         bm = bm25s_model(docs_tokens)
         bm25s_index_s = time.perf_counter() - t0
@@ -150,6 +157,7 @@ def section_speed(args: argparse.Namespace, corpus: dict[str, str], queries: dic
             "ragspine LexicalIndex.search": lambda i: lex.search(q_tokens[i], top_k=10),
             "ragspine NarrativeIndex.retrieve": lambda i: index.retrieve(q_texts[i], top_k=10),
             "ragspine NarrativeIndexRetriever.retrieve": lambda i: retriever.retrieve(q_texts[i], top_k=10),
+            "ragspine NarrativeIndexRetriever.retrieve, no chunk cache": lambda i: cold.retrieve(q_texts[i], top_k=10),
             "bm25s BM25.retrieve": lambda i: bm.retrieve([q_bm[i]], k=k, show_progress=False) if q_bm[i] else None,
             "rank-bm25 get_scores": lambda i: top10(rb.get_scores(q_tokens[i])),
         }
@@ -208,6 +216,11 @@ def section_speed(args: argparse.Namespace, corpus: dict[str, str], queries: dic
     ):
         result[f"{key}_vs_bm25s"] = ratio(ours, "bm25s BM25.retrieve")
         result[f"{key}_vs_rank_bm25"] = ratio(ours, "rank-bm25 get_scores")
+    # the whole snippet path (tokenize, rewrite, BM25, RRF, fetch, snippets) over BM25 alone
+    result["snippet_path_vs_bm25"] = ratio("ragspine LexicalIndex.search", "ragspine NarrativeIndexRetriever.retrieve")
+    result["snippet_path_vs_bm25_no_chunk_cache"] = ratio(
+        "ragspine LexicalIndex.search", "ragspine NarrativeIndexRetriever.retrieve, no chunk cache"
+    )
     return result
 
 
@@ -513,6 +526,8 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         add("speed    NarrativeIndex.retrieve / bm25s", None, s["narrative_retrieve_vs_bm25s"], "{:.2f}x")
         add("speed    NarrativeIndex.retrieve / rank-bm25", None, s["narrative_retrieve_vs_rank_bm25"], "{:.1f}x")
         add("speed    NarrativeIndexRetriever.retrieve / bm25s", None, s["retriever_retrieve_vs_bm25s"], "{:.2f}x")
+        add("speed    snippet path time / BM25 alone (same run)", "speed.snippet_path_vs_bm25", s.get("snippet_path_vs_bm25"), "{:.2f}x")
+        add("speed    ... with the chunk cache off (every text from SQLite)", None, s.get("snippet_path_vs_bm25_no_chunk_cache"), "{:.2f}x")
         a = s["top10_agreement_with_bm25s"]
         add("speed    top-10 same as bm25s (set / order)", None, f"{a['same_set']}/{a['queries']} / {a['same_order']}/{a['queries']}")
         add(f"speed    ingest chunks/s ({s['corpus_chunks']} chunks, to searchable)", None, s["ingest_chunks_per_s"])
@@ -532,6 +547,10 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             rows[-1] = (rows[-1][0], f"{r.get('ingest_s')} ({r.get('ingest_chunks_per_s')})", rows[-1][2], rows[-1][3])
             add(f"scale    {int(n):,} chunks: query p50 ms", f"scale.{n}.query_p50_ms", r.get("query_p50_ms"))
             add(f"scale    {int(n):,} chunks: query p99 ms", None, r.get("query_p99_ms"))
+            if r.get("lexical_p50_ms"):
+                add(f"scale    {int(n):,} chunks: BM25 alone p50 ms", None, r.get("lexical_p50_ms"))
+                add(f"scale    {int(n):,} chunks: snippet path / BM25 p50", f"scale.{n}.snippet_path_vs_bm25",
+                    round(r["query_p50_ms"] / r["lexical_p50_ms"], 2), "{:.2f}x")
             add(f"scale    {int(n):,} chunks: resident MiB", f"scale.{n}.rss_mb", r.get("rss_mb"))
     for key, (_, _, text) in TARGETS.items():  # a target nothing measured this run
         if _get(results, key) is None:

@@ -1,0 +1,1 @@
+"""The narrative channel: chunking → chunk store → BM25 (+ dense) → RRF → rerank → postprocess → link."""

@@ -64,5 +64,5 @@ def validate_metadata(metadata: Mapping[str, object] | None) -> dict[str, Scalar
             ) from None
         if isinstance(value, float) and not math.isfinite(value):
             raise IngestError(f"metadata field {key!r} is {value}; use a finite number or null")
-        out[key] = value
+        out[key] = value  # type: ignore[assignment]  # value_kind() accepted it: a Scalar
     return out

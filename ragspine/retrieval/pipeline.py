@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.ask_again import Page, ask_again
+from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunk_store import (
     BulkWrites,
@@ -91,6 +92,7 @@ class LibraryPipeline:
         overlap_chars: int = DEFAULT_OVERLAP_CHARS,
         embed_batch_size: int = 64,
         index_text: Callable[[StoredChunk], str] = default_index_text,
+        chunk_cache: ChunkCache | None = None,
     ) -> None:
         if mode is None:
             mode = "hybrid" if embedding_backend is not None else "economy"
@@ -117,6 +119,7 @@ class LibraryPipeline:
             dense_gate=dense_gate,
             embed_batch_size=embed_batch_size,
             index_text=index_text,
+            chunk_cache=chunk_cache,
         )
 
     @property

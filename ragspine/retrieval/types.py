@@ -6,8 +6,6 @@ from dataclasses import dataclass, field, replace
 
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
 
-SCORE_KEYS = ("bm25", "vector", "fused")
-
 
 @dataclass(frozen=True)
 class RetrievalResult:

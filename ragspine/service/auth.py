@@ -83,7 +83,7 @@ class AuthMiddleware:
     def __init__(self, app: Any) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or not (path.startswith("/v1/") or path == "/retrieval"):
             await self.app(scope, receive, send)
@@ -122,7 +122,7 @@ class AuthMiddleware:
         await self.app(scope, receive, send)
 
 
-async def _json(send: Any, status: int, body: dict, *, bearer: bool = False) -> None:
+async def _json(send: Any, status: int, body: dict[str, Any], *, bearer: bool = False) -> None:
     data = json.dumps(body).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     if bearer:

@@ -19,6 +19,7 @@ from ragspine.errors import (
     IngestError,
     MissingDependencyError,
 )
+from ragspine.service.dify import INVALID_REQUEST
 from ragspine.service.store import Conflict, Unstorable
 
 
@@ -67,7 +68,7 @@ def install(app: FastAPI) -> None:
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = jsonable_encoder(exc.errors())
         if request.url.path == "/retrieval":  # Dify's endpoint answers in Dify's error shape
-            return JSONResponse(status_code=422, content={"error_code": 3002, "error_msg": validation_message(errors)})
+            return JSONResponse(status_code=422, content={"error_code": INVALID_REQUEST, "error_msg": validation_message(errors)})
         return EchoJSONResponse(status_code=422, content={"detail": errors, "message": validation_message(errors)})
 
     for exc_type, status, template in STATUS_OF:

@@ -13,7 +13,7 @@ class BodyLimitMiddleware:
         self.app = app
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -43,12 +43,13 @@ class BodyLimitMiddleware:
                 break
         replayed = False
 
-        async def replay() -> dict:
+        async def replay() -> dict[str, Any]:
             nonlocal replayed
             if not replayed:
                 replayed = True
                 return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-            return await receive()
+            message: dict[str, Any] = await receive()
+            return message
 
         await self.app(scope, replay, send)
 

@@ -161,7 +161,7 @@ class RetrieveOut(BaseModel):
     libraries: list[str]
     snippets: list[dict[str, Any]]
     filters_dropped: bool = Field(
-        False, description="true when nothing matched the filters and these snippets were found without them (retry_without_filters)"
+        default=False, description="true when nothing matched the filters and these snippets were found without them (retry_without_filters)"
     )
 
 

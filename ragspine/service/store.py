@@ -205,7 +205,7 @@ class ServiceStore:
 
     # -- jobs ---------------------------------------------------------------------------
     def create_job(self, job_id: str, tenant_id: str, library_id: str, doc_ids: Sequence[str], payload: Any) -> Job:
-        values = {
+        values: dict[str, Any] = {
             "job_id": job_id, "tenant_id": tenant_id, "library_id": library_id, "state": "queued",
             "done": 0, "total": len(doc_ids), "doc_ids": list(doc_ids), "chunks": 0,
             "error": None, "warning": None, "created_at": time.time(), "started_at": None, "finished_at": None,

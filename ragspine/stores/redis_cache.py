@@ -184,7 +184,7 @@ class RedisEmbeddingCache:
             return raw
 
         raw = self._guarded("read", read)
-        out = [None] * len(keys) if raw is None else [None if r is None else decode_vector(r) for r in raw]
+        out: list[np.ndarray | None] = [None] * len(keys) if raw is None else [None if r is None else decode_vector(r) for r in raw]
         hits = sum(v is not None for v in out)
         with self._lock:
             self.stats.hits += hits

@@ -7,18 +7,31 @@ factory returns lives in one fresh namespace (so two libraries share tables but 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import pytest
 
 from ragspine.errors import BackendError, IngestError, RagspineError
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, DocumentChunks, fingerprint
+from ragspine.retrieval.chunking.chunk_store import (
+    BulkWrites,
+    ChunkStore,
+    DocumentChunks,
+    Fingerprints,
+    FollowableStore,
+    fingerprint,
+)
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_id_for
 
-Factory = Callable[[str], ChunkStore]
+
+class FullChunkStore(FollowableStore, BulkWrites, Fingerprints, Protocol):
+    """A chunk store with every capability the bulk and change-log packs test."""
+
+
+Factory = Callable[[str], FullChunkStore]
 
 
 def doc(doc_id: str, *texts: str, **fields: Any) -> list[Chunk]:
+    """One document's chunks ``doc_id#0, doc_id#1, ...`` of ``texts``."""
     return [
         Chunk(chunk_id=chunk_id_for(doc_id, i), doc_id=doc_id, text=t, ordinal=i, **fields)
         for i, t in enumerate(texts)
@@ -58,7 +71,7 @@ class ChunkStoreVersioningTests:
 
     def test_stored_chunk_round_trips_every_field(self, chunk_store_factory: Factory) -> None:
         store = chunk_store_factory("lib-v")
-        meta = {"topic": "results", "year": 2024, "ratio": 0.25, "final": True, "note": None, "名前": "值 'q'"}
+        meta: dict[str, Any] = {"topic": "results", "year": 2024, "ratio": 0.25, "final": True, "note": None, "名前": "值 'q'"}
         chunk = Chunk(
             chunk_id="d#0", doc_id="d", text="text ü 中文", title="T", source_locator="d#char=0,9",
             ordinal=0, char_start=0, char_end=9, metadata=meta, sensitivity="RESTRICTED",

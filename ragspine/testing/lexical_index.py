@@ -22,16 +22,17 @@ import random
 import re
 from typing import Any, Callable, Sequence
 
-from ragspine.retrieval.lexical.base import VersionedIndex
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, DocumentChunks
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_document
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
+from ragspine.retrieval.lexical.base import VersionedIndex
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.index import LexicalHit, LexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.testing.chunk_store import FullChunkStore
 from ragspine.testing.random_filters import random_filter, random_metadata
 
-StoreFactory = Callable[[str], ChunkStore]
+StoreFactory = Callable[[str], FullChunkStore]
 IndexFactory = Callable[[ChunkStore], LexicalIndex]
 REL_TOL = 1e-9
 N_QUERIES = 24
@@ -45,7 +46,7 @@ def chunks_of(doc_id: str, text: str, rng: random.Random) -> list[Chunk]:
     return chunk_document(text, doc_id, title=doc_id, metadata=metadata, max_chars=240, overlap_chars=40)
 
 
-def ingest(store: ChunkStore, docs: Sequence[tuple[str, str]], seed: int = 0) -> None:
+def ingest(store: FullChunkStore, docs: Sequence[tuple[str, str]], seed: int = 0) -> None:
     rng = random.Random(seed)
     store.replace_many([DocumentChunks(doc_id, chunks_of(doc_id, text, rng)) for doc_id, text in docs])
 
@@ -97,7 +98,7 @@ def check_against_reference(index: LexicalIndex, store: ChunkStore, corpus: Sequ
         want = reference(store, query)
         for top_k in (10, 1, None):
             assert_ranks_like_reference(index.search(query, top_k=top_k), want, top_k)
-    filters = [random_filter(rng) for _ in range(N_FILTERS)]
+    filters: list[MetadataFilter | None] = [random_filter(rng) for _ in range(N_FILTERS)]
     modules = sorted({doc_id.split(".")[0] for doc_id, _ in corpus})
     filters += [
         MetadataFilter((FilterCondition("module", "eq", modules[0]),)),
@@ -114,7 +115,7 @@ def check_against_reference(index: LexicalIndex, store: ChunkStore, corpus: Sequ
         assert sorted(index.candidates(where)) == expected
 
 
-def churn(store: ChunkStore, corpus: Sequence[tuple[str, str]], seed: int) -> None:
+def churn(store: FullChunkStore, corpus: Sequence[tuple[str, str]], seed: int) -> None:
     """Random replaces (new text, other chunk counts), retirements, returns and new documents,
     singly and in batches."""
     rng = random.Random(seed)

@@ -27,7 +27,8 @@ SCORE_TOL = 1e-5
 def unit_vectors(n: int, dim: int = DIM, seed: int = 7) -> np.ndarray:
     rng = np.random.default_rng(seed)
     m = rng.normal(size=(n, dim)).astype(np.float32)
-    return m / np.linalg.norm(m, axis=1, keepdims=True)
+    unit: np.ndarray = m / np.linalg.norm(m, axis=1, keepdims=True)
+    return unit
 
 
 def records(n: int, *, seed: int = 7, prefix: str = "c", meta: Callable[[int], dict[str, Any]] | None = None) -> list[VectorRecord]:

@@ -14,10 +14,10 @@ from typing import Any, Iterable, Mapping
 
 import pytest
 
-from ragspine.testing.llm import ScriptedLLMProvider
-from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.stores.sqlite import SQLiteDatabase
+from ragspine.testing.llm import ScriptedLLMProvider
 
 #: The query every pack asks; the RESTRICTED document is its best lexical match.
 QUERY = "gearbox supply delays"

@@ -8,7 +8,6 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.filtering.filters import (
     OPERATORS,
     FilterCondition,
@@ -19,6 +18,7 @@ from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
+from ragspine.stores.sqlite import SQLiteDatabase
 from tests.conformance.conftest import (
     QUERY,
     assert_no_restricted,

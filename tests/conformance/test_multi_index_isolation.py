@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 
 import pytest
 
-from ragspine.retrieval.link.narrative_link import Retrieval, NarrativeIndexRetriever, to_snippet
+from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, Retrieval, to_snippet
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.routing.routers import make_library_router

@@ -12,9 +12,9 @@ import pytest
 from ragspine.retrieval.ask_again import Page
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.link.narrative_link import (
-    Retrieval,
     NarrativeIndexRetriever,
     ProviderListwiseJudge,
+    Retrieval,
     build_narrative_retriever,
     to_snippet,
 )

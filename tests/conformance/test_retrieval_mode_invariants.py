@@ -30,6 +30,7 @@ from tests.conformance.conftest import (
     library_a_docs,
     library_b_docs,
 )
+from tests.helpers import needs
 
 MODES = ("auto", "hybrid", "vector", "economy", "bm25", "lexical")
 ECONOMY_MODES = ("economy", "bm25", "lexical")
@@ -117,6 +118,7 @@ def test_modes_through_stack(settings_env, mode):
 
 @pytest.mark.slow
 def test_auto_mode_with_the_real_onnx_backend(settings_env):
+    needs("onnxruntime", "fastembed")
     from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
 
     with Stack(load_settings(settings_env("auto", embedding="auto"))) as stack:

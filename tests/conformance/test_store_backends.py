@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
-from ragspine.stores.sqlite.embedding_cache import SQLiteEmbeddingCache
 from ragspine.retrieval.vector.store import InProcessVectorStore
+from ragspine.stores.sqlite import SQLiteDatabase
+from ragspine.stores.sqlite.embedding_cache import SQLiteEmbeddingCache
 from ragspine.testing import (
     ChunkStoreConformance,
     EmbeddingCacheConformance,

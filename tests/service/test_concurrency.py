@@ -25,8 +25,6 @@ import threading
 import time
 from typing import Any
 
-import pytest
-
 from ragspine.retrieval.chunking.chunking import chunk_document
 from tests.service.conftest import Service, ok_job
 from tests.unit.service.conftest import doc, ingest, new_library, new_tenant, wait_job

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ragspine import cli
+from tests.helpers import needs
 
 RAGSPINE_BIN = Path(sys.executable).parent / "ragspine"
 
@@ -401,6 +402,7 @@ def test_console_script_subprocess(tmp_path, corpus):
 
 @pytest.mark.slow
 def test_default_mode_is_auto_with_the_onnx_model(capsys, corpus, db):
+    needs("onnxruntime", "fastembed")
     code, out, err = run(capsys, "--db", db, "ingest", str(corpus), "--library", "k")
     assert code == 0, err
     assert "embedded" in out  # auto = the packaged ONNX model
@@ -509,3 +511,19 @@ def test_ingest_batch_must_be_positive(capsys, env, corpus, db):
     with pytest.raises(SystemExit):
         cli.main(["--db", db, "ingest", str(corpus), "--library", "k", "--batch", "0"])
     assert "expected a positive integer" in capsys.readouterr().err
+
+
+def test_dropping_the_filters_is_never_silent(capsys, ingested, db):
+    """`ragspine query --filter category eq Gamma` on a library where nothing matches: the
+    seed's retry without filters still answers, and says so; --strict-filters answers nothing."""
+    args = ("--db", db, "--mode", "economy", "query", "gearbox warranty", "--filter", "category", "eq", "Gamma")
+    code, out, err = run(capsys, *args)
+    assert code == 0 and "1. [kestrel]" in out
+    assert "no snippet matched the filters" in err and "--strict-filters" in err
+    code, out, err = run(capsys, *args, "--json")
+    assert code == 0 and json.loads(out) and all(s["filters_dropped"] is True for s in json.loads(out))
+    code, out, err = run(capsys, *args, "--strict-filters")
+    assert code == 0 and "no matching snippets" in out and "filters" not in err
+    code, out, err = run(capsys, "--db", db, "--mode", "economy", "query", "gearbox warranty", "--filter", "topic", "eq", "policy", "--json")
+    assert code == 0 and all("filters_dropped" not in s for s in json.loads(out))  # matched: byte-identical snippets
+    assert "filters" not in err

@@ -16,6 +16,7 @@ from ragspine.demo import CORPUS_DIR, LIBRARIES, QUESTIONS, DemoReport, run_demo
 from ragspine.documents import read_document
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.stack import Stack
+from tests.helpers import needs
 
 BOARD_MEMO = "kestrel/board-memo-q3"
 
@@ -110,6 +111,7 @@ def test_demo_keep_keeps_the_temporary_database(capsys, tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_demo_with_the_default_onnx_mode(capsys, tmp_path):
+    needs("onnxruntime", "fastembed")
     code = cli.main(["--db", str(tmp_path / "onnx.db"), "demo"])
     out, err = capsys.readouterr()
     assert code == 0, err

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from tests.helpers import needs
+
 HEAVY = (
     "onnxruntime",
     "fastembed",
@@ -63,6 +65,7 @@ def test_building_the_cli_parser_and_settings_stays_light():
 
 
 def test_the_probe_does_see_a_heavy_import():
+    needs("onnxruntime", "fastembed")
     # non-vacuous: choosing the ONNX backend does load onnxruntime, and the probe notices
     code = (
         "from ragspine.retrieval.vector.embedding_backends import make_embedding_backend\n"

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.config import load_settings
 from ragspine.errors import ConfigError, MissingDependencyError
+from ragspine.retrieval.lexical.rewrite import load_glossary
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.routing.routers import KeywordLibraryRouter
 from ragspine.retrieval.vector import embedding_backends
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
-from ragspine.stores.sqlite.embedding_cache import SQLiteEmbeddingCache
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
-from ragspine.retrieval.lexical.rewrite import load_glossary
 from ragspine.stack import Stack
+from ragspine.stores.sqlite.embedding_cache import SQLiteEmbeddingCache
+from ragspine.testing.llm import ScriptedLLMProvider
+from tests.helpers import needs
 
 
 @pytest.fixture
@@ -300,6 +301,7 @@ def test_delete_library_removes_vectors_and_cache_entries_of_every_embedding(set
 
 
 def test_check_stores_and_cache_stats(settings, tmp_path):
+    needs("redis", "qdrant_client")
     from tests.backends import free_port
 
     with Stack(settings()) as stack:
@@ -339,3 +341,22 @@ def test_lexical_index_setting(settings):
         stack.index("lib")
     with pytest.raises(ConfigError, match="unknown lexical index 'elastic'.*choose one of auto, memory, postgres"):
         settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LEXICAL_INDEX="elastic")
+
+
+def test_the_constructor_does_no_io(tmp_path):
+    """Stack(settings) parses the configuration and touches nothing: no SQLite file or folder
+    is created, no PostgreSQL connection is tried — the first use does that."""
+    path = tmp_path / "not" / "yet" / "chunks.db"
+    stack = Stack(load_settings({"RAGSPINE_CHUNK_STORE": str(path), "RAGSPINE_EMBEDDING": "deterministic"}))
+    assert not path.parent.exists()
+    assert stack.libraries() == [] and path.exists()  # first use: created
+    stack.close()
+    from tests.backends import free_port
+
+    dead = f"postgresql://nobody@127.0.0.1:{free_port()}/none"
+    pg = Stack(load_settings({"RAGSPINE_CHUNK_STORE": dead, "RAGSPINE_VECTOR_STORE": "pgvector", "RAGSPINE_EMBEDDING": "deterministic"}))
+    assert pg.chunk_spec.kind == "postgresql" and pg.vector_spec.kind == "pgvector"  # parsed, nothing connected
+    needs("sqlalchemy", "psycopg")
+    with pytest.raises(Exception, match="127.0.0.1"):
+        pg.libraries()
+    pg.close()

@@ -1,0 +1,1 @@
+"""Chunking and the versioned chunk store: the ``Chunker`` and ``ChunkStore`` roles."""

@@ -37,7 +37,15 @@ class StoredChunk(Chunk):
     library_id: str = DEFAULT_LIBRARY_ID
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any], **overrides: Any) -> "StoredChunk":
+    def stored(cls, values: dict[str, Any]) -> StoredChunk:
+        """A chunk read back from a store: ``values`` holds every field, already of the right
+        types (as written), so the dataclass ``__init__`` is skipped (the read path's hot loop)."""
+        chunk = object.__new__(cls)
+        chunk.__dict__.update(values)
+        return chunk
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], **overrides: Any) -> StoredChunk:
         """Build from a database row as a mapping (extra keys ignored); ``overrides`` win.
         Integer columns are coerced to ``int`` and ``active`` to ``bool``."""
         values = {name: row[name] for name in _FIELD_NAMES if name in row}

@@ -113,7 +113,7 @@ class FilterCondition:
             return False
         if op == "between":
             lo, hi = self.value
-            return lo <= value <= hi
+            return bool(lo <= value <= hi)
         return _COMPARE[op](value, self.value)
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,9 +14,9 @@ default) and :class:`~ragspine.stores.postgres.lexical.PostgresLexicalIndex`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
-from ragspine.retrieval.chunking.chunk_store import StoredChunk
+from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 from ragspine.retrieval.filtering.filters import MetadataFilter
 
 
@@ -76,3 +76,13 @@ class VersionedIndex(Protocol):
 def default_index_text(chunk: StoredChunk) -> str:
     """The text BM25 indexes and the dense leg embeds for a chunk: its own text."""
     return chunk.text
+
+
+def make_lexical_index(spec: str, store: ChunkStore, *, settings: Any = None, auto: str = "memory") -> LexicalIndex:
+    """The lexical index named ``spec`` (``RAGSPINE_LEXICAL_INDEX``) over ``store``; ``auto`` is
+    the chunk database's own (``auto=``, e.g. ``postgres`` on PostgreSQL)."""
+    from ragspine.registries import LEXICAL_INDEXES
+
+    name = LEXICAL_INDEXES.canonical(spec)
+    index: LexicalIndex = LEXICAL_INDEXES.load(auto if name == "auto" else name)(store, settings)
+    return index

@@ -8,7 +8,8 @@ Per search:
    backend is injected and the dense gate can read the query) makes sure every surviving
    candidate has a vector, then asks the vector store for the nearest ones;
 4. the legs' rankings are fused with ``rrf_fuse``; ties are broken by ``(-fused_score,
-   chunk_id)``. Each ranking is ``candidate_k`` deep (at least as deep as the results asked
+   chunk_id)``; the texts come from the :class:`~ragspine.retrieval.chunk_cache.ChunkCache`
+   (by scored version) or the store. Each ranking is ``candidate_k`` deep (at least as deep as the results asked
    for) — except when there is only one ranking: RRF of one ranking is that ranking, so it is
    only as deep as the results asked for (a top-up asks deeper when results went missing).
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Sequence
 
 from ragspine.retrieval.ask_again import MAX_STALE_RETRIES, Page, StaleRanking, ask_again
+from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, FollowableStore, StoredChunk
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.filtering.filters import MetadataFilter, combine_filters
@@ -67,8 +69,10 @@ class HybridRetriever:
         dense_gate: DenseGate | None = None,
         embed_batch_size: int = DEFAULT_EMBED_BATCH,
         index_text: Callable[[StoredChunk], str] = default_index_text,
+        chunk_cache: ChunkCache | None = None,
     ) -> None:
         self.store = store
+        self.chunk_cache = chunk_cache if chunk_cache is not None else ChunkCache()
         self.library_id = store.library_id
         if lexical_index is None:
             if not isinstance(store, FollowableStore):
@@ -121,10 +125,13 @@ class HybridRetriever:
         return self.dense.warm_cache(chunks) if self.dense is not None else 0
 
     # -- searching ---------------------------------------------------------------------------
-    def rankings(self, query: str, *, metadata_filter: MetadataFilter | None = None, depth: int) -> Legs:
-        """Each leg's ranking ``[(chunk_id, score), ...]``, best first, at most ``depth`` long."""
+    def rankings(
+        self, query: str, *, metadata_filter: MetadataFilter | None = None, depth: int, legs_to_run: Sequence[str] | None = None
+    ) -> Legs:
+        """Each leg's ranking ``[(chunk_id, score), ...]``, best first, at most ``depth`` long
+        (``legs_to_run``: :meth:`legs_for` the query, when the caller has it already)."""
         legs = Legs()
-        for leg in self.legs_for(query):
+        for leg in self.legs_for(query) if legs_to_run is None else legs_to_run:
             if leg == "bm25":
                 hits = self.index.search(tokenize(query), metadata_filter=metadata_filter, top_k=depth)
                 legs["bm25"] = [(h.chunk_id, h.score) for h in hits]
@@ -156,23 +163,27 @@ class HybridRetriever:
     def _fuse(self, legs_per_query: Iterable[Legs], top_k: int, stale: str) -> tuple[list[RetrievalResult], bool]:
         """:meth:`fuse`, and whether every fused candidate was looked at (none left over)."""
         rankings: list[list[str]] = []
-        best: dict[str, dict[str, float]] = {}
+        best: dict[str, dict[str, float]] = {}  # leg -> chunk_id -> its best score over the queries
         scored: dict[str, int] = {}
         for legs in legs_per_query:
             scored.update(legs.versions)
             for leg, ranking in legs.items():
                 rankings.append([cid for cid, _ in ranking])
+                top = best.setdefault(leg, {})
                 for cid, score in ranking:
-                    seen = best.setdefault(cid, {})
-                    if leg not in seen or score > seen[leg]:
-                        seen[leg] = score
-        ordered = sort_fused(rrf_fuse(rankings, k=self.rrf_k))
+                    if cid not in top or score > top[cid]:
+                        top[cid] = score
+        bm25, vector = best.get("bm25", {}), best.get("vector", {})
+        if len(rankings) == 1:  # RRF of one ranking is that ranking, with 1/(k + rank) as score
+            ordered = list(rrf_fuse(rankings, k=self.rrf_k).items())
+        else:
+            ordered = sort_fused(rrf_fuse(rankings, k=self.rrf_k))
         results: list[RetrievalResult] = []
         pos = 0
         while len(results) < top_k and pos < len(ordered):
             page = ordered[pos : pos + top_k - len(results)]
             pos += len(page)
-            chunks = {c.chunk_id: c for c in self.store.get_chunks([cid for cid, _ in page])}
+            chunks = self._fetch([cid for cid, _ in page], scored)
             for cid, fused in page:
                 chunk = chunks.get(cid)
                 if chunk is None:  # retired since it was scored
@@ -181,18 +192,31 @@ class HybridRetriever:
                     if stale == "raise":
                         raise StaleRanking(cid)
                     continue
-                legs_seen = best.get(cid, {})
-                scores = {"bm25": legs_seen.get("bm25", 0.0), "vector": legs_seen.get("vector", 0.0), "fused": fused}
+                scores = {"bm25": bm25.get(cid, 0.0), "vector": vector.get(cid, 0.0), "fused": fused}
                 results.append(RetrievalResult(chunk, scores, self.library_id))
         return results, pos >= len(ordered)
+
+    def _fetch(self, chunk_ids: list[str], scored: dict[str, int]) -> dict[str, StoredChunk]:
+        """The chunks of ``chunk_ids``: the scored versions the chunk cache holds, the rest
+        from the store (active rows only)."""
+        cache = self.chunk_cache
+        if cache is None:
+            return {c.chunk_id: c for c in self.store.get_chunks(chunk_ids)}
+        chunks = cache.get_many(self.library_id, [(cid, scored[cid]) for cid in chunk_ids if cid in scored])
+        missing = [cid for cid in chunk_ids if cid not in chunks]
+        if missing:
+            fetched = self.store.get_chunks(missing)
+            cache.put_many(fetched)
+            chunks.update((c.chunk_id, c) for c in fetched)
+        return chunks
 
     def search_once(self, queries: Sequence[str], want: int, metadata_filter: MetadataFilter | None, skip_stale: bool) -> Page[RetrievalResult]:
         """One fused search of every query variant, up to ``want`` results (no retries: see
         :func:`~ragspine.retrieval.ask_again.ask_again`)."""
         self.refresh()
-        n_rankings = sum(len(self.legs_for(q)) for q in queries)
-        depth = self.depth(want, n_rankings)
-        legs = [self.rankings(q, metadata_filter=metadata_filter, depth=depth) for q in queries]
+        plan = [(q, self.legs_for(q)) for q in queries]
+        depth = self.depth(want, sum(len(legs_to_run) for _, legs_to_run in plan))
+        legs = [self.rankings(q, metadata_filter=metadata_filter, depth=depth, legs_to_run=run) for q, run in plan]
         results, consumed = self._fuse(legs, want, "skip" if skip_stale else "raise")
         exhausted = consumed and all(len(ranking) < depth for leg in legs for ranking in leg.values())
         return Page(results, exhausted)

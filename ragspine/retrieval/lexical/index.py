@@ -145,6 +145,7 @@ class InMemoryLexicalIndex:
                 if self._seq is None and not self._load(seq):
                     self._rebuild_from_store(seq)
                     return
+                assert self._seq is not None  # rebuilt, or the saved base adopted
                 if seq == self._seq:
                     return
                 new_seq, docs = self.store.changes_since(self._seq)

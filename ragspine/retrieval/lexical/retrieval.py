@@ -4,13 +4,13 @@ The pieces live in small modules (``tokenizer``, ``bm25``, ``fusion``, ``rewrite
 ``index``, ``hybrid``); this module keeps the seed's import path working.
 """
 
+from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
 from ragspine.retrieval.lexical.bm25 import (
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,
     bm25_idf,
     bm25_scores,
 )
-from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
 from ragspine.retrieval.lexical.hybrid import HybridRetriever
 from ragspine.retrieval.lexical.index import (
     InMemoryLexicalIndex,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.query.base import QueryRewriter
@@ -42,13 +42,12 @@ class GlossaryQueryRewriter:
         self.max_queries = max_queries
         groups = DEFAULT_GLOSSARY if glossary is None else glossary
         # per group: its variants, and each form's pattern longest first ("売上高" must not be
-        # rewritten as "売上" + "高"); one combined pattern tells at once whether any form occurs
-        self._groups: list[tuple[tuple[str, ...], list[tuple[str, re.Pattern[str]]]]] = []
+        # rewritten as "売上" + "高"); a form whose text does not occur (lowercased) cannot match
+        self._groups: list[tuple[tuple[str, ...], list[tuple[str, str, re.Pattern[str]]]]] = []
         for canonical, forms in groups.items():
             variants = tuple(dict.fromkeys([canonical, *forms]))
-            self._groups.append((variants, [(form, _pattern(form)) for form in sorted(variants, key=len, reverse=True)]))
-        every = [p.pattern for _, patterns in self._groups for _, p in patterns]
-        self._any = re.compile("|".join(every), re.IGNORECASE) if every else None
+            ordered = sorted(variants, key=len, reverse=True)
+            self._groups.append((variants, [(form, form.lower(), _pattern(form)) for form in ordered]))
 
     @classmethod
     def from_file(cls, path: str, max_queries: int = DEFAULT_MAX_QUERIES) -> GlossaryQueryRewriter:
@@ -56,18 +55,22 @@ class GlossaryQueryRewriter:
         return cls(load_glossary(path), max_queries=max_queries)
 
     def rewrite(self, query: str) -> list[str]:
-        if self._any is None or not self._any.search(query):
-            return [query]
         out = [query]
+        low = query.lower()
         for variants, patterns in self._groups:
-            for form, pattern in patterns:
-                if not pattern.search(query):
+            for form, form_low, pattern in patterns:
+                if form_low not in low or not pattern.search(query):
                     continue
                 for other in variants:
                     if other != form:
-                        out.append(pattern.sub(lambda _m, o=other: o, query))
+                        out.append(pattern.sub(_literal(other), query))
                 break  # one matched form per group
         return list(dict.fromkeys(out))[: self.max_queries]
+
+
+def _literal(text: str) -> Callable[[re.Match[str]], str]:
+    """A replacement that inserts ``text`` as is (no backslash or group expansion)."""
+    return lambda _match: text
 
 
 def _pattern(form: str) -> re.Pattern[str]:

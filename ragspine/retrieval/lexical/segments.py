@@ -222,13 +222,15 @@ class MetaColumns:
     n_rows: int
     fields: dict[str, int]  # field -> column number
     codes: list[np.ndarray]  # per column: int32 code per row, -1 = absent
-    values: list[list[Any] | None]  # per column: distinct values (None until loaded)
+    values: Sequence[list[Any] | None]  # per column: distinct values (None until loaded)
     loader: Any = None  # column number -> list of values (lazy, for saved segments)
 
     def column_values(self, col: int) -> list[Any]:
         vals = self.values[col]
         if vals is None:
-            vals = self.values[col] = self.loader(col)
+            vals = self.loader(col)
+            assert isinstance(self.values, list)
+            self.values[col] = vals
         return vals
 
     def gather(self, rows: np.ndarray) -> MetaColumns:
@@ -388,7 +390,8 @@ def load_segment(directory: str) -> Segment | None:
 
         def load_values(col: int) -> list[Any]:
             with open(os.path.join(path, f"meta{col}.json"), encoding="utf-8") as fh:
-                return json.load(fh)
+                values: list[Any] = json.load(fh)
+            return values
 
         n = int(manifest["n_rows"])
         meta = MetaColumns(n, fields, codes, [None] * len(fields), load_values)

@@ -82,7 +82,10 @@ class NarrativeRetriever(Protocol):
 
 
 def to_snippet(result: RetrievalResult) -> dict[str, Any]:
+    """The snippet dict of one result (see the module docstring)."""
     chunk = result.chunk
+    scores = result.scores
+    meta = chunk.metadata
     snippet: dict[str, Any] = {
         "text": chunk.text,
         "doc_id": chunk.doc_id,
@@ -93,11 +96,13 @@ def to_snippet(result: RetrievalResult) -> dict[str, Any]:
         "library_id": result.library_id or chunk.library_id,
         "version": chunk.version,
         "valid_as_of": chunk.valid_as_of,
-        "metadata": dict(chunk.metadata),
-        "scores": {k: float(result.scores.get(k, 0.0)) for k in ("bm25", "vector", "fused")},
+        "metadata": dict(meta),
+        "scores": {"bm25": float(scores.get("bm25", 0.0)), "vector": float(scores.get("vector", 0.0)),
+                   "fused": float(scores.get("fused", 0.0))},
     }
-    for name in STANDARD_FIELDS:
-        snippet[name] = getattr(chunk, name)
+    for name in STANDARD_FIELDS:  # the seed's fields at top level, as text (Chunk.topic, ...)
+        value = meta.get(name)
+        snippet[name] = "" if value is None else str(value)
     if chunk.parent_id:
         snippet["parent_id"] = chunk.parent_id
     if chunk.heading:

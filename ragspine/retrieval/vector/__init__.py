@@ -1,0 +1,1 @@
+"""The dense side: the ``EmbeddingBackend``, ``VectorStore`` and ``EmbeddingCache`` roles."""

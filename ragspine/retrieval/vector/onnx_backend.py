@@ -171,7 +171,8 @@ class OnnxEmbeddingBackend:
         return out
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
-        return self.embed_array(texts).tolist()
+        vectors: list[list[float]] = self.embed_array(texts).tolist()
+        return vectors
 
     def tokenizer(self) -> Any:
         if self._tokenizer is None:

@@ -131,9 +131,14 @@ class InProcessVectorStore:
                 self._live = np.asarray(sorted(self._row_of.values()), dtype=np.int64)
             rows = self._live
         if where:
-            keep = [r for r in rows.tolist() if where.matches(self._records[r].metadata)]  # type: ignore[union-attr]
+            keep = [r for r in rows.tolist() if where.matches(self._record(r).metadata)]
             rows = np.asarray(keep, dtype=np.int64)
         return rows
+
+    def _record(self, row: int) -> VectorRecord:
+        record = self._records[row]
+        assert record is not None, f"row {row} is a tombstone"
+        return record
 
     def delete(self, ids: Sequence[str] = (), *, doc_ids: Sequence[str] = ()) -> int:
         with self._lock:

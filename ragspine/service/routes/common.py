@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -22,11 +21,13 @@ def documented_bearer(credentials: HTTPAuthorizationCredentials | None = Depends
 
 
 def context(request: Request) -> ServiceContext:
-    return request.app.state.service
+    ctx: ServiceContext = request.app.state.service
+    return ctx
 
 
 def tenant_id(request: Request) -> str:
-    return request.state.tenant_id
+    tenant: str = request.state.tenant_id
+    return tenant
 
 
 def iso(ts: float | None) -> str | None:

@@ -73,13 +73,13 @@ def upload_file(
 
 
 @router.get("/libraries/{name}/documents", summary="List the active documents of a library")
-def list_documents(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict:
+def list_documents(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict[str, Any]:
     library = library_or_404(ctx, tenant, name)
     return {"library": name, "doc_ids": ctx.stack.db.chunk_store(library.library_id).doc_ids()}
 
 
 @router.delete("/libraries/{name}/documents/{doc_id:path}", summary="Retire a document (its history stays)")
-def retire_document(name: str, doc_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict:
+def retire_document(name: str, doc_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict[str, Any]:
     library = library_or_404(ctx, tenant, name)
     index = ctx.index(library)
     if "\x00" in doc_id or active_version(index.store, doc_id) == 0:  # PostgreSQL cannot even look up a NUL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from fastapi import APIRouter, Depends
 
@@ -80,7 +81,7 @@ def get_library(name: str, ctx: ServiceContext = Depends(context), tenant: str =
 
 
 @router.delete("/{name}", summary="Delete a library: its chunks, vectors and cache entries in every store")
-def delete_library(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict:
+def delete_library(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict[str, Any]:
     library = library_or_404(ctx, tenant, name)
     ctx.stack.delete_library(library.library_id, embeddings=[library.embedding])  # stores first: a failure can be retried
     ctx.store.delete_library(library.library_id)

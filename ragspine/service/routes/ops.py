@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 
@@ -13,7 +15,7 @@ router = APIRouter(tags=["ops"])
 
 
 @router.get("/healthz", summary="Liveness: the process answers")
-def healthz() -> dict:
+def healthz() -> dict[str, Any]:
     return {"status": "ok", "version": __version__}
 
 

@@ -93,10 +93,12 @@ def _index_name(table: sa.Table) -> str:
 
 def _index_def(conn: Any, table: sa.Table) -> str | None:
     """``CREATE INDEX ...`` of the table's HNSW index in this schema, or None if it has none."""
-    return conn.execute(
+    definition: str | None = conn.execute(
         sa.text("SELECT pg_get_indexdef(to_regclass(quote_ident(:name)))"), {"name": _index_name(table)}
     ).scalar()
+    return definition
 
 
 def _quoted(conn: Any, name: str) -> str:
-    return conn.dialect.identifier_preparer.quote_identifier(name)
+    quoted: str = conn.dialect.identifier_preparer.quote_identifier(name)
+    return quoted

@@ -22,8 +22,8 @@ import numpy as np
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.metadata import validate_metadata
-from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
 from ragspine.retrieval.vector.similarity import unit_vector as _unit_vector
+from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
 from ragspine.stores.postgres.filters import pg_storable
 
 __all__ = [
@@ -43,7 +43,8 @@ _INT4 = (-(2**31), 2**31 - 1)
 
 def unit_vector(vector: Sequence[float], dim: int, what: str) -> list[float]:
     """The L2-normalized float32 vector as floats (``ConfigError`` on a bad dimension)."""
-    return _unit_vector(vector, dim, what).tolist()
+    values: list[float] = _unit_vector(vector, dim, what).tolist()
+    return values
 
 
 def is_zero(vector: Sequence[float]) -> bool:

@@ -34,7 +34,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from ragspine.errors import ConfigError, RagspineError
+from ragspine.errors import ConfigError
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
 from ragspine.stores.pgvector import bulk
@@ -45,10 +45,10 @@ from ragspine.stores.pgvector.converters import (
     row_to_hit,
     unit_vector,
 )
-from ragspine.stores.postgres.filters import filter_clause, pg_storable
 from ragspine.stores.pgvector.provision import check_embedding_column, provision
 from ragspine.stores.pgvector.tables import check_dim, table_name_for, vector_table
 from ragspine.stores.postgres.engine import make_engine, redact, wrap_error
+from ragspine.stores.postgres.filters import filter_clause, pg_storable
 
 __all__ = ["ITERATIVE_SCANS", "PgVectorStore"]
 
@@ -137,7 +137,8 @@ class PgVectorStore:
             with self._engine.begin() as conn:
                 yield conn
         except (sa.exc.SQLAlchemyError, _driver_error()) as exc:
-            cause = exc.orig if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None else exc
+            cause = exc.orig if isinstance(exc, sa.exc.DBAPIError) and isinstance(exc.orig, Exception) else exc
+            assert isinstance(cause, Exception)
             raise wrap_error(cause, self._where, doing) from exc
 
     def ensure_ready(self) -> sa.Table:

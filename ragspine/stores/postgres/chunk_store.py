@@ -65,7 +65,7 @@ class PostgresChunkStore:
     def __init__(self, db_or_url: PostgresDatabase | str, *, library_id: str = DEFAULT_LIBRARY_ID, schema: str | None = None) -> None:
         self.library_id = check_library_id(library_id)
         self._owns_db = not isinstance(db_or_url, PostgresDatabase)
-        self.db = PostgresDatabase(db_or_url, schema=schema) if self._owns_db else db_or_url  # type: ignore[arg-type]
+        self.db: PostgresDatabase = db_or_url if isinstance(db_or_url, PostgresDatabase) else PostgresDatabase(db_or_url, schema=schema)
 
     def __repr__(self) -> str:
         return f"PostgresChunkStore({redact(self.db.url)!r}, schema={self.db.schema!r}, library_id={self.library_id!r})"

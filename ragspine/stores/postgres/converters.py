@@ -158,7 +158,8 @@ def timestamp_text(value: Any) -> str:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+        stamp: str = value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+        return stamp
     return str(value)
 
 

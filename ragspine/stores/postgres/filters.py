@@ -55,11 +55,11 @@ def _param(value: str) -> sa.BindParameter[str]:
     return sa.bindparam(None, value, type_=sa.Text)
 
 
-def _get(column: Any, field: str) -> sa.ColumnElement[Any]:
+def _get(column: sa.ColumnElement[Any], field: str) -> sa.ColumnElement[Any]:
     return column.op("->", return_type=JSONB)(_param(field))
 
 
-def _get_text(column: Any, field: str) -> sa.ColumnElement[str]:
+def _get_text(column: sa.ColumnElement[Any], field: str) -> sa.ColumnElement[str]:
     return column.op("->>", return_type=sa.Text)(_param(field))
 
 
@@ -67,7 +67,7 @@ def _typeof(column: Any, field: str) -> sa.ColumnElement[str]:
     return sa.func.jsonb_typeof(_get(column, field), type_=sa.Text)
 
 
-def _contains(column: Any, field: str, value: Any) -> Clause:
+def _contains(column: sa.ColumnElement[Any], field: str, value: Any) -> Clause:
     """``column @> {"field": value}`` — present, same JSON type, equal."""
     obj = json.dumps({field: value}, ensure_ascii=False, allow_nan=False)
     return column.op("@>", return_type=sa.Boolean)(sa.cast(_param(obj), JSONB))
@@ -183,6 +183,6 @@ def compile_filter(metadata_filter: MetadataFilter | None, *, column: str = "met
     from sqlalchemy.dialects.postgresql.psycopg import dialect
 
     clause = filter_clause(sa.column(column, JSONB), metadata_filter)
-    compiled = clause.compile(dialect=dialect(), compile_kwargs={"render_postcompile": True})
+    compiled = clause.compile(dialect=dialect(), compile_kwargs={"render_postcompile": True})  # type: ignore[no-untyped-call]
     sql = _PLACEHOLDER.sub(lambda m: f"%(f_{m.group(1)})s", str(compiled))
     return sql, {f"f_{name}": value for name, value in compiled.params.items()}

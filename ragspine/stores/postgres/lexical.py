@@ -38,11 +38,11 @@ from typing import Any, Iterator, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf, bm25_term
 from ragspine.retrieval.lexical.base import LexicalHit
+from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf, bm25_term
 from ragspine.stores.postgres.chunk_store import PostgresChunkStore
-from ragspine.stores.postgres.filters import compile_filter, pg_storable
 from ragspine.stores.postgres.converters import stored_token
+from ragspine.stores.postgres.filters import compile_filter, pg_storable
 
 __all__ = ["PostgresLexicalIndex", "exact_ranking", "search_sql"]
 

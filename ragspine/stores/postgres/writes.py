@@ -93,9 +93,6 @@ _STATS = (
     " total_len = s.total_len + EXCLUDED.total_len"
 )
 
-#: ``"copy"`` (default) or ``"executemany"`` (pipelined INSERTs) — kept for benchmarks.
-BULK_METHODS = ("copy", "executemany")
-
 
 def check_batch(docs: Sequence[DocumentChunks]) -> list[DocumentChunks]:
     """Validate a whole batch before any I/O (raises ``IngestError``): the shared checks, and
@@ -134,7 +131,8 @@ def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *,
     if retired:
         cur.execute(_DROP_POSTINGS, {**key, "chunk_ids": [r[0] for r in retired]})
         df_delta.subtract(token for (token,) in cur.fetchall())
-    rows, postings = [], []
+    rows: list[tuple[Any, ...]] = []
+    postings: list[tuple[Any, ...]] = []
     total = 0
     for doc in batch:
         for chunk in doc.chunks:

@@ -65,10 +65,11 @@ class QdrantConnector:
             return self._client
 
     def open(self, library_id: str, *, model_id: str, dim: int) -> QdrantVectorStore:
+        client = self.client  # a missing qdrant-client is reported here, naming the extra
         from ragspine.stores.qdrant.store import QdrantVectorStore
 
         s = self.settings
-        return QdrantVectorStore(self.client, library_id=library_id, model_id=model_id, dim=dim,
+        return QdrantVectorStore(client, library_id=library_id, model_id=model_id, dim=dim,
                                  exact=s.vector_exact, hnsw_ef=s.hnsw_ef_search)
 
     def check(self) -> None:

@@ -18,8 +18,8 @@ from typing import Any, Mapping, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.metadata import validate_metadata
-from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
 from ragspine.retrieval.vector.similarity import unit_vector as _unit_vector
+from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
 from ragspine.stores.qdrant.filters import (
     METADATA_KEY,
     decode_metadata,
@@ -47,7 +47,8 @@ def collection_name_for(model_id: str, dim: int, prefix: str = "ragspine") -> st
 
 def unit_vector(vector: Sequence[float], dim: int, what: str) -> list[float]:
     """The L2-normalized float32 vector as floats (``ConfigError`` on a bad dimension)."""
-    return _unit_vector(vector, dim, what).tolist()
+    values: list[float] = _unit_vector(vector, dim, what).tolist()
+    return values
 
 
 def to_point(library_id: str, record: VectorRecord, dim: int) -> models.PointStruct:

@@ -62,6 +62,7 @@ __all__ = [
     "encode_metadata",
     "field_key",
     "library_condition",
+    "models",
     "translate",
 ]
 

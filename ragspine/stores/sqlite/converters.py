@@ -46,17 +46,18 @@ def chunk_row(library_id: str, c: Chunk, version: int, valid_as_of: str, now: st
 
 def row_to_stored(row: Sequence[Any]) -> StoredChunk:
     """A ``narrative_chunk`` row (in :data:`COLUMN_NAMES` order) as a :class:`StoredChunk`."""
-    meta = json.loads(row[_META_AT] or "{}")
+    raw = row[_META_AT]
+    meta = json.loads(raw) if raw and raw != "{}" else {}
     for name, at in zip(STANDARD_FIELDS, _STANDARD_AT):  # rows of an older schema kept these as columns
         if row[at] and name not in meta:
             meta[name] = row[at]
     (library_id, chunk_id, doc_id, version, active, ordinal, text, title, source_locator, char_start, char_end,
      _topic, _entity, _geography, _period, _language, _meta, sensitivity, parent_id, heading, window_text,
      parent_locator, valid_as_of, ingested_at) = row
-    return StoredChunk(
-        chunk_id=chunk_id, doc_id=doc_id, text=text, title=title, source_locator=source_locator,
-        ordinal=int(ordinal), char_start=int(char_start), char_end=int(char_end), metadata=meta,
-        sensitivity=sensitivity, parent_id=parent_id, heading=heading, window_text=window_text,
-        parent_locator=parent_locator, valid_as_of=valid_as_of, ingested_at=ingested_at,
-        version=int(version), active=bool(active), library_id=library_id,
-    )
+    return StoredChunk.stored({  # INTEGER columns come back as int; every field is set
+        "chunk_id": chunk_id, "doc_id": doc_id, "text": text, "title": title, "source_locator": source_locator,
+        "ordinal": ordinal, "char_start": char_start, "char_end": char_end, "metadata": meta,
+        "sensitivity": sensitivity, "parent_id": parent_id, "heading": heading, "window_text": window_text,
+        "parent_locator": parent_locator, "valid_as_of": valid_as_of, "ingested_at": ingested_at,
+        "version": version, "active": bool(active), "library_id": library_id,
+    })

@@ -10,9 +10,9 @@ from ragspine.retrieval.fusion import rrf_fuse
 from ragspine.retrieval.lexical.hybrid import HybridRetriever, combine_filters
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
-from ragspine.stores.sqlite.embedding_cache import SQLiteEmbeddingCache
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
 from ragspine.retrieval.vector.store import InProcessVectorStore
+from ragspine.stores.sqlite.embedding_cache import SQLiteEmbeddingCache
 from tests.helpers import make_chunk
 
 

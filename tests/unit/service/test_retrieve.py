@@ -110,3 +110,32 @@ def test_malformed_requests_are_422_naming_the_field(client, tenant, body) -> No
 def test_a_tenant_without_libraries_gets_nothing(client) -> None:
     headers = new_tenant(client, "empty")
     assert retrieve(client, headers, "anything").json() == {"query": "anything", "libraries": [], "snippets": [], "filters_dropped": False}
+
+
+def test_a_retry_without_filters_says_so(client, tenant) -> None:
+    nothing = {"year": 1999}
+    body = retrieve(client, tenant, "gearbox revenue", libraries=["finance"], filters=nothing, retry_without_filters=True).json()
+    assert body["filters_dropped"] is True and body["snippets"]
+    assert all(s["filters_dropped"] is True for s in body["snippets"])
+    assert {s["doc_id"] for s in body["snippets"]} <= {"q3", "q2"}  # the library scope stays; no RESTRICTED
+    both = retrieve(client, tenant, "gearbox", filters=nothing, retry_without_filters=True).json()
+    assert both["filters_dropped"] is True and {s["library_id"] for s in both["snippets"]} == {"finance", "support"}
+    strict = retrieve(client, tenant, "gearbox revenue", libraries=["finance"], filters=nothing).json()
+    assert strict["filters_dropped"] is False and strict["snippets"] == []
+    matched = retrieve(client, tenant, "gearbox revenue", filters={"year": 2024}, retry_without_filters=True).json()
+    assert matched["filters_dropped"] is False and all("filters_dropped" not in s for s in matched["snippets"])
+
+
+@pytest.mark.parametrize("libraries", [["finance"], ["finance", "support"], None])
+def test_the_filter_is_parsed_once_per_request(client, tenant, monkeypatch, libraries) -> None:
+    """The edge parses the request's filter into a MetadataFilter once; every layer below takes
+    that object (counted: FilterConditions built while the request runs)."""
+    from ragspine.retrieval.filtering import filters as module
+
+    built = []
+    real = module.FilterCondition.__post_init__
+    monkeypatch.setattr(module.FilterCondition, "__post_init__", lambda self: (built.append(self.field), real(self))[1])
+    body = {"libraries": libraries} if libraries else {}
+    r = retrieve(client, tenant, "gearbox revenue", filters={"year": {"gte": 2024}}, **body)
+    assert r.status_code == 200 and r.json()["snippets"]
+    assert built == ["year"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.errors import ConfigError
 from ragspine.registries import FILTER_EXTRACTORS
 from ragspine.retrieval.filtering.automatic import (
@@ -14,6 +13,7 @@ from ragspine.retrieval.filtering.automatic import (
     safe_extract,
 )
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
+from ragspine.testing.llm import ScriptedLLMProvider
 
 VOCAB = {
     "entity": {"ACME_CN": ["acme china", "艾克美"], "ACME_US": ["acme usa", "acme america"]},

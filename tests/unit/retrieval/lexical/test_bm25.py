@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from ragspine.retrieval.chunking.chunking import Chunk
-from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.lexical.bm25 import (
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,
@@ -24,6 +23,7 @@ from ragspine.retrieval.lexical.bm25 import (
 )
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.stores.sqlite import SQLiteDatabase
 from tests.corpora import (
     load_beir_corpus,
     load_beir_qrels,

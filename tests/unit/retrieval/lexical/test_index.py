@@ -7,7 +7,6 @@ import random
 import pytest
 
 from ragspine.retrieval.chunking.chunking import Chunk
-from ragspine.stores.sqlite import SQLiteChunkStore, SQLiteDatabase
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.index import (
@@ -16,6 +15,7 @@ from ragspine.retrieval.lexical.index import (
     LexicalIndex,
 )
 from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.stores.sqlite import SQLiteChunkStore, SQLiteDatabase
 from tests.helpers import make_chunk
 
 VOCAB = (

@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 from ragspine.retrieval.filtering.filters import parse_filter
-from ragspine.stores.sqlite import SQLiteDatabase
-from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical import segments
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.testing.random_filters import random_filter
 from tests.unit.retrieval.lexical.test_index import _assert_matches_reference, _Oracle, _queries, _random_doc
 

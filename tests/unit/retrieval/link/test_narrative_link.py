@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.errors import FilterError
 from ragspine.retrieval.ask_again import Page
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
@@ -22,6 +21,7 @@ from ragspine.retrieval.link.narrative_link import (
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.rerank.listwise_rerank import ListwiseReranker
 from ragspine.retrieval.types import RetrievalResult
+from ragspine.testing.llm import ScriptedLLMProvider
 from tests.helpers import make_chunk
 
 
@@ -302,3 +302,14 @@ def test_an_explicit_reranker_wins_over_the_provider(store):
     retriever.index.ingest_text("b", "gearbox two")
     retriever.retrieve("gearbox")
     assert provider.prompts == []
+
+
+def test_search_says_when_the_filters_were_dropped():
+    index = FakeIndex([], [res("a"), res("b")])
+    answer = NarrativeIndexRetriever(index).search("q", filters=MetadataFilter((FilterCondition("topic", "eq", "x"),)), top_k=5)
+    assert answer.filters_dropped is True and [s["doc_id"] for s in answer.snippets] == ["a", "b"]
+    assert all(s["filters_dropped"] is True for s in answer.snippets)
+    kept = NarrativeIndexRetriever(FakeIndex([res("a")], [res("b")])).search("q", filters=MetadataFilter((FilterCondition("t", "eq", 1),)))
+    assert kept.filters_dropped is False and "filters_dropped" not in kept.snippets[0]
+    strict = NarrativeIndexRetriever(FakeIndex([], [res("a")]), retry_without_filters=False)
+    assert strict.search("q", filters=MetadataFilter((FilterCondition("t", "eq", 1),))).snippets == []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
 from ragspine.retrieval.link.narrative_link import ProviderListwiseJudge
 from ragspine.retrieval.rerank.listwise_rerank import (
@@ -16,6 +15,7 @@ from ragspine.retrieval.rerank.listwise_rerank import (
     rerank_open_subset,
 )
 from ragspine.retrieval.types import RetrievalResult
+from ragspine.testing.llm import ScriptedLLMProvider
 
 
 def result(name: str, sensitivity: str = "INTERNAL", fused: float = 0.0) -> RetrievalResult:

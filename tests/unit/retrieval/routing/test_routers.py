@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.errors import ConfigError
 from ragspine.registries import LIBRARY_ROUTERS
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
@@ -13,6 +12,7 @@ from ragspine.retrieval.routing.routers import (
     LLMLibraryRouter,
     make_library_router,
 )
+from ragspine.testing.llm import ScriptedLLMProvider
 
 LIBS = [
     LibraryInfo("finance", "quarterly revenue results and margins"),

@@ -7,13 +7,13 @@ import os
 import numpy as np
 import pytest
 
-from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.vector.base import (
     EmbeddingCache,
     embedding_key,
     model_namespace,
 )
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
+from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.stores.sqlite.embedding_cache import SQLiteEmbeddingCache
 
 

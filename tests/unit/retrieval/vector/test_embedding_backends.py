@@ -25,6 +25,7 @@ from ragspine.retrieval.vector.st_backend import (
     QWEN3_MODEL,
     SentenceTransformerEmbeddingBackend,
 )
+from tests.helpers import needs
 
 SPEC_NAMES = ["none", "auto", "onnx", "fastembed", "minilm", "deterministic", "openai", "qwen3", "st", "sentence-transformers"]
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -47,6 +48,7 @@ def test_none_means_no_backend(spec):
 
 
 def test_auto_is_onnx_when_the_extra_imports():
+    needs("onnxruntime", "fastembed")
     assert onnx_available()
     backend = make_embedding_backend("auto")
     assert isinstance(backend, OnnxEmbeddingBackend)

@@ -14,7 +14,6 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
 from ragspine.stores.postgres.filters import filter_clause
-
 from ragspine.testing.random_filters import random_filter, random_metadata
 
 N_ROWS = 300

@@ -24,7 +24,6 @@ from ragspine.stores.postgres.filters import (
     pg_storable,
     storable_bound,
 )
-
 from ragspine.testing.random_filters import random_filter
 
 DOCS = sa.Table("docs", sa.MetaData(), sa.Column("id", sa.Integer), sa.Column("metadata", JSONB))

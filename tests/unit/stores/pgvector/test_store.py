@@ -15,10 +15,9 @@ import sqlalchemy as sa
 
 from ragspine.errors import BackendError, ConfigError, IngestError
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
-from ragspine.retrieval.vector.vector_store import VectorRecord, VectorStore
 from ragspine.retrieval.vector.store import InProcessVectorStore
+from ragspine.retrieval.vector.vector_store import VectorRecord, VectorStore
 from ragspine.stores.pgvector.store import PgVectorStore
-
 from ragspine.testing.random_filters import STRINGS, random_filter, random_metadata
 
 DIM = 12

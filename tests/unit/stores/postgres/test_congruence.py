@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
-from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.stores.postgres import PostgresDatabase
+from ragspine.stores.sqlite import SQLiteDatabase
 from tests.helpers import make_chunk
 
 # ids that sort differently under a natural-language collation than by code point

@@ -7,11 +7,13 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
-from ragspine.retrieval.filtering.filters import parse_filter
-from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.stores.postgres.lexical import PostgresLexicalIndex
-from tests.helpers import make_chunk
+pytest.importorskip("sqlalchemy", reason="the [pgvector] extra is not installed")
+
+from ragspine.retrieval.filtering.filters import parse_filter  # noqa: E402
+from ragspine.stores.postgres.lexical import PostgresLexicalIndex  # noqa: E402
+from tests.helpers import make_chunk  # noqa: E402
 
 
 def _zipf_docs(rng: random.Random, np_rng: np.random.Generator, n_docs: int, start: int = 0) -> list:

@@ -9,6 +9,7 @@ from ragspine.errors import SchemaError
 from ragspine.stores.postgres import PostgresDatabase
 from ragspine.stores.postgres.migrate import current_revision, downgrade, upgrade
 from tests.backends import free_port
+from tests.helpers import needs
 from tests.unit.stores.postgres.helpers import active, doc
 
 HEAD = "0004_lexical"
@@ -121,6 +122,7 @@ def test_cli_migrate_default_is_sqlite_and_refused(capsys) -> None:
 
 
 def test_cli_migrate_connection_error_is_redacted(capsys) -> None:
+    needs("alembic", "sqlalchemy", "psycopg")
     url = f"postgresql://bob:hunter2@127.0.0.1:{free_port()}/db"
     assert main(["migrate", "--url", url]) == 2
     err = capsys.readouterr().err

@@ -15,8 +15,8 @@ from ragspine.errors import BackendError, ConfigError, MissingDependencyError  #
 from ragspine.retrieval.vector.base import VectorRecord  # noqa: E402
 from ragspine.stores.qdrant.client import describe_client, is_local, make_qdrant_client  # noqa: E402
 from ragspine.stores.qdrant.store import QdrantVectorStore  # noqa: E402
-from tests import backends  # noqa: E402
 from ragspine.testing.random_filters import random_filter, random_metadata  # noqa: E402
+from tests import backends  # noqa: E402
 from tests.unit.stores.qdrant.conftest import QdrantEnv, server_env  # noqa: E402
 
 

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("qdrant_client")
 
 from ragspine.errors import ConfigError, IngestError  # noqa: E402
-from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter  # noqa: E402
+from ragspine.retrieval.filtering.filters import parse_filter  # noqa: E402
 from ragspine.retrieval.vector.base import VectorHit, VectorRecord, VectorStore  # noqa: E402
 from ragspine.retrieval.vector.store import InProcessVectorStore  # noqa: E402
 from ragspine.stores.qdrant.store import collection_name_for, point_id  # noqa: E402

@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
 from ragspine.stores.redis_cache import RedisEmbeddingCache
+from ragspine.stores.sqlite import SQLiteDatabase
 
 DOCS = {
     "warranty": "The warranty covers battery defects for two years. Claims need the original receipt.",

@@ -14,8 +14,8 @@ import pytest
 
 from ragspine.errors import ConfigError, MissingDependencyError
 from ragspine.retrieval.narrative_index import NarrativeIndex
-from ragspine.retrieval.vector.embedding_cache import EmbeddingCache, embedding_key
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
+from ragspine.retrieval.vector.embedding_cache import EmbeddingCache, embedding_key
 from ragspine.stores.redis_cache import (
     RedisEmbeddingCache,
     decode_vector,
