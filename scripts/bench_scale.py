@@ -180,6 +180,7 @@ def phase_query(workdir: Path, n_queries: int, chunk_store: str | None = None) -
         "open_s": round(open_s, 2), "queries": len(qs), "queries_with_results": hits,
         "query_p50_ms": pct(full, 50), "query_p99_ms": pct(full, 99), "query_mean_ms": round(1000 * statistics.mean(full), 2),
         "lexical_p50_ms": pct(lex, 50), "lexical_p99_ms": pct(lex, 99),
+        "snippet_path_vs_bm25_p50": round(percentile(full, 50) / percentile(lex, 50), 2),
         "filtered_query_p50_ms": pct(filt, 50), "filtered_query_p99_ms": pct(filt, 99),
         "rss_mb": round(rss_mb(), 1), "rss_anon_mb": round(rss_mb("RssAnon"), 1),
         "rss_file_mb": round(rss_mb("RssFile"), 1), "rss_before_open_mb": round(base_rss, 1), "peak_rss_mb": round(peak_rss_mb(), 1),
