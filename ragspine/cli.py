@@ -27,7 +27,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 
 from ragspine import __version__
 from ragspine.config import describe, load_settings
-from ragspine.documents import RESERVED_KEYS
+from ragspine.retrieval.sensitivity import reserved_key
 from ragspine.errors import RagspineError
 from ragspine.registries import CHUNKERS
 from ragspine.retrieval.filtering.filters import (
@@ -322,9 +322,10 @@ def _parse_meta(item: str) -> tuple[str, Any]:
     key, sep, value = item.partition("=")
     if not sep or not key:
         raise CliError(f"--meta {item!r} is not KEY=VALUE")
-    if key in RESERVED_KEYS:  # else e.g. sensitivity=RESTRICTED would be plain metadata
-        hint = "--sensitivity" if key == "sensitivity" else "front matter"
-        raise CliError(f"--meta {key}=... is not metadata; set {key} with {hint}")
+    field = reserved_key(key)
+    if field is not None:  # else e.g. Sensitivity=RESTRICTED would be plain metadata
+        hint = "--sensitivity" if field == "sensitivity" else "front matter"
+        raise CliError(f"--meta {key}=... is not metadata; set {field} with {hint}")
     return key, _json_or_text(value)
 
 

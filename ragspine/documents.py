@@ -4,8 +4,9 @@ Every file is read and checked before anything is written, so one bad file stops
 whole ingest with the previous version of every document still active.
 
 Front matter (optional, first line ``---``) sets ``doc_id``, ``title``, ``sensitivity``,
-``valid_as_of``; every other key is metadata (dates become ISO strings; lists and objects are
-rejected). Defaults: ``doc_id`` = the path relative to the directory given (or the file name),
+``valid_as_of`` (in any case: ``Sensitivity:`` is the sensitivity); every other key is
+metadata (dates become ISO strings; lists and objects are rejected). A sensitivity that is not
+one string label (``[RESTRICTED]``) is an error: it fails closed (``retrieval/sensitivity.py``). Defaults: ``doc_id`` = the path relative to the directory given (or the file name),
 ``title`` = front matter, else the first Markdown heading, else the file stem. Chunk
 offsets are offsets into the file itself, so ``source_locator`` points into the real file.
 """
@@ -21,11 +22,16 @@ from typing import Any, Iterable, Mapping
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.metadata import validate_metadata
-from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+from ragspine.retrieval.sensitivity import (
+    DEFAULT_SENSITIVITY,
+    DOCUMENT_FIELDS,
+    parse_sensitivity,
+    split_document_fields,
+)
 
 SUFFIXES = (".txt", ".md", ".markdown")
 MAX_FILE_BYTES = 20 * 1024 * 1024
-RESERVED_KEYS = ("doc_id", "title", "sensitivity", "valid_as_of")
+RESERVED_KEYS = DOCUMENT_FIELDS
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 
@@ -80,9 +86,10 @@ def read_document(
         raw = path.read_bytes()
     except OSError as exc:  # e.g. permission denied
         raise IngestError(f"{where}: cannot read ({exc.strerror})") from None
-    front, body, offset = decode_document(raw, where)
+    front_matter, body, offset = decode_document(raw, where)
+    front, extra = split_document_fields(front_matter, where)
     meta: dict[str, Any] = dict(defaults or {})
-    meta.update({k: v for k, v in front.items() if k not in RESERVED_KEYS})
+    meta.update(extra)
     try:
         metadata = validate_metadata({k: _plain(v) for k, v in meta.items()})
     except IngestError as exc:
@@ -95,7 +102,7 @@ def read_document(
         title=title,
         source=where,
         body_offset=offset,
-        sensitivity=str(front.get("sensitivity") or sensitivity or DEFAULT_SENSITIVITY),
+        sensitivity=parse_sensitivity(front.get("sensitivity") if front.get("sensitivity") is not None else sensitivity, where),
         valid_as_of=str(_plain(front.get("valid_as_of")) or ""),
         metadata=metadata,
     )

@@ -23,12 +23,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ragspine.documents import RESERVED_KEYS, decode_document
+from ragspine.documents import decode_document
 from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.metadata import validate_metadata
-from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+from ragspine.retrieval.sensitivity import parse_sensitivity, reserved_key, split_document_fields
 
 PROGRESS_EVERY_S = 0.5  # progress is written at most this often (and when the job ends)
 
@@ -37,7 +37,8 @@ def document_payload(doc: Any) -> dict[str, Any]:
     """A validated :class:`~ragspine.service.models.DocumentIn` as the job stores it."""
     return storable({
         "doc_id": doc.doc_id, "title": doc.title, "text": doc.text, "metadata": dict(doc.metadata),
-        "sensitivity": doc.sensitivity, "valid_as_of": doc.valid_as_of, "source": doc.doc_id, "source_offset": 0,
+        "sensitivity": parse_sensitivity(doc.sensitivity, f"document {doc.doc_id!r}"),
+        "valid_as_of": doc.valid_as_of, "source": doc.doc_id, "source_offset": 0,
     })
 
 
@@ -63,8 +64,9 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) ->
     sensitivity, valid_as_of`` + metadata), form fields override it. Locators point into the
     uploaded file. Raises :class:`IngestError` naming the problem."""
     name = filename or "upload.txt"
-    front, body, offset = decode_document(raw, name)
-    meta: dict[str, Any] = {k: _plain(v) for k, v in front.items() if k not in RESERVED_KEYS}
+    front_matter, body, offset = decode_document(raw, name)
+    front, extra_front = split_document_fields(front_matter, name)
+    meta: dict[str, Any] = {k: _plain(v) for k, v in extra_front.items()}
     if fields.get("metadata"):
         try:
             extra = json.loads(fields["metadata"] or "")
@@ -72,7 +74,7 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) ->
             raise IngestError("metadata: not valid JSON (send a JSON object)") from None
         if not isinstance(extra, dict):
             raise IngestError("metadata: send a JSON object of field -> scalar")
-        reserved = sorted(set(extra) & set(RESERVED_KEYS))
+        reserved = sorted(k for k in extra if reserved_key(k))
         if reserved:
             raise IngestError(f"metadata: {reserved[0]!r} is a document field; send it as a form field")
         meta.update(extra)
@@ -85,7 +87,7 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) ->
     title = fields.get("title") or str(front.get("title") or _first_heading(body) or stem.rsplit(".", 1)[0])
     return storable({
         "doc_id": doc_id, "title": title, "text": body, "metadata": metadata,
-        "sensitivity": fields.get("sensitivity") or str(front.get("sensitivity") or DEFAULT_SENSITIVITY),
+        "sensitivity": parse_sensitivity(fields.get("sensitivity") or front.get("sensitivity"), name),
         "valid_as_of": fields.get("valid_as_of") or str(_plain(front.get("valid_as_of")) or ""),
         "source": stem, "source_offset": offset,
     })

@@ -10,10 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ragspine.documents import RESERVED_KEYS
 from ragspine.errors import IngestError
 from ragspine.retrieval.metadata import validate_metadata
-from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY, parse_sensitivity, reserved_key
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
 MAX_BATCH = 1000
@@ -105,10 +104,18 @@ class DocumentIn(_In):
             raise ValueError("text contains NUL characters")
         return value
 
+    @field_validator("sensitivity", mode="before")
+    @classmethod
+    def _sensitivity(cls, value: Any) -> str:
+        try:
+            return parse_sensitivity(value, "sensitivity")
+        except IngestError as exc:
+            raise ValueError(str(exc)) from None
+
     @field_validator("metadata")
     @classmethod
     def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
-        reserved = sorted(set(value) & set(RESERVED_KEYS))
+        reserved = sorted(k for k in value if reserved_key(k))
         if reserved:
             raise ValueError(f"{reserved[0]!r} is a document field, not metadata: set it at the top level")
         try:

@@ -109,7 +109,7 @@ def test_call_defaults_are_overridden_by_front_matter(tmp_path) -> None:
     assert dict(doc.metadata) == {"entity": "ACME", "geography": "CN"}
     assert doc.sensitivity == "PUBLIC"
     path2 = _write(tmp_path / "b.md", "---\nsensitivity: restricted\n---\nbody")
-    assert read_document(path2, sensitivity="PUBLIC").sensitivity == "restricted"
+    assert read_document(path2, sensitivity="PUBLIC").sensitivity == "RESTRICTED"  # any spelling, stored canonically
 
 
 @pytest.mark.parametrize(

@@ -260,9 +260,12 @@ def fingerprint(chunks: Sequence[Chunk], valid_as_of: str = "") -> str:
 
 
 def check_replace_input(doc_id: str, chunks: Sequence[Chunk]) -> None:
-    """Shared validation for ``replace_doc_chunks`` (raises ``IngestError``)."""
+    """Shared validation for ``replace_doc_chunks`` (raises ``IngestError``): every write path
+    ends here, so a sensitivity that is not one string label, or a metadata key that names a
+    document field in any case (``Sensitivity``), is refused on every one of them."""
     from ragspine.errors import IngestError
     from ragspine.retrieval.metadata import validate_metadata
+    from ragspine.retrieval.sensitivity import parse_sensitivity, reserved_key
 
     if not isinstance(doc_id, str) or not doc_id:
         raise IngestError("doc_id must be a non-empty string")
@@ -280,6 +283,10 @@ def check_replace_input(doc_id: str, chunks: Sequence[Chunk]) -> None:
             raise IngestError(f"chunk {chunk.chunk_id!r} has empty text")
         seen.add(chunk.chunk_id)
         validate_metadata(chunk.metadata)
+        parse_sensitivity(chunk.sensitivity, f"chunk {chunk.chunk_id!r}")
+        field = next((k for k in chunk.metadata if reserved_key(k)), None)
+        if field is not None:
+            raise IngestError(f"chunk {chunk.chunk_id!r}: metadata key {field!r} is the document's {reserved_key(field)}; pass it as that field")
 
 
 def check_batch(docs: Sequence["DocumentChunks"]) -> list["DocumentChunks"]:

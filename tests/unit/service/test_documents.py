@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fastapi.testclient import TestClient
 
 from ragspine.service.app import create_app
@@ -137,3 +138,43 @@ def test_jobs_are_private_to_their_tenant(client) -> None:
     assert client.get(f"/v1/jobs/{job['job_id']}", headers=globex).status_code == 404
     assert client.get("/v1/jobs/nope", headers=acme).status_code == 404
     assert client.get("/v1/jobs", headers=globex).json() == []
+
+
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        ({"doc_id": "m", "text": "board memo", "sensitivity": ["RESTRICTED"]}, 422),
+        ({"doc_id": "m", "text": "board memo", "metadata": {"Sensitivity": "RESTRICTED"}}, 422),
+        ({"doc_id": "m", "text": "board memo", "metadata": {" sensitivity ": "PUBLIC"}}, 422),
+        ({"doc_id": "m", "text": "board memo", "sensitivity": "  Restricted "}, 202),
+    ],
+)
+def test_json_sensitivity_fails_closed(client, body, status) -> None:
+    headers = new_tenant(client)
+    new_library(client, headers, "hb")
+    r = client.post("/v1/libraries/hb/documents", json=body, headers=headers)
+    assert r.status_code == status, r.text
+    r = client.post("/v1/libraries/hb/documents/batch", json={"documents": [body]}, headers=headers)
+    assert r.status_code == status, r.text
+    if status == 202:
+        wait_job(client, headers, r.json()["job_id"])
+        assert client.post("/v1/retrieve", json={"query": "board memo"}, headers=headers).json()["snippets"] == []
+
+
+@pytest.mark.parametrize("front", [b"sensitivity: [RESTRICTED]", b"Sensitivity: RESTRICTED\nsensitivity: PUBLIC"])
+def test_upload_sensitivity_fails_closed(client, front) -> None:
+    headers = new_tenant(client)
+    new_library(client, headers, "hb")
+    raw = b"---\n" + front + b"\n---\nboard memo\n"
+    r = client.post("/v1/libraries/hb/documents/upload", files={"file": ("m.md", raw, "text/markdown")}, headers=headers)
+    assert r.status_code == 422 and "sensitivity" in r.text.lower()
+
+
+def test_upload_with_a_case_variant_key_is_restricted(client) -> None:
+    headers = new_tenant(client)
+    new_library(client, headers, "hb")
+    raw = b"---\nSensitivity: restricted\n---\nZanzibar board memo\n"
+    r = client.post("/v1/libraries/hb/documents/upload", files={"file": ("m.md", raw, "text/markdown")}, headers=headers)
+    assert r.status_code == 202, r.text
+    assert wait_job(client, headers, r.json()["job_id"])["state"] == "succeeded"
+    assert client.post("/v1/retrieve", json={"query": "zanzibar board memo"}, headers=headers).json()["snippets"] == []
