@@ -27,7 +27,6 @@ from typing import Any, Iterator, NoReturn, Sequence
 
 from ragspine import __version__
 from ragspine.config import describe, load_settings
-from ragspine.retrieval.sensitivity import reserved_key
 from ragspine.errors import RagspineError
 from ragspine.registries import CHUNKERS
 from ragspine.retrieval.filtering.filters import (
@@ -36,6 +35,7 @@ from ragspine.retrieval.filtering.filters import (
     MetadataFilter,
 )
 from ragspine.retrieval.mode import RETRIEVAL_MODES
+from ragspine.retrieval.sensitivity import reserved_key
 
 EXIT_USAGE = 2
 

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping
 
 import pytest
 
+from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.stores.sqlite import SQLiteDatabase
@@ -113,6 +114,13 @@ def ingest(index: NarrativeIndex, docs: Iterable[Doc]) -> dict[str, str]:
         )
         sources[doc.doc_id] = doc.text
     return sources
+
+
+def exposed_index(store: Any, **kwargs: Any) -> NarrativeIndex:
+    """A pipeline whose lexical index *also* holds RESTRICTED chunks — the default index never
+    does, so nothing RESTRICTED would reach the exits. The exit packs run on this one: the
+    RESTRICTED results do reach both exits, and must be dropped there."""
+    return NarrativeIndex(store, lexical_index=InMemoryLexicalIndex(store, include_restricted=True), **kwargs)
 
 
 def corpus_of(index: NarrativeIndex) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from ragspine.stores.sqlite import SQLiteDatabase
 from tests.conformance.conftest import (
     QUERY,
     assert_no_restricted,
+    exposed_index,
     ingest,
     library_a_docs,
     library_b_docs,
@@ -167,7 +168,7 @@ def index(request):
     db = SQLiteDatabase(":memory:")
     db.init_schema()
     backend = DeterministicEmbeddingBackend() if request.param == "hybrid" else None
-    idx = NarrativeIndex(db.chunk_store("lib-a"), embedding_backend=backend, mode=request.param)
+    idx = exposed_index(db.chunk_store("lib-a"), embedding_backend=backend, mode=request.param)
     ingest(idx, library_a_docs())
     other = NarrativeIndex(db.chunk_store("lib-b"))
     ingest(other, library_b_docs())
@@ -214,7 +215,7 @@ def test_filtered_retrieval_narrows_and_keeps_order(index, field, op, operand):
 def test_filtered_retrieval_is_deterministic(index, field, op, operand):
     filt = MetadataFilter((FilterCondition(field, op, operand),))
     runs = [index.retrieve(QUERY, top_k=100, metadata_filter=filt) for _ in range(3)]
-    fresh = NarrativeIndex(index.store, embedding_backend=index.embedding_backend, mode=index.mode)
+    fresh = exposed_index(index.store, embedding_backend=index.embedding_backend, mode=index.mode)
     runs.append(fresh.retrieve(QUERY, top_k=100, metadata_filter=filt))
     signature = [[(r.chunk_id, r.scores["bm25"], r.scores["fused"]) for r in run] for run in runs]
     assert all(s == signature[0] for s in signature)

@@ -20,6 +20,7 @@ from tests.conformance.conftest import (
     RecordingProvider,
     assert_no_restricted,
     corpus_of,
+    exposed_index,
     ingest,
     library_a_docs,
     library_b_docs,
@@ -91,7 +92,7 @@ def libraries():
     indexes = {}
     for lib, docs in (("lib-a", library_a_docs()), ("lib-b", library_b_docs())):
         db.ensure_library(lib, DESCRIPTIONS[lib])
-        idx = NarrativeIndex(db.chunk_store(lib))
+        idx = exposed_index(db.chunk_store(lib))
         ingest(idx, docs + [Doc(SHARED_DOC_ID, SHARED_TEXT[lib])])
         indexes[lib] = idx
     yield indexes

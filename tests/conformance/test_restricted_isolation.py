@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ragspine.retrieval.ask_again import Page
+from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.link.narrative_link import (
     NarrativeIndexRetriever,
@@ -33,6 +34,7 @@ from tests.conformance.conftest import (
     RecordingJudge,
     RecordingProvider,
     assert_no_restricted,
+    exposed_index,
     ingest,
     library_a_docs,
     library_b_docs,
@@ -91,9 +93,11 @@ def build(db, mode: str, sensitivity: str, *, routed: bool, custom_reranker: boo
     retrievers, indexes = {}, {}
     for lib in libs if routed else ["lib-a"]:
         db.ensure_library(lib, DESCRIPTIONS[lib])
+        store = db.chunk_store(lib)
         retriever, _ = build_narrative_retriever(
-            db.chunk_store(lib),
+            store,
             provider,
+            lexical_index=InMemoryLexicalIndex(store, include_restricted=True),
             embedding_backend=backend,
             mode=mode,
             library_id=lib,
@@ -151,9 +155,10 @@ def test_restricted_sensitivity_is_case_insensitive(sensitivity):
 @pytest.mark.parametrize("sensitivity", SENSITIVITIES)
 def test_all_restricted_candidates_never_call_the_judge(db, mode, sensitivity):
     provider = RecordingProvider("0")
+    secret_store = db.chunk_store("only-secret")
     retriever, _ = build_narrative_retriever(
-        db.chunk_store("only-secret"), provider, embedding_backend=DeterministicEmbeddingBackend(),
-        mode=mode, library_id="only-secret",
+        secret_store, provider, embedding_backend=DeterministicEmbeddingBackend(),
+        mode=mode, library_id="only-secret", lexical_index=InMemoryLexicalIndex(secret_store, include_restricted=True),
     )
     docs = [d for d in library_a_docs(sensitivity) if is_restricted(d.sensitivity)]
     docs.append(Doc("a/board-memo-2", f"Gearbox supply delays again. {SECRET_WORD}", {"region": "north"}, sensitivity))
@@ -178,8 +183,10 @@ def test_filter_selecting_only_restricted_is_no_existence_oracle(db, mode, route
 
 def test_judge_sees_only_open_candidates_in_rrf_positions(db):
     judge = RecordingJudge()
+    lib_store = db.chunk_store("lib-a")
     retriever, _ = build_narrative_retriever(
-        db.chunk_store("lib-a"), reranker=ListwiseReranker(judge), library_id="lib-a"
+        lib_store, reranker=ListwiseReranker(judge), library_id="lib-a",
+        lexical_index=InMemoryLexicalIndex(lib_store, include_restricted=True),
     )
     _fill(retriever.index, library_a_docs(), "restricted", "lib-a")
     plain = retriever.index.retrieve(QUERY, top_k=10)
@@ -230,15 +237,17 @@ class LeakyWindowExit(NarrativeIndexRetriever):
 @pytest.mark.parametrize("mode", ["economy", "hybrid"])
 def test_inverse_exits_that_keep_restricted_fail_the_checker(db, mode, sensitivity):
     backend = DeterministicEmbeddingBackend()
-    index = NarrativeIndex(db.chunk_store("lib-a"), embedding_backend=backend, mode=mode)
+    index = exposed_index(db.chunk_store("lib-a"), embedding_backend=backend, mode=mode)
     _fill(index, library_a_docs(sensitivity), sensitivity, "lib-a")
     assert_no_restricted(NarrativeIndexRetriever(index).retrieve(QUERY, top_k=10))  # the real exit
     for leaky in (LeakyExit(index), LeakyWindowExit(index)):
         with pytest.raises(AssertionError):
             assert_no_restricted(leaky.retrieve(QUERY, top_k=10))
     provider = RecordingProvider("0")
+    leaky_store = db.chunk_store("lib-a")
     leaky_index = LeakyRerankIndex(
-        db.chunk_store("lib-a"), embedding_backend=backend, mode=mode, judge=ProviderListwiseJudge(provider)
+        leaky_store, embedding_backend=backend, mode=mode, judge=ProviderListwiseJudge(provider),
+        lexical_index=InMemoryLexicalIndex(leaky_store, include_restricted=True),
     )
     snippets = NarrativeIndexRetriever(leaky_index).retrieve(QUERY, top_k=10)
     assert_no_restricted(snippets)  # the link exit still drops them ...
@@ -247,7 +256,7 @@ def test_inverse_exits_that_keep_restricted_fail_the_checker(db, mode, sensitivi
 
 
 def test_inverse_multi_index_over_a_leaky_exit_fails(db):
-    index = NarrativeIndex(db.chunk_store("lib-a"))
+    index = exposed_index(db.chunk_store("lib-a"))
     _fill(index, library_a_docs(), "RESTRICTED", "lib-a")
     multi = MultiIndexRetriever({"lib-a": LeakyExit(index)}, router=KeywordLibraryRouter())
     with pytest.raises(AssertionError):

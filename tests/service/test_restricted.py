@@ -109,3 +109,52 @@ def test_restricted_never_leaves_through_the_api(service: Service) -> None:
                 ids = assert_clean(client.post("/retrieval", json=body, headers=headers), str(body))
                 board_only = condition is not None and condition["conditions"][0]["value"] == "board"
                 assert ids == ([] if board_only else ["news"]), (body, ids)
+
+
+OPEN_DOCS = [
+    doc("news", NEWS, sensitivity="PUBLIC", metadata={"year": 2024, "team": "press"}),
+    doc("brief", "Brief: the merger codename is discussed at the board offsite in May.", metadata={"year": 2025, "team": "board"}),
+    doc("note", "Note on zanzibar logistics for the press team.", metadata={"year": 2023, "team": "press"}),
+]
+
+
+def _answers(client: Any, headers: dict, library: str) -> list[Any]:
+    """Every exposed answer of a battery of requests on one library (library names removed)."""
+    out: list[Any] = []
+    for mode in RETRIEVAL_MODES:
+        for filters in FILTERS:
+            for top_k in (1, 3, 10):
+                body = {"query": QUERY, "mode": mode, "filters": filters, "top_k": top_k, "libraries": [library],
+                        "retry_without_filters": True}
+                r = client.post("/v1/retrieve", json=body, headers=headers)
+                assert r.status_code == 200, r.text
+                answer = r.json()
+                out.append((mode, str(filters), top_k, answer["filters_dropped"],
+                            [{k: v for k, v in s.items() if k != "library_id"} for s in answer["snippets"]]))
+    for condition in CONDITIONS:
+        for top_k in (1, 4):
+            body = {"knowledge_id": library, "query": QUERY, "retrieval_setting": {"top_k": top_k, "score_threshold": 0.0}}
+            if condition is not None:
+                body["metadata_condition"] = condition
+            r = client.post("/retrieval", json=body, headers=headers)
+            assert r.status_code == 200, r.text
+            out.append([{**rec, "metadata": {k: v for k, v in rec["metadata"].items() if k != "library"}} for rec in r.json()["records"]])
+    return out
+
+
+def test_restricted_documents_move_no_exposed_score(service: Service) -> None:
+    """A library with its RESTRICTED memos and the same library without them answer every
+    request identically: the same snippets, in the same order, with the same fused, BM25,
+    vector and Dify scores (RESTRICTED chunks are not indexed: they change no statistic and
+    take no rank)."""
+    client = service.client
+    headers = new_tenant(client, "twins")
+    for library in ("with", "without"):
+        new_library(client, headers, library)
+        ok_job(service, ingest(client, headers, library, *OPEN_DOCS))
+    fill_restricted = [doc(f"memo-{i}", MEMO + f" Copy {i}.", sensitivity=s, metadata={"year": 2024, "team": "board"})
+                       for i, s in enumerate(SPELLINGS)]
+    ok_job(service, ingest(client, headers, "with", *fill_restricted))
+    with_memos, without = _answers(client, headers, "with"), _answers(client, headers, "without")
+    assert any(entry[-1] for entry in without if isinstance(entry, tuple))  # the battery does find things
+    assert with_memos == without

@@ -63,7 +63,7 @@ def test_run_demo_report(tmp_path, mode):
         report = run_demo(stack, echo=lines.append)
     _check_report(report)
     text = "\n".join(lines)
-    assert "withheld at both exits" in text and "LEAKED" not in text
+    assert "withheld (not indexed, and dropped at both exits)" in text and "LEAKED" not in text
     assert text.count("cite: demo/corpus/") >= len(QUESTIONS)
     if mode == "economy":
         assert report.mode.startswith("economy")
@@ -74,8 +74,8 @@ def test_demo_command_in_process(capsys, tmp_path):
     code = cli.main(["--db", str(db), "--mode", "economy", "demo"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "RESTRICTED check" in out and f"best BM25 match for the first question is {BOARD_MEMO}" in out
-    assert "withheld at both exits" in out
+    assert "RESTRICTED check" in out and f"best BM25 match in the store for the first question is {BOARD_MEMO}" in out
+    assert "withheld (not indexed, and dropped at both exits)" in out
     assert re.search(r"cite: demo/corpus/[\w.-]+#char=\d+,\d+", out)
     assert f"demo database: {db}" in out  # --db keeps it
     assert "third-quarter revenue reversal" not in out  # memo text
@@ -91,7 +91,7 @@ def test_ragspine_demo_subprocess(tmp_path):
     proc = subprocess.run([str(Path(sys.executable).parent / "ragspine"), "demo"],
                           capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "#char=" in proc.stdout and "withheld at both exits" in proc.stdout
+    assert "#char=" in proc.stdout and "withheld (not indexed, and dropped at both exits)" in proc.stdout
     assert "audit committee" not in proc.stdout
     assert "demo database" not in proc.stdout  # a temporary database, not kept ...
     assert list(tmp_path.glob("ragspine-demo-*")) == []  # ... and removed
@@ -116,7 +116,7 @@ def test_demo_with_the_default_onnx_mode(capsys, tmp_path):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "retrieval mode: auto with all-MiniLM" in out
-    assert "withheld at both exits" in out and "audit committee" not in out
+    assert "withheld (not indexed, and dropped at both exits)" in out and "audit committee" not in out
 
 
 def test_demo_stack_runs_on_the_configured_stores(capsys, tmp_path, monkeypatch):
@@ -129,7 +129,7 @@ def test_demo_stack_runs_on_the_configured_stores(capsys, tmp_path, monkeypatch)
     monkeypatch.setenv("RAGSPINE_EMBEDDING", "deterministic")
     assert cli.main(["demo", "--stack"]) == 0
     out = capsys.readouterr().out
-    assert "#char=" in out and "withheld at both exits" in out
+    assert "#char=" in out and "withheld (not indexed, and dropped at both exits)" in out
     db = SQLiteDatabase(db_path)
     try:
         assert {lib.library_id for lib in db.list_libraries()} == {"kestrel-reports", "kestrel-china"}

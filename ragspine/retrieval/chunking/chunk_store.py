@@ -292,10 +292,19 @@ def check_replace_input(doc_id: str, chunks: Sequence[Chunk]) -> None:
 def check_batch(docs: Sequence["DocumentChunks"]) -> list["DocumentChunks"]:
     """Shared validation for ``replace_many``, before any write (raises ``IngestError``): every
     document as ``replace_doc_chunks`` checks it, a ``doc_id`` at most once per batch, a chunk id
-    in one document of the batch only."""
-    from ragspine.errors import IngestError
+    in one document of the batch only. Returns the batch with every spelling of RESTRICTED
+    written as ``RESTRICTED`` (what the stores and their SQL compare)."""
+    from dataclasses import replace
 
-    batch = [DocumentChunks(d[0], list(d[1]), *d[2:]) for d in docs]
+    from ragspine.errors import IngestError
+    from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
+
+    def canonical(chunk: Chunk) -> Chunk:
+        if isinstance(chunk.sensitivity, str) and is_restricted(chunk.sensitivity) and chunk.sensitivity != RESTRICTED_SENSITIVITY:
+            return replace(chunk, sensitivity=RESTRICTED_SENSITIVITY)
+        return chunk
+
+    batch = [DocumentChunks(d[0], [canonical(c) for c in d[1]], *d[2:]) for d in docs]
     owner: dict[str, str] = {}
     seen_docs: set[str] = set()
     for doc in batch:

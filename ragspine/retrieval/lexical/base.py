@@ -4,7 +4,13 @@ An index follows its chunk store (the in-process one through the store's change 
 PostgreSQL one by reading what is committed): a new version is searchable after the next
 ``refresh()``, a retired chunk is gone after it. Statistics (``N``, ``avgdl``, ``df``) are
 those of the library's active chunks, so a metadata filter narrows the result without
-changing any score. Every backend passes ``ragspine.testing.LexicalIndexConformance``:
+changing any score.
+
+**RESTRICTED chunks are not indexed.** They are never a candidate, never scored and never
+count in the statistics, so nothing a search answers — which chunks, in which order, with
+which scores — depends on whether a library holds RESTRICTED documents. (The rerank and
+link exits still drop any RESTRICTED result that reaches them; ``InMemoryLexicalIndex(...,
+include_restricted=True)`` serves them to prove it.) Every backend passes ``ragspine.testing.LexicalIndexConformance``:
 rankings equal :func:`~ragspine.retrieval.lexical.bm25.bm25_scores` over the library.
 
 Implementations: :class:`~ragspine.retrieval.lexical.index.InMemoryLexicalIndex` (the

@@ -48,6 +48,7 @@ from ragspine.retrieval.lexical.segments import (
     save_segment,
 )
 from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.retrieval.sensitivity import is_restricted
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,7 @@ class InMemoryLexicalIndex:
         index_text: Callable[[StoredChunk], str] = default_index_text,
         merge_fraction: float = 0.25,
         persist: bool | str = True,
+        include_restricted: bool = False,
     ) -> None:
         self.store = store
         self.k1 = k1
@@ -81,6 +83,7 @@ class InMemoryLexicalIndex:
         self._tokenize = tokenizer
         self._index_text = index_text
         self._merge_fraction = merge_fraction
+        self.include_restricted = include_restricted
         self._persist_dir = self._where(persist)
         self._lock = threading.RLock()  # the index state, as searches read it
         self._write_lock = threading.RLock()  # serializes what changes it (refresh, merge)
@@ -97,7 +100,7 @@ class InMemoryLexicalIndex:
     def _where(self, persist: bool | str) -> str | None:
         """Where the base segment is saved: only for the default tokenizer and index text (the
         files record tokens), on a store that offers a directory (a SQLite file)."""
-        if not persist or self._tokenize is not tokenize or self._index_text is not default_index_text:
+        if not persist or self._tokenize is not tokenize or self._index_text is not default_index_text or self.include_restricted:
             return None
         if isinstance(persist, str):
             return persist
@@ -211,7 +214,7 @@ class InMemoryLexicalIndex:
         return tid
 
     def _add_rows(self, chunks: Sequence[StoredChunk], collapse: bool = True) -> None:
-        chunks = [c for c in chunks if c.active]
+        chunks = [c for c in chunks if c.active and (self.include_restricted or not is_restricted(c.sensitivity))]
         if not chunks:
             return
         first = len(self._lengths)

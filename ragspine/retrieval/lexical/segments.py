@@ -34,7 +34,7 @@ import numpy as np
 from ragspine.retrieval.filtering.filters import FilterCondition
 
 #: Bumped whenever the token stream or the file layout changes: older files are rebuilt.
-FORMAT = "ragspine-lexical/1"
+FORMAT = "ragspine-lexical/2"  # 2: RESTRICTED chunks are not indexed
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 
 

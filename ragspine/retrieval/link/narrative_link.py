@@ -28,6 +28,7 @@ from ragspine.retrieval.ask_again import ask_again
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, ChunkStore
 from ragspine.retrieval.filtering.automatic import FilterExtractor, safe_extract
 from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
+from ragspine.retrieval.lexical.base import LexicalIndex
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
 from ragspine.retrieval.metadata import STANDARD_FIELDS
 from ragspine.retrieval.mode import RetrievalMode
@@ -179,6 +180,7 @@ def build_narrative_retriever(
     embedding_cache: EmbeddingCache | None = None,
     rewriter: QueryRewriter | None = None,
     filter_extractor: FilterExtractor | None = None,
+    lexical_index: LexicalIndex | None = None,
 ) -> tuple[NarrativeIndexRetriever, ChunkStore]:
     """Open the chunk store and assemble the default chain; the caller closes the store.
 
@@ -204,6 +206,7 @@ def build_narrative_retriever(
         rewriter=rewriter if rewriter is not None else GlossaryQueryRewriter(),
         reranker=reranker,
         postprocessor=postprocessor,
+        lexical_index=lexical_index,
     )
     return NarrativeIndexRetriever(index, filter_extractor=filter_extractor), store
 

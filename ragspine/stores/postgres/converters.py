@@ -122,7 +122,7 @@ COPY_COLUMNS: tuple[str, ...] = (
 )
 
 
-def chunk_copy_row(chunk: Chunk, *, library_id: str, version: int, valid_as_of: str, n_tokens: int) -> tuple[Any, ...]:
+def chunk_copy_row(chunk: Chunk, *, library_id: str, version: int, valid_as_of: str, n_tokens: int | None) -> tuple[Any, ...]:
     """One new (active) row in :data:`COPY_COLUMNS` order (metadata as JSON text)."""
     row = chunk_to_row(chunk, library_id=library_id, version=version, valid_as_of=valid_as_of)
     row["metadata"] = row.pop("metadata_json")

@@ -27,7 +27,9 @@ A search is one statement (one snapshot) computing Lucene's BM25 exactly as
 * order ``(-score, chunk_id)`` by code point (PostgreSQL's ``"C"`` collation): the reference's
   tie order.
 
-Only ``chunk.text`` is indexed (``default_index_text``), with :func:`tokenize`.
+Only ``chunk.text`` is indexed (``default_index_text``), with :func:`tokenize`; RESTRICTED
+chunks are not indexed at all (no postings, ``n_tokens`` NULL, not in the statistics), so
+they are never candidates and move no score.
 """
 
 from __future__ import annotations
@@ -268,7 +270,7 @@ class PostgresLexicalIndex:
     def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
         """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""
         filter_sql, params = compile_filter(metadata_filter)
-        sql = "SELECT chunk_id, version FROM ragspine_chunk WHERE library_id = %(library_id)s AND active"
+        sql = "SELECT chunk_id, version FROM ragspine_chunk WHERE library_id = %(library_id)s AND active AND n_tokens IS NOT NULL"
         if filter_sql:
             sql += f" AND ({filter_sql})"
         rows = self._query(sql + ' ORDER BY chunk_id COLLATE "C"', params)
@@ -284,7 +286,7 @@ class PostgresLexicalIndex:
         if not wanted:
             return {}
         rows = self._query(
-            "SELECT chunk_id, version FROM ragspine_chunk WHERE library_id = %(library_id)s AND active"
+            "SELECT chunk_id, version FROM ragspine_chunk WHERE library_id = %(library_id)s AND active AND n_tokens IS NOT NULL"
             " AND chunk_id = ANY(%(ids)s::text[])",
             {"ids": wanted},
         )

@@ -14,7 +14,9 @@ batch of one. In order:
 3. **Retire** the documents' active rows (``RETURNING`` their ids and token counts) and
    delete those chunks' postings.
 4. **COPY** the new chunk rows and their postings (tokens computed here with
-   :func:`tokenize`; a posting carries the term frequency and the chunk's length).
+   :func:`tokenize`; a posting carries the term frequency and the chunk's length). A
+   RESTRICTED chunk gets no postings and ``n_tokens`` NULL: it is not in the lexical index and
+   moves none of its statistics.
 5. **Change log and statistics**, under the per-library change lock held until commit (so
    change sequence numbers follow commit order): one change row per document, with the
    :func:`fingerprint` of its input, the document frequencies of the tokens that gained or
@@ -36,6 +38,7 @@ from ragspine.retrieval.chunking.chunk_store import (
 )
 from ragspine.retrieval.chunking.chunk_store import check_batch as check_shared_batch
 from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.stores.postgres.converters import (
     COPY_COLUMNS,
     chunk_copy_row,
@@ -134,12 +137,16 @@ def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *,
     rows: list[tuple[Any, ...]] = []
     postings: list[tuple[Any, ...]] = []
     total = 0
+    indexed = 0
     for doc in batch:
         for chunk in doc.chunks:
-            length, counts = _postings(library_id, chunk.chunk_id, chunk.text, postings)
-            total += length
-            rows.append(chunk_copy_row(chunk, library_id=library_id, version=versions[doc.doc_id], valid_as_of=doc.valid_as_of, n_tokens=length))
-            df_delta.update(counts.keys())
+            n_tokens: int | None = None  # a RESTRICTED chunk is not indexed (n_tokens NULL, no postings)
+            if not is_restricted(chunk.sensitivity):
+                n_tokens, counts = _postings(library_id, chunk.chunk_id, chunk.text, postings)
+                total += n_tokens
+                indexed += 1
+                df_delta.update(counts.keys())
+            rows.append(chunk_copy_row(chunk, library_id=library_id, version=versions[doc.doc_id], valid_as_of=doc.valid_as_of, n_tokens=n_tokens))
     write_rows(cur, _COPY_CHUNKS, _INSERT_CHUNK, rows, bulk)
     write_rows(cur, _COPY_POSTINGS, _INSERT_POSTING, postings, bulk)
     cur.execute(_LOCK_CHANGES, key)  # held until commit: seq order = commit order
@@ -150,8 +157,8 @@ def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *,
     changed = sorted(t for t, d in df_delta.items() if d)
     if changed:
         cur.execute(_TERMS, {**key, "tokens": changed, "deltas": [df_delta[t] for t in changed]})
-    retired_len = sum(int(r[1] or 0) for r in retired)
-    cur.execute(_STATS, {**key, "n": len(rows) - len(retired), "length": total - retired_len})
+    retired_indexed = [int(r[1]) for r in retired if r[1] is not None]
+    cur.execute(_STATS, {**key, "n": indexed - len(retired_indexed), "length": total - sum(retired_indexed)})
     return len(rows)
 
 
@@ -167,13 +174,21 @@ def write_rows(cur: Any, copy_sql: str, insert_sql: str, rows: Sequence[tuple[An
             copy.write_row(row)
 
 
-def backfill_lexical(raw: Any, batch_size: int = 2000) -> None:
-    """Index every active chunk already stored (the 0004 upgrade): token counts, postings,
-    per-library statistics. Streams the chunks with a server-side cursor."""
+#: SQL of "this chunk row is RESTRICTED" (any spelling a row written before ingest canonicalized it has).
+RESTRICTED_SQL = "upper(btrim(sensitivity, E' \\t\\n\\r')) = 'RESTRICTED'"
+
+
+def backfill_lexical(raw: Any, batch_size: int = 2000, *, restricted: bool = False) -> None:
+    """Index active chunks already stored (the 0004 upgrade): token counts and postings of
+    every active chunk that is not RESTRICTED (``restricted=True``: of the RESTRICTED ones,
+    which is what indexes looked like before 0005), then the document frequencies and
+    per-library statistics recomputed from what is indexed. Streams the chunks with a
+    server-side cursor."""
+    which = RESTRICTED_SQL if restricted else f"NOT ({RESTRICTED_SQL})"
     with raw.cursor() as cur:
         cur.execute("CREATE TEMP TABLE ragspine_lex_backfill (library_id text, chunk_id text, n integer) ON COMMIT DROP")
         with raw.cursor(name="ragspine_lex_backfill_src") as src:
-            src.execute("SELECT library_id, chunk_id, text FROM ragspine_chunk WHERE active")
+            src.execute(f"SELECT library_id, chunk_id, text FROM ragspine_chunk WHERE active AND {which}")
             while True:
                 page = src.fetchmany(batch_size)
                 if not page:
@@ -185,14 +200,23 @@ def backfill_lexical(raw: Any, batch_size: int = 2000) -> None:
             "UPDATE ragspine_chunk c SET n_tokens = b.n FROM ragspine_lex_backfill b"
             " WHERE c.library_id = b.library_id AND c.chunk_id = b.chunk_id AND c.active"
         )
-        cur.execute(
-            "INSERT INTO ragspine_lex_term (library_id, token, df)"
-            " SELECT library_id, token, count(*) FROM ragspine_lex_posting GROUP BY library_id, token"
-        )
-        cur.execute(
-            "INSERT INTO ragspine_lex_stats (library_id, n_chunks, total_len)"
-            " SELECT library_id, count(*), COALESCE(sum(n_tokens), 0) FROM ragspine_chunk WHERE active GROUP BY library_id"
-        )
+        recount_lexical(cur)
+
+
+def recount_lexical(cur: Any) -> None:
+    """Document frequencies and statistics of every library, from its postings and the token
+    counts of its indexed active chunks (``n_tokens`` set)."""
+    cur.execute("DELETE FROM ragspine_lex_term")
+    cur.execute(
+        "INSERT INTO ragspine_lex_term (library_id, token, df)"
+        " SELECT library_id, token, count(*) FROM ragspine_lex_posting GROUP BY library_id, token"
+    )
+    cur.execute("DELETE FROM ragspine_lex_stats")
+    cur.execute(
+        "INSERT INTO ragspine_lex_stats (library_id, n_chunks, total_len)"
+        " SELECT library_id, count(*), COALESCE(sum(n_tokens), 0) FROM ragspine_chunk"
+        " WHERE active AND n_tokens IS NOT NULL GROUP BY library_id"
+    )
 
 
 def _index_page(page: Iterable[tuple[str, str, str]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

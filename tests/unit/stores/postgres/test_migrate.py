@@ -12,7 +12,7 @@ from tests.backends import free_port
 from tests.helpers import needs
 from tests.unit.stores.postgres.helpers import active, doc
 
-HEAD = "0004_lexical"
+HEAD = "0005_restricted_unindexed"
 TABLES = (
     "ragspine_library", "ragspine_chunk", "ragspine_change", "ragspine_vector_space",
     "ragspine_tenant", "ragspine_api_key", "ragspine_service_library", "ragspine_job",
@@ -164,4 +164,37 @@ def test_0004_indexes_the_chunks_already_stored(pg_target) -> None:
     assert store.fingerprints(["a", "c"]) == {}  # written before fingerprints: unknown, never "current"
     store.replace_doc_chunks("a", doc("a", "new"))
     assert store.fingerprints(["a"]) == {"a": fingerprint(doc("a", "new"))}
+    db.close()
+
+
+def test_0005_takes_restricted_chunks_out_of_the_lexical_index(pg_target) -> None:
+    """Written at head, RESTRICTED chunks have no postings and count in no statistic; the
+    downgrade to 0004 indexes them (as 0004 did) and the upgrade takes them out again,
+    leaving exactly what the write path leaves."""
+    from dataclasses import replace
+
+    from ragspine.stores.postgres.lexical import PostgresLexicalIndex
+
+    url, schema = pg_target
+    db = PostgresDatabase(url, schema=schema)
+    store = db.chunk_store("lib")
+    store.replace_doc_chunks("open", doc("open", "gearbox supply delays", "warranty claims"))
+    store.replace_doc_chunks("memo", [replace(c, sensitivity="Restricted") for c in doc("memo", "gearbox board memo")])
+    terms = dict(db.query("SELECT token, df FROM ragspine_lex_term WHERE df > 0 ORDER BY token"))
+    stats = db.query("SELECT n_chunks, total_len FROM ragspine_lex_stats")
+    assert stats == [(2, 5)] and "board" not in terms and terms["gearbox"] == 1
+    assert db.query("SELECT count(*) FROM ragspine_lex_posting WHERE chunk_id = 'memo#0'") == [(0,)]
+    assert [h.chunk_id for h in PostgresLexicalIndex(store).search(["gearbox", "board"])] == ["open#0"]
+    db.close()
+
+    downgrade(url, "0004_lexical", schema=schema)
+    old = PostgresDatabase(url, engine=None, schema=schema)
+    assert old.query("SELECT n_chunks FROM ragspine_lex_stats") == [(3,)]
+    assert old.query("SELECT count(*) > 0 FROM ragspine_lex_posting WHERE chunk_id = 'memo#0'") == [(True,)]
+    old.close()
+    upgrade(url, "head", schema=schema)
+    db = PostgresDatabase(url, schema=schema)
+    assert dict(db.query("SELECT token, df FROM ragspine_lex_term WHERE df > 0 ORDER BY token")) == terms
+    assert db.query("SELECT n_chunks, total_len FROM ragspine_lex_stats") == stats
+    assert db.query("SELECT count(*) FROM ragspine_lex_posting WHERE chunk_id = 'memo#0'") == [(0,)]
     db.close()
