@@ -25,6 +25,7 @@ def upgrade() -> None:
     from ragspine.stores.postgres.writes import RESTRICTED_SQL, recount_lexical
 
     raw = op.get_bind().connection.driver_connection
+    assert raw is not None
     with raw.cursor() as cur:
         cur.execute(f"UPDATE ragspine_chunk SET n_tokens = NULL WHERE active AND {RESTRICTED_SQL}")
         cur.execute(
