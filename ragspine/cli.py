@@ -26,7 +26,7 @@ import tempfile
 from typing import Any, Iterator, NoReturn, Sequence
 
 from ragspine import __version__
-from ragspine.config import describe, load_settings
+from ragspine.config import describe, filter_limits, load_settings
 from ragspine.errors import RagspineError
 from ragspine.registries import CHUNKERS
 from ragspine.retrieval.filtering.filters import (
@@ -187,6 +187,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     if args.top_k <= 0:
         raise CliError(f"--top-k must be positive, got {args.top_k}")
     filters = MetadataFilter(tuple(FilterCondition(f, op, _parse_value(op, v)) for f, op, v in args.filter))
+    filter_limits(_settings(args)).check(filters)
     with _stack(args) as stack:
         retriever = stack.retriever(args.library, retry_without_filters=not args.strict_filters)
         answer = retriever.search(args.query, filters=filters or None, top_k=args.top_k)
@@ -297,8 +298,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         changes["retrieval_mode"] = args.mode
     for key, value in changes.items():  # server processes read their settings from the environment
         os.environ[SETTINGS[key].env] = value
-    _settings(args)  # a bad setting fails here, once, before uvicorn starts
-    uvicorn.run("ragspine.service.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+    settings = _settings(args)  # a bad setting fails here, once, before uvicorn starts
+    # SIGTERM/SIGINT: stop accepting, let in-flight requests finish (each is bounded by its
+    # deadline), then stop — never wait longer than that
+    uvicorn.run(
+        "ragspine.service.app:create_app", factory=True, host=args.host, port=args.port, workers=args.workers,
+        timeout_graceful_shutdown=int(settings.request_timeout) + 5,
+    )
     return 0
 
 

@@ -23,6 +23,7 @@ from ragspine.registries import (
     RERANKERS,
 )
 from ragspine.registry import Registry
+from ragspine.retrieval.filtering.filters import FilterLimits
 
 
 def _default_data_dir() -> str:
@@ -103,6 +104,13 @@ SETTINGS: dict[str, Setting] = {
     # -- the HTTP service (`ragspine serve`, `ragspine worker`) --
     "admin_token": Setting("RAGSPINE_ADMIN_TOKEN", None, "bearer token of the service's admin endpoints (unset: admin disabled)"),
     "max_body_bytes": Setting("RAGSPINE_MAX_BODY_BYTES", 10 * 1024 * 1024, "largest request body the service reads (413 above)", int),
+    "max_filter_conditions": Setting("RAGSPINE_MAX_FILTER_CONDITIONS", 64, "conditions a filter may have (CLI, service: 400 above)", int),
+    "max_filter_values": Setting(
+        "RAGSPINE_MAX_FILTER_VALUES", 1024, "operand values a filter may have, all conditions together (400 above)", int
+    ),
+    "request_timeout": Setting(
+        "RAGSPINE_REQUEST_TIMEOUT", 30.0, "seconds a service request may run (504 past it; database statements are cancelled)", float
+    ),
     "job_queue": Setting(
         "RAGSPINE_JOB_QUEUE", "auto", "ingest jobs: auto (Redis of the embedding cache, else inprocess), inprocess, redis://..."
     ),
@@ -159,6 +167,9 @@ class Settings:
     redis_prefix: str
     admin_token: str | None
     max_body_bytes: int
+    max_filter_conditions: int
+    max_filter_values: int
+    request_timeout: float
     job_queue: str
     ingest_workers: int
     embedding_models: str | None
@@ -213,7 +224,8 @@ def _check_ranges(values: dict[str, Any]) -> None:
     def bad(name: str, why: str) -> ConfigError:
         return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
 
-    for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "ingest_workers"):
+    for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "ingest_workers",
+                 "max_filter_conditions", "max_filter_values", "request_timeout"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
             raise bad(name, "must be positive")
     if not 0 <= values["overlap_chars"] < values["chunk_chars"]:
@@ -223,6 +235,11 @@ def _check_ranges(values: dict[str, Any]) -> None:
     for name in ("embedding_cache_ttl", "chunk_cache"):
         if values[name] < 0:
             raise bad(name, "must be >= 0")
+
+
+def filter_limits(settings: Settings) -> FilterLimits:
+    """The :class:`FilterLimits` an edge applies to filters from outside."""
+    return FilterLimits(settings.max_filter_conditions, settings.max_filter_values)
 
 
 def describe(settings: Settings | None = None) -> list[tuple[str, str, str]]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Generic, TypeVar
 
+from ragspine.deadline import check as check_deadline
 from ragspine.retrieval.filtering.filters import MetadataFilter
 
 T = TypeVar("T")
@@ -86,8 +87,10 @@ def _top_up(search: Search[T], top_k: int, metadata_filter: MetadataFilter | Non
 
 def _fresh(search: Search[T], want: int, metadata_filter: MetadataFilter | None) -> Page[T]:
     for _ in range(MAX_STALE_RETRIES):
+        check_deadline("the search")
         try:
             return search(want, metadata_filter, False)
         except StaleRanking:
             continue
+    check_deadline("the search")
     return search(want, metadata_filter, True)

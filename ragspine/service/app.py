@@ -5,8 +5,8 @@ service store and the job queue are opened when the app starts (its lifespan) an
 it stops — a ``stack`` passed in stays the caller's. ``ragspine serve`` runs it with uvicorn
 (``uvicorn ragspine.service.app:create_app --factory`` works too).
 
-Middleware, outermost first: metrics → authentication (before any body is read) → body
-size limit (413) → the routes.
+Middleware, outermost first: metrics → authentication (before any body is read) → the
+request deadline (504) → body size limit (413) → the routes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ragspine import __version__
 from ragspine.config import Settings, load_settings
 from ragspine.service import errors
 from ragspine.service.auth import AuthMiddleware
-from ragspine.service.limits import BodyLimitMiddleware
+from ragspine.service.limits import BodyLimitMiddleware, DeadlineMiddleware
 from ragspine.service.metrics import Metrics, MetricsMiddleware
 from ragspine.service.routes import admin, dify, documents, libraries, ops, retrieve
 
@@ -54,6 +54,7 @@ def create_app(settings: Settings | None = None, *, stack: Any = None) -> FastAP
         app.include_router(router)
     errors.install(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(DeadlineMiddleware, timeout=settings.request_timeout)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

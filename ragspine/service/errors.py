@@ -12,6 +12,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from ragspine.deadline import DeadlineExceeded
 from ragspine.errors import (
     BackendError,
     ConfigError,
@@ -77,6 +78,7 @@ def install(app: FastAPI) -> None:
 
 #: exception → (HTTP status, message template); the most specific class registered wins.
 STATUS_OF: tuple[tuple[type[Exception], int, str], ...] = (
+    (DeadlineExceeded, 504, "{}"),
     (NotFound, 404, "{}"),
     (Conflict, 409, "{}"),
     (Unstorable, 422, "{}"),

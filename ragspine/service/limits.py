@@ -1,11 +1,51 @@
-"""``BodyLimitMiddleware``: a request body over ``max_bytes`` is answered 413 before any
-handler parses it — at once when ``Content-Length`` says so, else as soon as the streamed
-body passes the limit. The body is buffered (at most ``max_bytes``) and replayed to the app."""
+"""Request bounds: ``BodyLimitMiddleware`` (size) and ``DeadlineMiddleware`` (time).
+
+* A request body over ``max_bytes`` is answered 413 before any handler parses it — at once
+  when ``Content-Length`` says so, else as soon as the streamed body passes the limit. The
+  body is buffered (at most ``max_bytes``) and replayed to the app.
+* Every request runs under a deadline of ``timeout`` seconds (``ragspine.deadline``): the work
+  checks it and database statements are cancelled by it, so a request past it ends with 504
+  and frees its worker; as a backstop, a request still running ``grace`` seconds later is
+  answered 504 at once (its thread ends at its next check).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
+
+from ragspine.deadline import deadline
+
+
+class DeadlineMiddleware:
+    def __init__(self, app: Any, timeout: float, grace: float = 2.0) -> None:
+        self.app = app
+        self.timeout = timeout
+        self.grace = grace
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        with deadline(self.timeout):
+            try:
+                await asyncio.wait_for(self.app(scope, receive, sending), self.timeout + self.grace)
+            except asyncio.TimeoutError:
+                if not started:
+                    await _reply(send, 504, timeout_message(self.timeout))
+
+
+def timeout_message(timeout: float) -> str:
+    return (f"the request ran past its {timeout:g} s deadline (RAGSPINE_REQUEST_TIMEOUT); narrow it (a smaller top_k,"
+            " fewer libraries, a simpler filter) or raise the limit")
 
 
 class BodyLimitMiddleware:

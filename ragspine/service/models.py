@@ -17,6 +17,7 @@ from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY, parse_sensitivit
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
 MAX_BATCH = 1000
 MAX_TOP_K = 200
+MAX_LIBRARIES = 100
 
 
 class _In(BaseModel):
@@ -156,7 +157,9 @@ class JobOut(BaseModel):
 # -- retrieval -----------------------------------------------------------------------------
 class RetrieveIn(_In):
     query: str = Field(min_length=1, max_length=4000)
-    libraries: list[str] | None = Field(None, description="library names (default: every library of the tenant)")
+    libraries: list[str] | None = Field(
+        None, max_length=MAX_LIBRARIES, description=f"library names, at most {MAX_LIBRARIES} (default: every library of the tenant)"
+    )
     filters: Any = Field(None, description='{"field": value | {"op": value}} or [{"field", "op", "value"}]; ops: eq ne in nin gt gte lt lte between')
     top_k: int = Field(10, ge=1, le=MAX_TOP_K)
     mode: str | None = Field(None, description="auto | hybrid | vector | economy (default: each library's)")

@@ -210,7 +210,37 @@ def metadata_of(item: Any) -> Mapping[str, Any]:
     raise FilterError(f"cannot read metadata from {type(item).__name__}")
 
 
-def parse_filter(spec: Any) -> MetadataFilter | None:
+@dataclass(frozen=True)
+class FilterLimits:
+    """How large a filter may be: every backend's work grows with it, so an edge that takes
+    filters from the outside bounds them (``RAGSPINE_MAX_FILTER_CONDITIONS`` /
+    ``RAGSPINE_MAX_FILTER_VALUES`` in the CLI and the service)."""
+
+    max_conditions: int = 64
+    max_values: int = 1024  # operands of all conditions together (an ``in`` list counts each element)
+
+    def check(self, metadata_filter: MetadataFilter) -> MetadataFilter:
+        n = len(metadata_filter.conditions)
+        if n > self.max_conditions:
+            raise FilterTooLarge(
+                f"the filter has {n} conditions; the limit is {self.max_conditions} (RAGSPINE_MAX_FILTER_CONDITIONS)"
+            )
+        values = sum(len(c.value) if c.op in ("in", "nin", "between") else 1 for c in metadata_filter.conditions)
+        if values > self.max_values:
+            raise FilterTooLarge(
+                f"the filter has {values} operand values; the limit is {self.max_values} (RAGSPINE_MAX_FILTER_VALUES)"
+            )
+        return metadata_filter
+
+
+class FilterTooLarge(FilterError):
+    """A well-formed filter over the size limits (:class:`FilterLimits`)."""
+
+
+DEFAULT_FILTER_LIMITS = FilterLimits()
+
+
+def parse_filter(spec: Any, *, limits: FilterLimits | None = DEFAULT_FILTER_LIMITS) -> MetadataFilter | None:
     """Build a :class:`MetadataFilter` from one of:
 
     * ``None`` or an empty dict/list → ``None`` (no filter);
@@ -219,11 +249,20 @@ def parse_filter(spec: Any) -> MetadataFilter | None:
       value means ``eq``, an operator dict adds one condition per operator;
     * the list form ``[{"field": "year", "op": "gte", "value": 2020}, ...]`` or
       ``[("year", "gte", 2020), ...]``.
+
+    A filter over ``limits`` (default :data:`DEFAULT_FILTER_LIMITS`; ``None``: unbounded)
+    raises :class:`FilterTooLarge` — counted on the input first, before any condition is built.
     """
     if spec is None:
         return None
     if isinstance(spec, MetadataFilter):
-        return spec or None
+        return (limits.check(spec) if limits is not None else spec) or None
+    if limits is not None and isinstance(spec, (Mapping, list, tuple)):
+        rough = sum(len(r) if isinstance(r, Mapping) else 1 for r in spec.values()) if isinstance(spec, Mapping) else len(spec)
+        if rough > limits.max_conditions:
+            raise FilterTooLarge(
+                f"the filter has {rough} conditions; the limit is {limits.max_conditions} (RAGSPINE_MAX_FILTER_CONDITIONS)"
+            )
     conditions: list[FilterCondition] = []
     if isinstance(spec, Mapping):
         for field, rule in spec.items():
@@ -254,7 +293,10 @@ def parse_filter(spec: Any) -> MetadataFilter | None:
                 raise FilterError(f"cannot read filter condition {item!r}; use {{field, op, value}}")
     else:
         raise FilterError(f"a filter is a dict or a list of conditions, got {type(spec).__name__}")
-    return MetadataFilter(tuple(conditions)) if conditions else None
+    if not conditions:
+        return None
+    built = MetadataFilter(tuple(conditions))
+    return limits.check(built) if limits is not None else built
 
 
 def combine_filters(metadata_filter: Any = None, fields: Mapping[str, Any] | None = None) -> MetadataFilter | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
+from ragspine.deadline import check as check_deadline
 from ragspine.retrieval.ask_again import MAX_STALE_RETRIES, Page, StaleRanking, ask_again
 from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, FollowableStore, StoredChunk
@@ -181,6 +182,7 @@ class HybridRetriever:
         results: list[RetrievalResult] = []
         pos = 0
         while len(results) < top_k and pos < len(ordered):
+            check_deadline("fetching the ranked chunks")
             page = ordered[pos : pos + top_k - len(results)]
             pos += len(page)
             chunks = self._fetch([cid for cid, _ in page], scored)

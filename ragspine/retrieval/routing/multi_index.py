@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Sequence
 
+from ragspine.deadline import check as check_deadline
 from ragspine.retrieval.ask_again import Page, ask_again
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
@@ -88,7 +89,10 @@ class MultiIndexRetriever:
         return Retrieval(answer.items, answer.filters_dropped)
 
     def _search(self, query: str, libraries: list[str], filters: MetadataFilter | None, top_k: int) -> list[dict[str, Any]]:
-        per_library = {lib: self.retrievers[lib].search(query, filters=filters, top_k=top_k).snippets for lib in libraries}
+        per_library: dict[str, list[dict[str, Any]]] = {}
+        for lib in libraries:
+            check_deadline("the search")
+            per_library[lib] = self.retrievers[lib].search(query, filters=filters, top_k=top_k).snippets
         rankings: list[Sequence[tuple[str, str]]] = [
             [(lib, s["chunk_id"]) for s in snippets] for lib, snippets in per_library.items()
         ]

@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ragspine.deadline import check as check_deadline
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.filtering.filters import MetadataFilter
@@ -83,6 +84,7 @@ class DenseLeg:
             embedded = 0
             step = max(self.embed_batch_size * 16, 256)
             for start in range(0, len(missing), step):
+                check_deadline("embedding chunks")
                 part = missing[start : start + step]
                 embedded += self._fill([cid for cid, _ in part])
                 if progress is not None:

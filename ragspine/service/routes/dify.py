@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from ragspine.errors import FilterError
+from ragspine.config import filter_limits
 from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.service import dify
 from ragspine.service.context import ServiceContext
@@ -41,7 +42,7 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
     if library is None:
         return dify_error(400, dify.KNOWLEDGE_MISSING, "The knowledge does not exist.")
     try:
-        metadata_filter = parse_filter(dify.map_condition(body.metadata_condition))  # parsed once, here
+        metadata_filter = parse_filter(dify.map_condition(body.metadata_condition), limits=filter_limits(ctx.settings))  # parsed once
     except (dify.UnsupportedCondition, FilterError) as exc:
         return dify_error(400, dify.UNSUPPORTED_CONDITION, f"unsupported metadata condition: {exc}")
     setting = body.retrieval_setting

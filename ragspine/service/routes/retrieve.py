@@ -12,6 +12,7 @@ import time
 
 from fastapi import APIRouter, Depends
 
+from ragspine.config import filter_limits
 from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.retrieval.mode import make_retrieval_mode
 from ragspine.service.context import ServiceContext
@@ -29,7 +30,7 @@ router = APIRouter(prefix="/v1", tags=["retrieval"], dependencies=[Depends(docum
 
 @router.post("/retrieve", response_model=RetrieveOut, summary="Retrieve cited snippets")
 def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> RetrieveOut:
-    metadata_filter = parse_filter(body.filters)  # the one parse of this request's filter
+    metadata_filter = parse_filter(body.filters, limits=filter_limits(ctx.settings))  # the one parse of this request's filter
     mode = make_retrieval_mode(body.mode).name if body.mode is not None else None
     if body.libraries:
         libraries = [library_or_404(ctx, tenant, name) for name in dict.fromkeys(body.libraries)]

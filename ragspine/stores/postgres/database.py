@@ -19,6 +19,7 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+from ragspine.deadline import DeadlineExceeded
 from ragspine.errors import BackendError, ConfigError, SchemaError
 from ragspine.retrieval.chunking.chunk_store import (
     DEFAULT_LIBRARY_ID,
@@ -123,6 +124,8 @@ class PostgresDatabase:
         import sqlalchemy as sa
 
         err = wrap_error(exc, self.url, doing)
+        if isinstance(err, DeadlineExceeded):
+            return err
         if isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.TimeoutError)):
             err = BackendError(f"{err}; {_HINT}")
         return err
@@ -212,7 +215,7 @@ class PostgresDatabase:
         except sa.exc.SQLAlchemyError as exc:
             raise self.error(exc, "query") from exc
         except Exception as exc:  # the driver's own errors (psycopg.Error, bad placeholders)
-            raise BackendError(f"PostgreSQL query failed at {redact(self.url)}: {str(exc).strip().splitlines()[0]}") from exc
+            raise wrap_error(exc, self.url, "query") from exc
 
     def execute_read(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Run one read-only statement; any write (or a second statement) raises BackendError.

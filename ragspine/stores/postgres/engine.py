@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ragspine.deadline import DeadlineExceeded, remaining
+from ragspine.deadline import expired as deadline_expired
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -45,7 +47,7 @@ def make_engine(url: str, *, schema: str | None = None, pool_size: int = 5, max_
         connect_args["options"] = f"-csearch_path={check_schema_name(schema)},public"
     connect_args.setdefault("connect_timeout", 10)
     try:
-        return sa.create_engine(
+        engine = sa.create_engine(
             sqlalchemy_url(url),
             pool_size=pool_size,
             max_overflow=max_overflow,
@@ -55,6 +57,16 @@ def make_engine(url: str, *, schema: str | None = None, pool_size: int = 5, max_
         )
     except Exception as exc:  # bad URL syntax and the like
         raise ConfigError(f"cannot create a PostgreSQL engine for {redact(url)}: {exc}") from exc
+    sa.event.listen(engine, "begin", bound_by_deadline)
+    return engine
+
+
+def bound_by_deadline(conn: Any) -> None:
+    """At each transaction's begin: its statements may run at most the time the current
+    deadline leaves (``statement_timeout``, transaction-local); nothing without a deadline."""
+    left = remaining()
+    if left is not None:
+        conn.exec_driver_sql("SELECT set_config('statement_timeout', %(ms)s, true)", {"ms": str(max(1, int(left * 1000)))})
 
 
 def redact(url: str) -> str:
@@ -63,4 +75,8 @@ def redact(url: str) -> str:
 
 
 def wrap_error(exc: Exception, url: str, doing: str) -> BackendError:
+    """``exc`` as a :class:`BackendError` naming the (redacted) URL — a
+    :class:`DeadlineExceeded` when the statement was cancelled by the request's deadline."""
+    if deadline_expired():
+        return DeadlineExceeded(f"PostgreSQL {doing} at {redact(url)} ran past the request's deadline (RAGSPINE_REQUEST_TIMEOUT)")
     return BackendError(f"PostgreSQL {doing} failed at {redact(url)}: {str(exc).strip().splitlines()[0]}")

@@ -259,13 +259,21 @@ class PostgresLexicalIndex:
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[Any]:
-        """A driver cursor in a read-only REPEATABLE READ transaction (one snapshot)."""
+        """A driver cursor in a read-only REPEATABLE READ transaction (one snapshot); driver
+        errors become :class:`BackendError` (``DeadlineExceeded`` past the deadline)."""
+        import psycopg
+        import sqlalchemy as sa
+
         self.store.init_schema()
-        with self.store.db.engine.connect() as conn:
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin(), conn.connection.driver_connection.cursor() as cur:
-                cur.execute("SET TRANSACTION READ ONLY")
-                yield cur
+        db = self.store.db
+        try:
+            with db.engine.connect() as conn:
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+                with conn.begin(), conn.connection.driver_connection.cursor() as cur:
+                    cur.execute("SET TRANSACTION READ ONLY")
+                    yield cur
+        except (psycopg.Error, sa.exc.SQLAlchemyError) as exc:
+            raise db.error(exc, "BM25 search") from exc
 
     def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
         """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""

@@ -17,6 +17,8 @@ import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ragspine.deadline import check as check_deadline
+from ragspine.deadline import expired as deadline_expired
 from ragspine.errors import BackendError
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, LibraryInfo
 from ragspine.stores.sqlite import catalog
@@ -29,6 +31,15 @@ if TYPE_CHECKING:
 
 _READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE})
 _INTROSPECTION_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"})
+
+
+#: SQLite virtual-machine steps between two looks at the deadline (a few ms of work).
+_PROGRESS_STEPS = 50_000
+
+
+def _interrupt_past_deadline() -> int:
+    """SQLite's progress handler: a non-zero answer interrupts the running statement."""
+    return 1 if deadline_expired() else 0
 
 
 def _allow_all(*_args: Any) -> int:  # Python 3.10 cannot clear an authorizer with None
@@ -109,6 +120,7 @@ class SQLiteDatabase:
             if self.path != ":memory:":
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.set_progress_handler(_interrupt_past_deadline, _PROGRESS_STEPS)
         except sqlite3.Error as exc:
             conn.close()
             raise BackendError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
@@ -139,6 +151,7 @@ class SQLiteDatabase:
             try:
                 return self.conn.execute(sql, tuple(params)).fetchall()
             except sqlite3.Error as exc:
+                check_deadline("a SQLite statement")  # interrupted by the deadline: say so
                 raise BackendError(f"SQLite query failed: {exc}") from exc
 
     def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -152,6 +165,7 @@ class SQLiteDatabase:
             try:
                 return conn.execute(sql, tuple(params)).fetchall()
             except (sqlite3.Error, sqlite3.Warning) as exc:
+                check_deadline("a SQLite statement")
                 raise BackendError(f"read-only query refused or failed: {exc}") from exc
             finally:
                 conn.set_authorizer(None if sys.version_info >= (3, 11) else _allow_all)
