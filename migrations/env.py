@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import context
 
-from ragspine.stores.postgres.engine import check_schema_name, sqlalchemy_url
 from ragspine.service.schema import metadata as service_metadata
+from ragspine.stores.postgres.engine import check_schema_name, sqlalchemy_url
 from ragspine.stores.postgres.schema import metadata as store_metadata
 
 target_metadata = [store_metadata, service_metadata]  # what `alembic revision --autogenerate` compares with

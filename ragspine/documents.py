@@ -137,6 +137,8 @@ def split_front_matter(content: str, where: str = "document") -> tuple[dict[str,
         data = yaml.safe_load(match.group(1)) or {}
     except yaml.YAMLError as exc:
         raise IngestError(f"{where}: front matter is not valid YAML ({str(exc).splitlines()[0]})") from None
+    except RecursionError:
+        raise IngestError(f"{where}: front matter is nested too deeply; use flat key: value lines") from None
     if not isinstance(data, dict):
         raise IngestError(f"{where}: front matter must be a mapping of key: value lines")
     return {str(k): v for k, v in data.items()}, content[match.end() :], match.end()

@@ -24,6 +24,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -276,3 +277,79 @@ def session_resource(start: Callable[[], object]) -> Iterator[object]:
         stop = getattr(resource, "stop", None)
         if callable(stop):
             stop()
+
+
+# -- outages ---------------------------------------------------------------------------------
+class TcpProxy:
+    """A TCP forwarder in front of a real server, that a test can cut (an outage: every
+    connection closed, new ones refused) and restore — the server itself keeps running."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.port = free_port()
+        self._conns: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._listener: socket.socket | None = None
+        self.restore()
+
+    def restore(self) -> None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def cut(self) -> None:
+        if self._listener is not None:
+            try:  # wakes the thread blocked in accept(): close() alone leaves the port listening
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for s in conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            except OSError:
+                pass
+
+    def url(self, url: str) -> str:
+        """``url`` (a postgresql:// or redis:// URL on the target) rewritten to go through the proxy."""
+        import re
+
+        return re.sub(r"@[^/:@]+(:\d+)?/", f"@127.0.0.1:{self.port}/", url, count=1) if "@" in url else \
+            re.sub(r"//[^/:]+(:\d+)?/", f"//127.0.0.1:{self.port}/", url, count=1)

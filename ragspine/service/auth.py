@@ -31,6 +31,7 @@ import secrets
 import time
 from typing import Any
 
+from ragspine.errors import BackendError
 from ragspine.service.store import ApiKey, ServiceStore
 
 KEY_PREFIX = "rsk_"
@@ -38,6 +39,7 @@ _KEY = re.compile(r"^rsk_([0-9a-f]{12})_([A-Za-z0-9_-]{32,})$")
 
 DIFY_BAD_HEADER = 1001
 DIFY_AUTH_FAILED = 1002
+DIFY_UNAVAILABLE = 5003  # ours: a store is down (Dify retries a 5xx)
 
 
 def hash_key(key: str) -> str:
@@ -111,7 +113,12 @@ class AuthMiddleware:
                 what = "malformed" if has_authorization(scope["headers"]) else "missing"
                 await _json(send, 401, {"detail": f"{what} Authorization header: send Authorization: Bearer <API key>"}, bearer=True)
             return
-        tenant_id = await run_sync(verify_key, ctx.store, token)
+        try:
+            tenant_id = await run_sync(verify_key, ctx.store, token)
+        except BackendError as exc:  # the service store is down: the documented 503, not a 500
+            detail = f"a store is unavailable: {exc}"
+            await _json(send, 503, {"error_code": DIFY_UNAVAILABLE, "error_msg": detail} if dify else {"detail": detail})
+            return
         if tenant_id is None:
             if dify:
                 await _json(send, 403, {"error_code": DIFY_AUTH_FAILED, "error_msg": "Authorization failed: unknown, expired or revoked API key."})

@@ -21,6 +21,7 @@ from ragspine.errors import (
     MissingDependencyError,
 )
 from ragspine.service.dify import INVALID_REQUEST
+from ragspine.service.jobs import JobQueueUnavailable
 from ragspine.service.store import Conflict, Unstorable
 
 
@@ -87,12 +88,20 @@ STATUS_OF: tuple[tuple[type[Exception], int, str], ...] = (
     (IngestError, 422, "{}"),
     (MissingDependencyError, 503, "the server is missing a dependency: {}"),
     (ConfigError, 400, "{}"),
+    (JobQueueUnavailable, 503, "{}"),
     (BackendError, 503, "a store is unavailable: {}"),
 )
 
 
+#: Dify's endpoint answers errors in Dify's shape: HTTP status → its ``error_code``.
+DIFY_ERROR_CODES = {400: 3001, 404: 2001, 422: INVALID_REQUEST, 503: 5003, 504: 5004}
+
+
 def _replier(status: int, template: str) -> Any:
     async def handler(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse(status_code=status, content={"detail": template.format(exc)})
+        message = template.format(exc)
+        if request.url.path.rstrip("/") == "/retrieval":
+            return JSONResponse(status_code=status, content={"error_code": DIFY_ERROR_CODES.get(status, 5000), "error_msg": message})
+        return JSONResponse(status_code=status, content={"detail": message})
 
     return handler

@@ -29,13 +29,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from ragspine.config import Settings, load_settings
-from ragspine.errors import ConfigError, MissingDependencyError
+from ragspine.errors import BackendError, ConfigError, MissingDependencyError
 
 log = logging.getLogger(__name__)
 
 JOB_TIMEOUT_S = 3600
 RESULT_TTL_S = 86400
 REDIS_FORMS = ("redis://", "rediss://", "unix://")
+
+
+class JobQueueUnavailable(BackendError):
+    """The queue could not take a job (Redis down or unreachable): the upload is refused whole
+    and no job row is left behind — retrying the request is safe."""
 
 
 class JobQueue(Protocol):
@@ -113,10 +118,15 @@ class RQJobQueue:
         self.queue = Queue(name, connection=self.connection, default_timeout=JOB_TIMEOUT_S)
 
     def submit(self, job_id: str) -> None:
-        self.queue.enqueue_call(
-            "ragspine.service.jobs.run_queued_job", args=(job_id,), job_id=job_id,
-            result_ttl=RESULT_TTL_S, failure_ttl=7 * RESULT_TTL_S, description=f"ragspine ingest {job_id}",
-        )
+        from redis.exceptions import RedisError
+
+        try:
+            self.queue.enqueue_call(
+                "ragspine.service.jobs.run_queued_job", args=(job_id,), job_id=job_id,
+                result_ttl=RESULT_TTL_S, failure_ttl=7 * RESULT_TTL_S, description=f"ragspine ingest {job_id}",
+            )
+        except RedisError as exc:
+            raise JobQueueUnavailable(f"the job queue is unavailable ({type(exc).__name__}: {exc}); retry the upload") from exc
 
     def recover(self) -> None:
         """Re-send queued jobs whose message was lost (e.g. Redis restarted without persistence)."""
@@ -129,7 +139,12 @@ class RQJobQueue:
                 self.submit(job_id)
 
     def ping(self) -> None:
-        self.connection.ping()
+        from redis.exceptions import RedisError
+
+        try:
+            self.connection.ping()
+        except RedisError as exc:
+            raise JobQueueUnavailable(f"the job queue is unavailable ({type(exc).__name__}: {exc})") from exc
 
     def close(self) -> None:
         if self._owns:

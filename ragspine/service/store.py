@@ -136,6 +136,8 @@ class ServiceStore:
             # a lookup value the database cannot hold (a NUL character on PostgreSQL) matches
             # no row — as on SQLite — rather than failing as if the store were down
             return []
+        except UnicodeEncodeError:  # a lone surrogate (the driver cannot encode it): no stored text has one
+            return []
         except sa.exc.SQLAlchemyError as exc:
             raise BackendError(f"service store read failed: {exc}") from exc
 
@@ -255,13 +257,20 @@ class ServiceStore:
             conn.execute(job.update().where(job.c.job_id == job_id).values(**values))
             conn.execute(job_payload.delete().where(job_payload.c.job_id == job_id))
 
-    def supersede(self, library_id: str, doc_id: str, reason: str) -> int:
-        """Fail the queued single-document jobs of ``doc_id`` (a later request replaces them)."""
+    def delete_job(self, job_id: str) -> None:
+        """Remove a job that never reached the queue."""
+        with self._write() as conn:
+            conn.execute(job_payload.delete().where(job_payload.c.job_id == job_id))
+            conn.execute(job.delete().where(job.c.job_id == job_id))
+
+    def supersede(self, library_id: str, doc_id: str, reason: str, *, keep: str | None = None) -> int:
+        """Fail the queued single-document jobs of ``doc_id`` but ``keep`` (a later request
+        replaces them)."""
         with self._write() as conn:
             rows = conn.execute(
                 sa.select(job.c.job_id, job.c.doc_ids).where((job.c.library_id == library_id) & (job.c.state == "queued"))
             ).all()
-            ids = [r.job_id for r in rows if list(r.doc_ids) == [doc_id]]
+            ids = [r.job_id for r in rows if list(r.doc_ids) == [doc_id] and r.job_id != keep]
             if ids:
                 conn.execute(
                     job.update().where(job.c.job_id.in_(ids) & (job.c.state == "queued"))

@@ -204,6 +204,11 @@ HOSTILE = [
     ("POST", "/v1/retrieve", '{"query": "gearbox", "filters": {"year": {"gt": NaN}}}', False, 400),
     ("POST", "/v1/retrieve", '{"query": "gearbox", "filters": {"team": "\\ud800", "\\u0000": 1}}', False, 200),
     ("POST", "/v1/retrieve", '{"query": "gearbox", "libraries": ["kb\\u0000"]}', False, 404),
+    ("POST", "/v1/retrieve", '{"query": "gearbox", "libraries": ["\\ud800"]}', False, 404),
+    ("POST", "/retrieval", '{"knowledge_id": "\\ud800", "query": "gearbox"}', False, 400),
+    ("GET", "/v1/libraries/%ED%A0%80", None, False, 404),
+    ("GET", "/v1/jobs/%ED%A0%80", None, False, 404),
+    ("DELETE", "/v1/libraries/kb/documents/%ED%A0%80", None, False, 404),
     ("POST", "/v1/libraries", '{"name": "x", "description": "\\ud800"}', False, 422),
     ("POST", "/v1/libraries", '{"name": "x", "description": "a\\u0000b"}', False, (201, 422)),  # SQLite stores it
     ("POST", "/v1/libraries/kb/documents", '{"doc_id": "d", "text": "x", "metadata": {"v": NaN}}', False, 422),

@@ -12,8 +12,8 @@ import time
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from ragspine.errors import FilterError
 from ragspine.config import filter_limits
+from ragspine.errors import FilterError
 from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.service import dify
 from ragspine.service.context import ServiceContext

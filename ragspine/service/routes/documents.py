@@ -28,16 +28,20 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 
 
 def enqueue(ctx: ServiceContext, library: Library, docs: list[dict[str, Any]]) -> JobOut:
+    """Record the job, hand it to the queue, then supersede the document's older queued jobs.
+    A queue that refuses the job leaves nothing behind (the row is removed, older jobs stay
+    queued): the client's retry is the only copy."""
     job_id = uuid.uuid4().hex
     doc_ids = [d["doc_id"] for d in docs]
-    if len(doc_ids) == 1:
-        ctx.store.supersede(library.library_id, doc_ids[0], f"superseded by job {job_id} (a later upload of {doc_ids[0]!r})")
     job = ctx.store.create_job(job_id, library.tenant_id, library.library_id, doc_ids, {"documents": docs})
     try:
         ctx.queue.submit(job_id)
-    except Exception as exc:
-        ctx.store.finish_job(job_id, "failed", error=f"the job queue is unavailable: {exc}")
+    except Exception:
+        ctx.store.delete_job(job_id)
         raise
+    if len(doc_ids) == 1:
+        ctx.store.supersede(library.library_id, doc_ids[0], f"superseded by job {job_id} (a later upload of {doc_ids[0]!r})",
+                            keep=job_id)
     return job_out(job, library.name)
 
 
