@@ -114,6 +114,10 @@ SETTINGS: dict[str, Setting] = {
     "job_queue": Setting(
         "RAGSPINE_JOB_QUEUE", "auto", "ingest jobs: auto (Redis of the embedding cache, else inprocess), inprocess, redis://..."
     ),
+    "job_stale_after": Setting(
+        "RAGSPINE_JOB_STALE_AFTER", 60.0,
+        "seconds without a heartbeat after which a running job counts as dead (its worker killed or cut off) and is failed", float,
+    ),
     "ingest_workers": Setting("RAGSPINE_INGEST_WORKERS", 1, "threads running ingest jobs in the service process (inprocess queue)", int),
     "embedding_models": Setting(
         "RAGSPINE_EMBEDDING_MODELS", None, "extra embedding backends a library may choose (comma-separated), besides RAGSPINE_EMBEDDING"
@@ -171,6 +175,7 @@ class Settings:
     max_filter_values: int
     request_timeout: float
     job_queue: str
+    job_stale_after: float
     ingest_workers: int
     embedding_models: str | None
 
@@ -225,7 +230,7 @@ def _check_ranges(values: dict[str, Any]) -> None:
         return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
 
     for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "ingest_workers",
-                 "max_filter_conditions", "max_filter_values", "request_timeout"):
+                 "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
             raise bad(name, "must be positive")
     if not 0 <= values["overlap_chars"] < values["chunk_chars"]:

@@ -202,12 +202,13 @@ def start_redis_server() -> RedisServer:
     return start_private_redis()
 
 
-def start_private_redis() -> RedisServer:
-    """A redis-server process of our own (on a free port) that a test may stop."""
+def start_private_redis(port: int | None = None) -> RedisServer:
+    """A redis-server process of our own (on a free port, or ``port``: a restart, empty) that
+    a test may stop."""
     binary = shutil.which("redis-server")
     if binary is None:
         unavailable("redis", "no RAGSPINE_TEST_REDIS_URL, no Docker daemon, no local Redis, no redis-server binary")
-    port = free_port()
+    port = port or free_port()
     workdir = tempfile.mkdtemp(prefix="ragspine-redis-")
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],

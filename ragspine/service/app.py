@@ -62,12 +62,14 @@ def create_app(settings: Settings | None = None, *, stack: Any = None) -> FastAP
 
 def _open(settings: Settings, stack: Any, metrics: Metrics) -> Any:
     from ragspine.service.context import ServiceContext
-    from ragspine.service.jobs import make_job_queue
+    from ragspine.service.jobs import JobWatch, make_job_queue, reap
 
     ctx = ServiceContext.open(settings, stack=stack, metrics=metrics)
     try:
         ctx.queue = make_job_queue(ctx)
+        reap(ctx.store, settings.job_stale_after)  # jobs of a worker that died, e.g. this server's last run
         ctx.queue.recover()
+        ctx.watch = JobWatch(ctx.store, ctx.queue, settings.job_stale_after).start()
     except Exception:
         ctx.close()
         raise

@@ -24,6 +24,7 @@ class ServiceContext:
     store: ServiceStore
     metrics: Metrics | None = None
     queue: Any = None  # a JobQueue, set once the context exists
+    watch: Any = None  # the JobWatch sweeping dead jobs and lost messages, once started
     owns_stack: bool = True
 
     @classmethod
@@ -43,6 +44,8 @@ class ServiceContext:
         return self.stack.pipeline(library.library_id, mode=mode or library.retrieval_mode, embedding=library.embedding)
 
     def close(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
         if self.queue is not None:
             self.queue.close()
         self.store.close()

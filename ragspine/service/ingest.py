@@ -117,11 +117,39 @@ def active_version(store: Any, doc_id: str) -> int:
 
 
 def run_job(ctx: Any, job_id: str) -> None:
-    """Run one queued job (see the module docstring); a job that is not queued is skipped."""
-    claimed = ctx.store.claim_job(job_id)
+    """Run one queued job (see the module docstring); a job that is not queued is skipped.
+    While it runs, its heartbeat says this worker is alive (:mod:`ragspine.service.jobs`)."""
+    from ragspine.service.jobs import heartbeat_interval, heartbeating, worker_name
+
+    claimed = ctx.store.claim_job(job_id, worker_name())
     if claimed is None:
         return
     job, payload = claimed
+    stale_after = ctx.settings.job_stale_after
+    with heartbeating(ctx.store, job_id, heartbeat_interval(stale_after)):
+        state, fields = _apply(ctx, job_id, job, payload)
+        _finish(ctx, job_id, state, fields, patience=stale_after / 2)
+
+
+def _finish(ctx: Any, job_id: str, state: str, fields: dict[str, Any], *, patience: float) -> None:
+    """Record the outcome, retrying while the database is briefly away (the heartbeat keeps
+    the job alive meanwhile); past ``patience`` the sweep fails the job once it is back."""
+    from ragspine.errors import BackendError
+
+    give_up, pause = time.monotonic() + patience, 0.2
+    while True:
+        try:
+            ctx.store.finish_job(job_id, state, **fields)
+            return
+        except BackendError:
+            if time.monotonic() + pause > give_up:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)
+
+
+def _apply(ctx: Any, job_id: str, job: Any, payload: Any) -> tuple[str, dict[str, Any]]:
+    """Write the job's documents; its final state and the fields to record."""
     docs = list((payload or {}).get("documents", []))
     written, warnings, current, done, reported = 0, [], None, 0, time.monotonic()
     try:
@@ -152,10 +180,9 @@ def run_job(ctx: Any, job_id: str) -> None:
         error = f"{where}: {_reason(exc)}; it keeps its previous version"
         _count(ctx, "ingest_documents", "failed")
         _count(ctx, "jobs_finished", "failed")
-        ctx.store.finish_job(job_id, "failed", error=error, warning="; ".join(warnings) or None, done=done, chunks=written)
-        return
+        return "failed", {"error": error, "warning": "; ".join(warnings) or None, "done": done, "chunks": written}
     _count(ctx, "jobs_finished", "succeeded")
-    ctx.store.finish_job(job_id, "succeeded", warning="; ".join(warnings) or None, done=done, chunks=written)
+    return "succeeded", {"warning": "; ".join(warnings) or None, "done": done, "chunks": written}
 
 
 def _reason(exc: BaseException) -> str:

@@ -5,9 +5,7 @@ carries its id. Any worker ``claim``s the row atomically (``queued`` → ``runni
 handed out twice still runs once, and a superseded or deleted job is skipped.
 
 * :class:`InProcessJobQueue` — a thread pool in the server (``RAGSPINE_INGEST_WORKERS``
-  threads, default 1 so that uploads apply in order). At start-up, jobs left ``running`` by a
-  stopped server are marked failed (their replace never committed, or committed whole) and
-  ``queued`` ones are run.
+  threads, default 1 so that uploads apply in order). At start-up ``queued`` jobs are run.
 * :class:`RQJobQueue` — `RQ <https://python-rq.org>`_ on Redis; ``ragspine worker`` runs the
   jobs, on any number of machines. RQ rather than Celery, Dramatiq or arq: it needs only
   Redis (which the production stack already runs), its workers are plain synchronous Python
@@ -19,13 +17,29 @@ handed out twice still runs once, and a superseded or deleted job is skipped.
 
 With RAGSPINE_JOB_QUEUE=auto (the default) jobs go to the embedding cache's Redis when that
 is ``redis://...``, else they run in-process.
+
+**Jobs always finish.** A worker writes a heartbeat on its running job every few seconds
+(:func:`heartbeating`). :class:`JobWatch` — a thread in every server and ``ragspine worker`` —
+sweeps every few seconds: a ``running`` job whose worker process is gone (same host, its pid
+no longer alive: failed at once) or whose heartbeat is older than ``RAGSPINE_JOB_STALE_AFTER``
+(a worker killed elsewhere, or cut off from the database) is marked ``failed`` with the
+reason — its unfinished documents keep their previous version, since a replace commits whole
+or not at all. It is not retried: a later upload of the same document may already have
+superseded it. Queued jobs whose message was lost (Redis restarted empty, a server stopped
+with jobs in its pool) are re-sent from the database; a job handed out twice still runs once.
+``ragspine worker`` reconnects when Redis goes away instead of exiting.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from ragspine.config import Settings, load_settings
@@ -48,7 +62,11 @@ class JobQueue(Protocol):
 
     def submit(self, job_id: str) -> None: ...
 
-    def recover(self) -> None: ...
+    def recover(self) -> None:
+        """At start-up: send the queued jobs this queue does not hold."""
+
+    def resend(self, created_before: float) -> list[str]:
+        """Send again the queued jobs older than ``created_before`` whose message is lost."""
 
     def ping(self) -> None: ...
 
@@ -85,15 +103,33 @@ class InProcessJobQueue:
     def __init__(self, ctx: Any, *, workers: int = 1) -> None:
         self.ctx = ctx
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragspine-ingest")
+        self._held: set[str] = set()  # submitted to this pool and not finished yet
+        self._lock = threading.Lock()
 
     def submit(self, job_id: str) -> None:
-        self._pool.submit(_run_logged, self.ctx, job_id)
+        with self._lock:
+            self._held.add(job_id)
+        self._pool.submit(self._run, job_id)
+
+    def _run(self, job_id: str) -> None:
+        try:
+            _run_logged(self.ctx, job_id)
+        finally:
+            with self._lock:
+                self._held.discard(job_id)
 
     def recover(self) -> None:
-        store = self.ctx.store
-        store.fail_jobs("running", "interrupted: the server stopped while the job ran; the previous version stays active")
-        for job_id in store.job_ids("queued"):
+        self.resend(time.time())
+
+    def resend(self, created_before: float) -> list[str]:
+        """Queued jobs this pool does not hold: left by a stopped server, or another replica's
+        (a job is claimed atomically, so one run wins)."""
+        with self._lock:
+            held = set(self._held)
+        lost = [job_id for job_id in self.ctx.store.queued_before(created_before) if job_id not in held]
+        for job_id in lost:
             self.submit(job_id)
+        return lost
 
     def ping(self) -> None:
         return None
@@ -129,14 +165,23 @@ class RQJobQueue:
             raise JobQueueUnavailable(f"the job queue is unavailable ({type(exc).__name__}: {exc}); retry the upload") from exc
 
     def recover(self) -> None:
+        self.resend(time.time())
+
+    def resend(self, created_before: float) -> list[str]:
         """Re-send queued jobs whose message was lost (e.g. Redis restarted without persistence)."""
         from rq.job import Job
 
         if self.store is None:
-            return
-        for job_id in self.store.job_ids("queued"):
-            if not Job.exists(job_id, connection=self.connection):
-                self.submit(job_id)
+            return []
+        queued = self.store.queued_before(created_before)
+        with self.connection.pipeline(transaction=False) as pipe:
+            for job_id in queued:
+                pipe.exists(Job.key_for(job_id))
+            present = pipe.execute() if queued else []
+        lost = [job_id for job_id, there in zip(queued, present, strict=True) if not there]
+        for job_id in lost:
+            self.submit(job_id)
+        return lost
 
     def ping(self) -> None:
         from redis.exceptions import RedisError
@@ -149,6 +194,129 @@ class RQJobQueue:
     def close(self) -> None:
         if self._owns:
             self.connection.close()
+
+
+# -- dead work and lost messages ------------------------------------------------------------
+def heartbeat_interval(stale_after: float) -> float:
+    return max(0.05, min(10.0, stale_after / 4))
+
+
+def worker_name() -> str:
+    """``host:pid@pid-namespace`` of this process: who claimed a job, and how a sweep on the
+    same host tells that the process is gone."""
+    return f"{socket.gethostname()}:{os.getpid()}@{_pid_namespace()}"
+
+
+def _pid_namespace() -> str:
+    try:
+        return os.readlink("/proc/self/ns/pid").removeprefix("pid:").strip("[]")
+    except OSError:
+        return "-"
+
+
+def _gone(worker: str | None) -> bool:
+    """The worker ran on this host, in this pid namespace, and its process no longer exists."""
+    if not worker or "@" not in worker or ":" not in worker:
+        return False
+    where, namespace = worker.rsplit("@", 1)
+    host, _, pid = where.rpartition(":")
+    if host != socket.gethostname() or namespace != _pid_namespace() or namespace == "-" or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists (not ours to signal)
+        return False
+    return False
+
+
+UNFINISHED = "documents it had not finished keep their previous version; upload them again"
+
+
+def reap(store: Any, stale_after: float, *, now: float | None = None) -> list[str]:
+    """Fail the running jobs whose worker is gone or silent; the ids failed by this call."""
+    now = time.time() if now is None else now
+    cutoff = now - stale_after
+    reaped = []
+    for job in store.running_jobs():
+        who = (job.worker or "an unknown worker").split("@", 1)[0]
+        if _gone(job.worker):
+            reason = f"its worker {who} stopped while the job ran (the process is gone); {UNFINISHED}"
+            done = store.fail_running(job.job_id, reason)
+        else:
+            beat = job.heartbeat_at or job.started_at or 0.0
+            reason = (f"no heartbeat from its worker {who} for {now - beat:.0f} s (RAGSPINE_JOB_STALE_AFTER={stale_after:g}):"
+                      f" it was killed or lost the database; {UNFINISHED}")
+            done = beat < cutoff and store.fail_running(job.job_id, reason, heartbeat_before=cutoff)
+        if done:
+            log.warning("job %s failed: %s", job.job_id, reason)
+            reaped.append(job.job_id)
+    return reaped
+
+
+@contextmanager
+def heartbeating(store: Any, job_id: str, interval: float) -> Iterator[None]:
+    """Beat on ``job_id`` every ``interval`` seconds while the block runs (a thread)."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        warned = False
+        while not stop.wait(interval):
+            try:
+                if not store.heartbeat(job_id):
+                    return  # no longer running (failed by a sweep, its library deleted)
+                warned = False
+            except Exception as exc:  # the database is away: the sweep decides, once it is back
+                if not warned:
+                    log.warning("job %s: heartbeat failed (%s)", job_id, exc)
+                    warned = True
+
+    thread = threading.Thread(target=beat, name=f"ragspine-heartbeat-{job_id[:8]}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=interval + 1)
+
+
+class JobWatch:
+    """A daemon thread that sweeps every ``interval`` seconds: :func:`reap`, then the queue's
+    ``resend`` of queued jobs older than ``stale_after`` whose message is lost. Errors (the
+    database or Redis away) are logged and the next sweep tries again."""
+
+    def __init__(self, store: Any, queue: Any, stale_after: float, *, interval: float | None = None) -> None:
+        self.store, self.queue, self.stale_after = store, queue, stale_after
+        self.interval = interval if interval is not None else max(0.1, min(30.0, stale_after / 2))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sweep(self) -> tuple[list[str], list[str]]:
+        reaped = reap(self.store, self.stale_after)
+        resent = self.queue.resend(time.time() - self.stale_after) if self.queue is not None else []
+        if resent:
+            log.warning("re-sent %d queued job(s) whose message was lost: %s", len(resent), ", ".join(resent[:5]))
+        return reaped, resent
+
+    def start(self) -> JobWatch:
+        def loop() -> None:
+            while not self._stop.wait(self.interval):
+                try:
+                    self.sweep()
+                except Exception as exc:
+                    log.warning("job sweep failed (%s); retrying in %.0f s", exc, self.interval)
+
+        self._thread = threading.Thread(target=loop, name="ragspine-job-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval + 5)
 
 
 def _run_logged(ctx: Any, job_id: str) -> None:
@@ -189,7 +357,10 @@ def run_queued_job(job_id: str) -> None:
 
 
 def run_worker(settings: Settings, *, burst: bool = False) -> int:
-    """Process the Redis job queue until stopped (``burst``: until it is empty)."""
+    """Process the Redis job queue until stopped (``burst``: until it is empty). A lost Redis
+    connection is waited out (RQ retries while it waits for a job; a failure elsewhere
+    restarts the loop here, with backoff), and the queued jobs a Redis that restarted empty
+    lost are re-sent from the database."""
     from ragspine.service.context import ServiceContext
     from ragspine.service.metrics import Metrics
 
@@ -201,14 +372,52 @@ def run_worker(settings: Settings, *, burst: bool = False) -> int:
         )
     from rq import SimpleWorker
 
+    class Worker(SimpleWorker):
+        """RQ's SimpleWorker that remembers a stop request (SIGTERM/SIGINT): only then, or
+        at the end of a burst, does ``ragspine worker`` return."""
+
+        stopping = False
+
+        def request_stop(self, signum: Any, frame: Any) -> None:
+            self.stopping = True
+            super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
+
     ctx = ServiceContext.open(settings, metrics=Metrics())
     set_worker_context(ctx)
     queue = RQJobQueue(target, name=queue_name(settings), store=ctx.store)
+    watch = JobWatch(ctx.store, queue, settings.job_stale_after)
+    backoff = 1.0
     try:
-        queue.recover()
-        SimpleWorker([queue.queue], connection=queue.connection).work(burst=burst)
+        _try(queue.recover, "re-sending queued jobs")
+        watch.start()
+        while True:
+            worker = Worker([queue.queue], connection=queue.connection)
+            try:
+                worker.work(burst=burst)
+            except SystemExit:
+                raise
+            except Exception as exc:  # RQ's start-up (registering the worker) on a Redis that is away
+                log.warning("the job queue failed (%s)", exc)
+            if burst or worker.stopping:
+                break
+            log.warning("lost the job queue at %s; reconnecting in %.0f s", target, backoff)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 30.0)
+            if _try(queue.ping, "reconnecting"):
+                backoff = 1.0
+                _try(queue.recover, "re-sending queued jobs")
     finally:
+        watch.stop()
         set_worker_context(None)
         queue.close()
         ctx.close()
     return 0
+
+
+def _try(action: Any, what: str) -> bool:
+    try:
+        action()
+    except Exception as exc:
+        log.warning("%s failed (%s)", what, exc)
+        return False
+    return True

@@ -9,7 +9,9 @@ PostgreSQL the Alembic revision ``0003_service`` creates them. Times are Unix se
   (the key itself is never stored); ``revoked_at`` / ``expires_at`` end it;
 * ``ragspine_service_library`` — which tenant owns which catalog library, under which
   external name, with its embedding backend and retrieval mode;
-* ``ragspine_job`` — ingestion jobs: state, progress, error;
+* ``ragspine_job`` — ingestion jobs: state, progress, error, and the running job's heartbeat
+  (``heartbeat_at``, ``worker``: revision ``0006_job_heartbeat``; an older SQLite file gets
+  the two columns when the service opens it);
 * ``ragspine_job_payload`` — a job's validated documents while it waits or runs (deleted when
   it ends; kept apart so that progress updates never rewrite a large row).
 """
@@ -71,6 +73,8 @@ job = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("started_at", sa.Float, nullable=True),
     sa.Column("finished_at", sa.Float, nullable=True),
+    sa.Column("heartbeat_at", sa.Float, nullable=True),  # a running job's worker writes it every few seconds
+    sa.Column("worker", sa.Text, nullable=True),  # "host:pid" of the worker that claimed it
     sa.Index("ragspine_job_tenant", "tenant_id", "created_at"),
     sa.Index("ragspine_job_state", "state"),
 )

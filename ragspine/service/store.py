@@ -91,6 +91,8 @@ class Job:
     created_at: float
     started_at: float | None
     finished_at: float | None
+    heartbeat_at: float | None = None
+    worker: str | None = None
 
 
 _JOB_COLUMNS = [job.c[f.name] for f in fields(Job)]
@@ -101,6 +103,7 @@ class ServiceStore:
         self.engine = engine
         if create:
             metadata.create_all(engine)
+            _add_missing_columns(engine)
 
     @classmethod
     def for_stack(cls, stack: Any) -> ServiceStore:
@@ -228,19 +231,49 @@ class ServiceStore:
         query = sa.select(*_JOB_COLUMNS).where(where).order_by(job.c.created_at.desc()).limit(limit)
         return [_row(Job, r) for r in self._read(query)]
 
-    def claim_job(self, job_id: str) -> tuple[Job, Any] | None:
-        """Move a queued job to ``running`` and return it with its payload; ``None`` when it
-        is not queued (taken by another worker, superseded, or its library deleted)."""
+    def claim_job(self, job_id: str, worker: str = "") -> tuple[Job, Any] | None:
+        """Move a queued job to ``running`` (its first heartbeat, by ``worker``) and return it
+        with its payload; ``None`` when it is not queued (taken by another worker, superseded,
+        or its library deleted)."""
+        now = time.time()
         with self._write() as conn:
             moved = conn.execute(
                 job.update().where((job.c.job_id == job_id) & (job.c.state == "queued"))
-                .values(state="running", started_at=time.time())
+                .values(state="running", started_at=now, heartbeat_at=now, worker=worker or None)
             ).rowcount
             if not moved:
                 return None
             row = conn.execute(sa.select(*_JOB_COLUMNS).where(job.c.job_id == job_id)).one()
             payload = conn.execute(sa.select(job_payload.c.payload).where(job_payload.c.job_id == job_id)).scalar()
         return _row(Job, row), payload
+
+    def heartbeat(self, job_id: str) -> bool:
+        """The running job's worker is alive; ``False`` once the job is no longer running."""
+        with self._write() as conn:
+            return bool(conn.execute(
+                job.update().where((job.c.job_id == job_id) & (job.c.state == "running")).values(heartbeat_at=time.time())
+            ).rowcount)
+
+    def running_jobs(self) -> list[Job]:
+        return [_row(Job, r) for r in self._read(sa.select(*_JOB_COLUMNS).where(job.c.state == "running"))]
+
+    def fail_running(self, job_id: str, reason: str, *, heartbeat_before: float | None = None) -> bool:
+        """Mark a job that is still ``running`` failed (and, with ``heartbeat_before``, only if
+        its last heartbeat is older): ``True`` when this call did. Two reapers never both do."""
+        where = (job.c.job_id == job_id) & (job.c.state == "running")
+        if heartbeat_before is not None:
+            where = where & (sa.func.coalesce(job.c.heartbeat_at, job.c.started_at, 0.0) < heartbeat_before)
+        with self._write() as conn:
+            moved = conn.execute(job.update().where(where).values(state="failed", error=reason, finished_at=time.time())).rowcount
+            if moved:
+                conn.execute(job_payload.delete().where(job_payload.c.job_id == job_id))
+        return bool(moved)
+
+    def queued_before(self, created_before: float) -> list[str]:
+        """Queued jobs older than ``created_before`` (oldest first): candidates for re-sending."""
+        query = (sa.select(job.c.job_id).where((job.c.state == "queued") & (job.c.created_at < created_before))
+                 .order_by(job.c.created_at))
+        return [r.job_id for r in self._read(query)]
 
     def progress(self, job_id: str, done: int, chunks: int) -> None:
         with self._write() as conn:
@@ -282,19 +315,26 @@ class ServiceStore:
     def job_ids(self, state: str) -> list[str]:
         return [r.job_id for r in self._read(sa.select(job.c.job_id).where(job.c.state == state).order_by(job.c.created_at))]
 
-    def fail_jobs(self, state: str, reason: str) -> int:
-        with self._write() as conn:
-            ids = sa.select(job.c.job_id).where(job.c.state == state).scalar_subquery()
-            conn.execute(job_payload.delete().where(job_payload.c.job_id.in_(ids)))
-            return int(conn.execute(
-                job.update().where(job.c.state == state).values(state="failed", error=reason, finished_at=time.time())
-            ).rowcount)
-
     def job_counts(self) -> dict[str, int]:
         counts = {state: 0 for state in JOB_STATES}
         for state, n in self._read(sa.select(job.c.state, sa.func.count()).group_by(job.c.state)):
             counts[state] = int(n)
         return counts
+
+
+def _add_missing_columns(engine: Any) -> None:
+    """A SQLite file made by an older RAGSpine gets the columns added since (nullable ones)."""
+    inspector = sa.inspect(engine)
+    for table in metadata.sorted_tables:
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        missing = [c for c in table.columns if c.name not in present]
+        if not missing:
+            continue
+        quote = engine.dialect.identifier_preparer.quote
+        with engine.connect().execution_options(ragspine_write=True) as conn, conn.begin():
+            for column in missing:  # our own tables and columns, quoted; nullable, so no default needed
+                kind = column.type.compile(dialect=engine.dialect)
+                conn.execute(sa.text(f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} {kind}"))
 
 
 def sqlite_engine(path: str) -> Any:

@@ -3,56 +3,21 @@ exits — bounded by the request deadline, never hanging."""
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 from tests.backends import free_port
-
-PLUGIN = '''
-import time
-from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
-
-class SlowBackend(DeterministicEmbeddingBackend):
-    """Takes 1.5 s to embed a text containing 'slowquery' (a request that is in flight)."""
-    def embed_texts(self, texts):
-        if any("slowquery" in t for t in texts):
-            time.sleep(1.5)
-        return super().embed_texts(texts)
-'''
-SITECUSTOMIZE = '''
-from ragspine.registries import EMBEDDING_BACKENDS
-from ragspine.registry import Entry
-EMBEDDING_BACKENDS.register("slow", Entry("ragspine_slow_plugin:SlowBackend"))
-'''
-
-
-def _call(port: int, method: str, path: str, body: dict | None = None, token: str = "") -> tuple[int, dict]:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
-                                 data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=20) as resp:
-            return resp.status, json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
+from tests.unit.service.slow_backend import http_call as _call
+from tests.unit.service.slow_backend import slow_env
 
 
 def test_sigterm_drains_the_request_in_flight_then_exits(tmp_path: Path) -> None:
-    (tmp_path / "ragspine_slow_plugin.py").write_text(textwrap.dedent(PLUGIN), encoding="utf-8")
-    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE), encoding="utf-8")
     port = free_port()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAGSPINE_")},
-           "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "RAGSPINE_CHUNK_STORE": str(tmp_path / "s.db"), "RAGSPINE_EMBEDDING": "slow", "RAGSPINE_ADMIN_TOKEN": "adm",
-           "RAGSPINE_JOB_QUEUE": "inprocess", "RAGSPINE_DATA_DIR": str(tmp_path / "data")}
+    env = slow_env(tmp_path, RAGSPINE_CHUNK_STORE=str(tmp_path / "s.db"), RAGSPINE_ADMIN_TOKEN="adm", RAGSPINE_JOB_QUEUE="inprocess")
     server = subprocess.Popen([sys.executable, "-m", "ragspine.cli", "serve", "--port", str(port)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
