@@ -54,9 +54,20 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ragspine", description="Cited, RESTRICTED-free retrieval.")
     parser.add_argument("--version", action="version", version=f"ragspine {__version__}")
-    parser.add_argument("--db", help="SQLite chunk store (default: RAGSPINE_CHUNK_STORE)")
-    parser.add_argument("--mode", help=f"retrieval mode: {'|'.join(RETRIEVAL_MODES)} (default: RAGSPINE_RETRIEVAL_MODE)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    db_help = "SQLite chunk store (default: RAGSPINE_CHUNK_STORE)"
+    mode_help = f"retrieval mode: {'|'.join(RETRIEVAL_MODES)} (default: RAGSPINE_RETRIEVAL_MODE)"
+    parser.add_argument("--db", help=db_help)
+    parser.add_argument("--mode", help=mode_help)
+    common = _Parser(add_help=False)  # the same two options after the command too
+    common.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
+    common.add_argument("--mode", default=argparse.SUPPRESS, help=mode_help)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    class _Sub:
+        def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+            return subparsers.add_parser(name, parents=[common], **kwargs)
+
+    sub = _Sub()
 
     ingest = sub.add_parser("ingest", help="add or replace documents from files or directories")
     ingest.add_argument("paths", nargs="+", metavar="PATH")
@@ -64,11 +75,18 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--description", help="library description (used by the keyword router)")
     ingest.add_argument("--sensitivity", help="sensitivity of documents without one in front matter")
     ingest.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata for every document")
-    ingest.add_argument("--no-embed", action="store_true", help="skip computing vectors now (done lazily at query time)")
+    ingest.add_argument(
+        "--no-embed", action="store_true",
+        help="write the chunks only; queries answer from BM25 (and say the dense leg is incomplete) until `ragspine embed`",
+    )
     ingest.add_argument(
         "--force", action="store_true",
         help="write a new version even of documents whose stored version is identical (default: skip them, so an"
         " interrupted ingest resumes where it stopped)",
+    )
+    ingest.add_argument(
+        "--skip-bad", action="store_true",
+        help="ingest the good files when some are bad (each bad one is listed); default: refuse the run, write nothing",
     )
     ingest.add_argument("--batch", type=_positive_int, default=5000, metavar="CHUNKS", help="chunks per transaction (default: 5000)")
     ingest.add_argument(
@@ -88,6 +106,9 @@ def _parser() -> argparse.ArgumentParser:
         help="when nothing matches the filters, return nothing (default: search once more without them, and say so)",
     )
     query.add_argument("--json", action="store_true", help="print the snippets as JSON")
+
+    embed = sub.add_parser("embed", help="compute the vectors a library lacks (after `ingest --no-embed`, a failed vector write)")
+    embed.add_argument("--library", action="append", help="library to embed (repeatable; default: all)")
 
     sub.add_parser("libraries", help="list libraries")
     sub.add_parser("stats", help="counts and the resolved stack")
@@ -141,45 +162,112 @@ def _stack(args: argparse.Namespace, **changes: Any):  # type: ignore[no-untyped
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from ragspine.documents import collect_files, read_document
-    from ragspine.retrieval.chunking.chunk_store import DocumentChunks
+    from ragspine.progress import progress
 
     defaults = dict(_parse_meta(item) for item in args.meta)
-    files = collect_files(args.paths)
+    max_bytes = _settings(args).max_file_bytes
+    problems: list[str] = []
+    files = collect_files(args.paths, problems)
     seen: dict[str, str] = {}
-    for path, root in tqdm(files, desc="check", unit="file", disable=None, leave=False):
-        doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity)  # every file, before any write
-        if doc.doc_id in seen:
-            raise CliError(f"{doc.source}: doc_id {doc.doc_id!r} is also used by {seen[doc.doc_id]}")
-        seen[doc.doc_id] = doc.source
+    good: list[tuple[Any, Any]] = []
+    with progress(total=len(files), desc="check", unit="file", leave=False) as bar:
+        for path, root in files:  # every file, before any write; every problem, not just the first
+            try:
+                doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=max_bytes)
+                if doc.doc_id in seen:
+                    raise CliError(f"{doc.source}: doc_id {doc.doc_id!r} is also used by {seen[doc.doc_id]}")
+            except RagspineError as exc:
+                problems.append(str(exc))
+            else:
+                seen[doc.doc_id] = doc.source
+                good.append((path, root))
+            bar.update(1)
+    if problems and not args.skip_bad:
+        if len(problems) == 1:
+            raise CliError(problems[0])
+        raise CliError(f"{len(problems)} bad files, nothing was written (--skip-bad ingests the others):\n  "
+                       + "\n  ".join(problems))
+    for problem in problems:
+        print(f"ragspine: skipped: {problem}", file=sys.stderr)
+    if not good:
+        raise CliError("no file to ingest: every one was bad")
+    files, args.max_file_bytes = good, max_bytes
     with _stack(args, **({"chunker": args.chunker} if args.chunker else {})) as stack:
+        stack.preflight(args.library)  # stores, extension, model, vector space: before the first write
+        new_library = stack.library(args.library) is None
         stack.ensure_library(args.library, args.description)
-        index = stack.pipeline(args.library)
+        try:
+            return _ingest_into(stack, args, files, defaults)
+        except RagspineError:
+            if new_library:  # all or nothing: a library this run created does not outlive its failure
+                stack.delete_library(args.library)
+            raise
 
-        def planned() -> Iterator[DocumentChunks]:  # streamed: one file in memory at a time
-            for path, root in files:
-                doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity)
-                yield DocumentChunks(doc.doc_id, index.chunker.chunk(
-                    doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
-                    source=doc.source, source_offset=doc.body_offset,
-                ), doc.valid_as_of)
 
-        with tqdm(total=len(files), desc=f"ingest → {args.library}", unit="doc", disable=None) as bar:
+def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dict[str, Any]) -> int:
+    from ragspine.documents import read_document
+    from ragspine.progress import progress
+    from ragspine.retrieval.chunking.chunk_store import DocumentChunks
 
-            def progress(docs: int, chunks: int) -> None:
-                bar.update(docs)
-                bar.set_postfix(chunks=chunks, refresh=False)
+    index = stack.pipeline(args.library)
 
-            report = index.ingest_many(planned(), batch_chunks=args.batch, resume=not args.force, progress=progress)
-        embedded = 0
-        if index.embedding_backend is not None and not args.no_embed:
-            with tqdm(total=len(index.retriever.index), desc="embed", unit="chunk", disable=None) as bar:
-                embedded = index.sync_vectors(progress=bar.update)
-        print(f"ingested {report.written} document(s), {report.chunks} chunk(s) into {args.library!r}"
-              + (f"; {report.skipped} unchanged document(s) skipped" if report.skipped else "")
-              + (f"; embedded {embedded} chunk(s)" if embedded else ""))
+    def planned() -> Iterator[DocumentChunks]:  # streamed: one file in memory at a time
+        for path, root in files:
+            doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=args.max_file_bytes)
+            yield DocumentChunks(doc.doc_id, index.chunker.chunk(
+                doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
+                source=doc.source, source_offset=doc.body_offset,
+            ), doc.valid_as_of)
+
+    with progress(total=len(files), desc=f"ingest → {args.library}", unit="doc") as bar:
+
+        def advance(docs: int, chunks: int) -> None:
+            bar.update(docs)
+            bar.set_postfix(chunks=chunks, refresh=False)
+
+        report = index.ingest_many(planned(), batch_chunks=args.batch, resume=not args.force, progress=advance)
+    embedded = 0
+    if index.embedding_backend is not None and not args.no_embed:
+        embedded = _embed(index, args.library)
+    print(f"ingested {report.written} document(s), {report.chunks} chunk(s) into {args.library!r}"
+          + (f"; {report.skipped} unchanged document(s) skipped" if report.skipped else "")
+          + (f"; embedded {embedded} chunk(s)" if embedded else "")
+          + ("; vectors not computed (--no-embed): run `ragspine embed`" if args.no_embed and index.embedding_backend else ""))
+    return 0
+
+
+def _embed(index: Any, library: str) -> int:
+    """Compute the vectors ``index`` lacks, with a progress bar over what the model must embed
+    (cached vectors are stored first and not counted)."""
+    from ragspine.progress import progress
+
+    with progress(desc=f"embed → {library}", unit="chunk") as bar:
+
+        def expect(n: int) -> None:
+            bar.total = n
+            if hasattr(bar, "refresh"):
+                bar.refresh()
+
+        return int(index.sync_vectors(progress=bar.update, expect=expect))
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    with _stack(args) as stack:
+        known = [lib.library_id for lib in stack.libraries()]
+        names = args.library or known
+        if not names:
+            print("no libraries")
+            return 0
+        for name in names:
+            if name not in known:
+                raise CliError(f"unknown library {name!r} (see `ragspine libraries`)")
+            index = stack.pipeline(name)
+            if index.embedding_backend is None:
+                print(f"{name}: {index.mode.name} mode uses no vectors; nothing to embed (use --mode hybrid to compute them)")
+                continue
+            embedded = _embed(index, name)
+            print(f"{name}: embedded {embedded} chunk(s); every active chunk has its vector")
     return 0
 
 
@@ -195,6 +283,9 @@ def cmd_query(args: argparse.Namespace) -> int:
     if answer.filters_dropped:
         print("ragspine: note: no snippet matched the filters; these results ignore them "
               "(--strict-filters returns none instead)", file=sys.stderr)
+    for library, coverage in sorted(answer.dense_incomplete.items()):
+        print(f"ragspine: note: library {library!r}: {coverage.missing} of {coverage.total} chunk(s) have no vector yet; "
+              f"this answer is BM25 plus the vectors that exist (run `ragspine embed --library {library}`)", file=sys.stderr)
     if args.json:
         print(json.dumps(snippets, ensure_ascii=False, indent=2))
         return 0
@@ -237,10 +328,28 @@ def cmd_config(args: argparse.Namespace) -> int:
     for role, value in describe_stack(settings, args.mode):
         print(f"{role + ':':17s}{value}")
     print()
+    for role, problem in _store_checks(args):
+        print(f"{'check ' + role + ':':24s}{problem or 'ok'}")
+    print()
     for env, value, help_text in describe(settings):
         shown = "***" if value != "None" and ("KEY" in env or "PASSWORD" in env or "TOKEN" in env) else value
         print(f"{env}={shown}\t# {help_text}")
     return 0
+
+
+def _store_checks(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """Each configured store answers and can work (``ragspine config``, ``migrate``) — a
+    SQLite file not created yet is not created by looking."""
+    settings = _settings(args)
+    path = settings.chunk_store
+    if "://" not in path and path != ":memory:" and not os.path.exists(path):
+        return [("chunk store", "not created yet (the first ingest creates it)")]
+    try:
+        with _stack(args) as stack:
+            checks: list[tuple[str, str | None]] = stack.check_stores()
+            return checks
+    except RagspineError as exc:
+        return [("stack", str(exc))]
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -279,6 +388,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     schema = args.schema or settings.pg_schema
     before, after = migrate(url, schema=schema, revision=args.revision, down=args.downgrade)
     print(f"{redact(url)}{f' (schema {schema})' if schema else ''}: revision {before or 'base'} -> {after or 'base'}")
+    if not args.downgrade and url == settings.chunk_store:
+        for role, problem in _store_checks(args):
+            if problem:  # the schema is fine, but the configured stack cannot work yet: say so, with the fix
+                print(f"ragspine: warning: {role}: {problem}", file=sys.stderr)
     return 0
 
 
@@ -355,6 +468,7 @@ def _json_or_text(raw: str) -> Any:
 _COMMANDS = {
     "ingest": cmd_ingest,
     "query": cmd_query,
+    "embed": cmd_embed,
     "libraries": cmd_libraries,
     "stats": cmd_stats,
     "config": cmd_config,

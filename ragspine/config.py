@@ -103,6 +103,9 @@ SETTINGS: dict[str, Setting] = {
     "redis_prefix": Setting("RAGSPINE_REDIS_PREFIX", "ragspine:", "prefix of every Redis key RAGSpine writes"),
     # -- the HTTP service (`ragspine serve`, `ragspine worker`) --
     "admin_token": Setting("RAGSPINE_ADMIN_TOKEN", None, "bearer token of the service's admin endpoints (unset: admin disabled)"),
+    "max_file_bytes": Setting(
+        "RAGSPINE_MAX_FILE_BYTES", 20 * 1024 * 1024, "largest file `ragspine ingest` reads (a bigger one is a bad file)", int
+    ),
     "max_body_bytes": Setting("RAGSPINE_MAX_BODY_BYTES", 10 * 1024 * 1024, "largest request body the service reads (413 above)", int),
     "max_filter_conditions": Setting("RAGSPINE_MAX_FILTER_CONDITIONS", 64, "conditions a filter may have (CLI, service: 400 above)", int),
     "max_filter_values": Setting(
@@ -170,6 +173,7 @@ class Settings:
     embedding_cache_ttl: int
     redis_prefix: str
     admin_token: str | None
+    max_file_bytes: int
     max_body_bytes: int
     max_filter_conditions: int
     max_filter_values: int
@@ -229,7 +233,7 @@ def _check_ranges(values: dict[str, Any]) -> None:
     def bad(name: str, why: str) -> ConfigError:
         return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
 
-    for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "ingest_workers",
+    for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "max_file_bytes", "ingest_workers",
                  "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
             raise bad(name, "must be positive")

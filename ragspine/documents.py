@@ -48,23 +48,36 @@ class SourceDocument:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
-def collect_files(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, Path]]:
-    """``(file, root)`` pairs: files as given, directories walked for .txt/.md files."""
+def collect_files(
+    paths: Iterable[str | os.PathLike[str]], problems: list[str] | None = None
+) -> list[tuple[Path, Path]]:
+    """``(file, root)`` pairs: files as given, directories walked for .txt/.md files. A file
+    named explicitly must be one too. Each bad path raises :class:`IngestError` — or, with
+    ``problems``, is appended to it and left out (to report every one at once)."""
     out: list[tuple[Path, Path]] = []
     for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise IngestError(f"{raw}: no such file or directory")
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
-            if not found:
-                raise IngestError(f"{raw}: directory has no {'/'.join(SUFFIXES)} files")
-            out.extend((p, path) for p in found)
-        elif path.is_file():
-            out.append((path, path.parent))
-        else:
-            raise IngestError(f"{raw}: not a regular file")
+        try:
+            out.extend(_collect(Path(raw), str(raw)))
+        except IngestError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
     return out
+
+
+def _collect(path: Path, raw: str) -> list[tuple[Path, Path]]:
+    if not path.exists():
+        raise IngestError(f"{raw}: no such file or directory")
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
+        if not found:
+            raise IngestError(f"{raw}: directory has no {'/'.join(SUFFIXES)} files")
+        return [(p, path) for p in found]
+    if not path.is_file():
+        raise IngestError(f"{raw}: not a regular file")
+    if path.suffix.lower() not in SUFFIXES:  # the rule a directory walk applies, for a named file too
+        raise IngestError(f"{raw}: not a {'/'.join(SUFFIXES)} file; ingest reads UTF-8 text and Markdown (convert it first)")
+    return [(path, path.parent)]
 
 
 def read_document(
@@ -73,15 +86,18 @@ def read_document(
     *,
     defaults: Mapping[str, Any] | None = None,
     sensitivity: str | None = None,
+    max_bytes: int = MAX_FILE_BYTES,
 ) -> SourceDocument:
-    """Read and validate one file (raises :class:`IngestError` with the file named)."""
+    """Read and validate one file (raises :class:`IngestError` with the file named); a file
+    over ``max_bytes`` (``RAGSPINE_MAX_FILE_BYTES``, default 20 MiB) is refused."""
     where = str(path)
     try:
         size = path.stat().st_size
     except OSError as exc:
         raise IngestError(f"{where}: cannot read ({exc.strerror})") from None
-    if size > MAX_FILE_BYTES:
-        raise IngestError(f"{where}: {size} bytes is over the {MAX_FILE_BYTES}-byte limit; split the file")
+    if size > max_bytes:
+        raise IngestError(f"{where}: {size:,} bytes is over the {max_bytes:,}-byte limit (RAGSPINE_MAX_FILE_BYTES);"
+                          " split the file or raise the limit")
     try:
         raw = path.read_bytes()
     except OSError as exc:  # e.g. permission denied
@@ -95,7 +111,7 @@ def read_document(
     except IngestError as exc:
         raise IngestError(f"{where}: {exc}") from None
     rel = path.relative_to(root) if root is not None and path.is_relative_to(root) else Path(path.name)
-    title = str(front.get("title") or _first_heading(body) or path.stem)
+    title = str(front.get("title") or first_heading(body, path.name) or path.stem)
     return SourceDocument(
         doc_id=str(front.get("doc_id") or rel.as_posix()),
         text=body,
@@ -150,6 +166,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _first_heading(body: str) -> str:
-    match = _HEADING.search(body)
+def first_heading(body: str, name: str) -> str:
+    """The title a document's body gives: in Markdown its first ``#`` heading; in a ``.txt``
+    file only a ``# `` line that opens it (elsewhere in plain text, ``#`` is just a character)."""
+    if name.lower().endswith(".txt"):
+        first = body.lstrip().split("\n", 1)[0]
+        match = _HEADING.match(first)
+    else:
+        match = _HEADING.search(body)
     return match.group(1).strip() if match else ""

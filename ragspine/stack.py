@@ -18,7 +18,7 @@ import threading
 from typing import Any, Sequence
 
 from ragspine.config import Settings, load_settings
-from ragspine.errors import ConfigError, MissingDependencyError
+from ragspine.errors import BackendError, ConfigError, MissingDependencyError, RagspineError
 from ragspine.llm.base import LLMProvider, make_llm_provider
 from ragspine.registries import CHUNK_STORES
 from ragspine.retrieval.chunk_cache import ChunkCache
@@ -189,11 +189,11 @@ class Stack:
             return None
         return self.vector_connector.open(library_id, model_id=model_id_of(backend), dim=vector_dim(backend))
 
-    def check_stores(self) -> list[tuple[str, str | None]]:
+    def check_stores(self, *, vectors: bool | None = None) -> list[tuple[str, str | None]]:
         """Probe every store this configuration uses: ``(role, None)`` when it answered, else
-        ``(role, why)``. In economy mode only the chunk store is used."""
+        ``(role, why)``. In economy mode (or with ``vectors=False``) only the chunk store is used."""
         probes: list[tuple[str, Any]] = [("chunk store", lambda: self.db.check())]
-        if self.mode.uses_embeddings:
+        if self.mode.uses_embeddings if vectors is None else vectors:
             if self.vector_spec.kind != "memory":
                 probes.append(("vector store", lambda: self.vector_connector.check()))
             cache_kind = self.cache_spec.kind
@@ -208,6 +208,26 @@ class Stack:
                 text = str(exc).strip()
                 out.append((role, f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"))
         return out
+
+    def preflight(self, library_id: str, *, mode: RetrievalMode | str | None = None, embedding: str | None = None) -> None:
+        """Check everything an ingest into ``library_id`` needs, before its first write: every
+        store answers (pgvector present), the embedding backend loads and embeds, and the
+        vector store accepts the model's space (its dimension). Raises ``BackendError`` or
+        ``ConfigError`` naming each problem and its fix; writes no library, document or chunk."""
+        index = self.pipeline(library_id, mode=mode, embedding=embedding)
+        backend, vectors = index.embedding_backend, index.vector_store
+        problems = [f"{role}: {why}" for role, why in self.check_stores(vectors=backend is not None) if why]
+        if problems:
+            raise BackendError("cannot write to this stack: " + "; ".join(problems))
+        if backend is None or vectors is None:
+            return
+        try:
+            backend.embed_texts(["ragspine pre-check"])
+        except RagspineError:
+            raise
+        except Exception as exc:
+            raise BackendError(f"cannot write to this stack: the embedding backend {model_id_of(backend)!r} failed: {exc}") from exc
+        vectors.count()  # opens the model's space: a missing extension or another dimension fails here
 
     def _check_cache(self) -> None:
         cache = self._cache if self._cache is not None else make_embedding_cache(database=self.db, settings=self.settings)
@@ -390,12 +410,21 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
     lexical = settings.lexical_index
     if lexical == "auto":
         lexical = f"auto ({CHUNK_STORES.load(chunk.kind).default_lexical_index})"
+    embedding, mode_name = settings.embedding, resolved.name
+    if embedding == "auto":
+        from ragspine.retrieval.vector.embedding_backends import onnx_available
+
+        has_onnx = onnx_available()
+        embedding = "auto (onnx)" if has_onnx else "auto (none: the [embed-onnx] extra is not installed)"
+    if mode_name == "auto":
+        has_backend = settings.embedding != "none" and (settings.embedding != "auto" or "(onnx)" in embedding)
+        mode_name = "auto (hybrid)" if has_backend else "auto (economy: no embedding backend)"
     return [
         ("chunk store", chunk.describe()),
         ("vector store", vector.describe() if uses else off),
         ("embedding cache", cache.describe() if uses else off),
-        ("embedding", settings.embedding if uses else off),
-        ("retrieval mode", resolved.name),
+        ("embedding", embedding if uses else off),
+        ("retrieval mode", mode_name),
         ("lexical index", lexical),
         ("chunker", settings.chunker),
         ("reranker", settings.reranker),

@@ -48,6 +48,7 @@ from ragspine.retrieval.query.base import QueryRewriter
 from ragspine.retrieval.rerank.base import Reranker, rerank_open_subset
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 from ragspine.retrieval.types import RetrievalResult
+from ragspine.retrieval.vector.dense import DenseCoverage
 from ragspine.retrieval.vector.embedding import EmbeddingBackend
 from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
 from ragspine.retrieval.vector.gate import DenseGate
@@ -151,15 +152,25 @@ class LibraryPipeline:
         return self.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of, embed=embed)
 
     def replace_doc_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "", *, embed: bool = True) -> int:
-        """Versioned replace in the store, then the vector side follows (old vectors out)."""
-        written = self.store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
+        """Versioned replace in the store, then the vector side follows: the new version's
+        vectors overwrite the old ones by chunk id, and only then do the ids the new version
+        lacks go — so the document never leaves the dense leg (until they are written, a
+        search scores the new version with its cached vectors). Without ``embed`` the old
+        vectors go at once."""
         vectors = self.retriever.vector_store
-        if vectors is not None:
+        before = {c.chunk_id for c in self.store.iter_chunks(doc_id=doc_id)} if vectors is not None and embed else set()
+        written = self.store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
+        if vectors is None:
+            return written
+        if embed and written:
+            self.retriever.refresh()
+            stored = self.store.iter_chunks(doc_id=doc_id)
+            self.retriever.ensure_vectors([(c.chunk_id, c.version) for c in stored])
+            gone = before - {c.chunk_id for c in stored}
+            if gone:
+                vectors.delete(sorted(gone))
+        else:
             vectors.delete(doc_ids=[doc_id])
-            if embed and written:
-                self.retriever.refresh()
-                stored = self.store.iter_chunks(doc_id=doc_id)
-                self.retriever.ensure_vectors([(c.chunk_id, c.version) for c in stored])
         return written
 
     def ingest_many(
@@ -225,12 +236,18 @@ class LibraryPipeline:
         """Remove a document from the active set (its history stays in the store)."""
         return self.replace_doc_chunks(doc_id, [])
 
-    def sync_vectors(self, progress: Callable[[int], None] | None = None) -> int:
-        """Embed every active chunk lacking a current vector (e.g. after a bulk ingest)."""
-        self.retriever.refresh()
-        return self.retriever.ensure_vectors(self.retriever.index.candidates(), progress=progress)
+    def sync_vectors(self, progress: Callable[[int], None] | None = None, expect: Callable[[int], None] | None = None) -> int:
+        """Embed every active chunk lacking a current vector (after a bulk ingest, or
+        ``ragspine embed``); queries never embed chunks. ``expect(n)``: how many are left to
+        embed once the cached ones are stored; ``progress(k)``: after each embedded batch."""
+        return self.retriever.sync_vectors(progress, expect)
 
     # -- reading ------------------------------------------------------------------------------
+    @property
+    def dense_coverage(self) -> DenseCoverage | None:
+        """Of the last search's candidates, how many had no vector yet (``None``: no dense leg)."""
+        return self.retriever.dense_coverage
+
     def queries(self, query: str) -> list[str]:
         """The query variants a search runs (the original first)."""
         return self.rewriter.rewrite(query) if self.rewriter is not None else [query]

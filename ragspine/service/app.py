@@ -5,8 +5,9 @@ service store and the job queue are opened when the app starts (its lifespan) an
 it stops — a ``stack`` passed in stays the caller's. ``ragspine serve`` runs it with uvicorn
 (``uvicorn ragspine.service.app:create_app --factory`` works too).
 
-Middleware, outermost first: metrics → authentication (before any body is read) → the
-request deadline (504) → body size limit (413) → the routes.
+Middleware, outermost first: path normalization (``//retrieval`` → ``/retrieval``) →
+metrics → authentication (before any body is read) → the request deadline (504) → body size
+limit (413) → the routes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ragspine.service import errors
 from ragspine.service.auth import AuthMiddleware
 from ragspine.service.limits import BodyLimitMiddleware, DeadlineMiddleware
 from ragspine.service.metrics import Metrics, MetricsMiddleware
+from ragspine.service.paths import NormalizePathMiddleware
 from ragspine.service.routes import admin, dify, documents, libraries, ops, retrieve
 
 DESCRIPTION = """Multi-tenant retrieval over document libraries: cited, RESTRICTED-free snippets.
@@ -57,6 +59,7 @@ def create_app(settings: Settings | None = None, *, stack: Any = None) -> FastAP
     app.add_middleware(DeadlineMiddleware, timeout=settings.request_timeout)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(NormalizePathMiddleware)
     return app
 
 

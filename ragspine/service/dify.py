@@ -83,6 +83,11 @@ def map_condition(condition: DifyMetadataCondition | None) -> list[dict[str, Any
                 raise UnsupportedCondition(f"comparison_operator {operator!r} takes Unix seconds, got {cond.value!r}")
         elif operator in NUMERIC or ours in ("gt", "lt", "gte", "lte"):
             value = _number(value)
+            if isinstance(value, (str, bool)):  # Dify's number operators; text has 'is' / 'is not'
+                raise UnsupportedCondition(
+                    f"comparison_operator {operator!r} on {names[0]!r} compares numbers, got {cond.value!r};"
+                    " use 'is' / 'is not' for text"
+                )
         out.append({"field": names[0], "op": ours, "value": value})
     return out
 

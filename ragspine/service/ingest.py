@@ -9,7 +9,8 @@ and stored with the job as plain dicts. The job then, document by document:
    failure leaves the previous version active;
 3. makes the new version active in one atomic versioned replace (the index's vectors follow
    from the cache). If storing vectors fails after that, the job still succeeds with a
-   ``warning``: the document is searchable, and missing vectors are computed at query time.
+   ``warning``: the document is searchable (BM25, and its cached vectors score it while the
+   store lacks them); ``POST /v1/libraries/{name}/embed`` or ``ragspine embed`` writes them.
 
 A failed job reports the document and the reason; that document and the ones after it keep
 their previous version (documents before it in the same batch were applied).
@@ -23,7 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ragspine.documents import decode_document
+from ragspine.documents import decode_document, first_heading
 from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunking import Chunk
@@ -84,7 +85,7 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) ->
         raise IngestError(f"{name}: {exc}") from None
     stem = name.rsplit("/", 1)[-1]
     doc_id = fields.get("doc_id") or str(front.get("doc_id") or stem)
-    title = fields.get("title") or str(front.get("title") or _first_heading(body) or stem.rsplit(".", 1)[0])
+    title = fields.get("title") or str(front.get("title") or first_heading(body, stem) or stem.rsplit(".", 1)[0])
     return storable({
         "doc_id": doc_id, "title": title, "text": body, "metadata": metadata,
         "sensitivity": parse_sensitivity(fields.get("sensitivity") or front.get("sensitivity"), name),
@@ -95,13 +96,6 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) ->
 
 def _plain(value: Any) -> Any:
     return value.isoformat() if isinstance(value, (dt.date, dt.datetime)) else value
-
-
-def _first_heading(body: str) -> str:
-    for line in body.splitlines():
-        if line.startswith("#"):
-            return line.lstrip("#").strip().rstrip("#").strip()
-    return ""
 
 
 def plan(chunker: Chunker, doc: Mapping[str, Any]) -> list[Chunk]:
@@ -149,13 +143,17 @@ def _finish(ctx: Any, job_id: str, state: str, fields: dict[str, Any], *, patien
 
 
 def _apply(ctx: Any, job_id: str, job: Any, payload: Any) -> tuple[str, dict[str, Any]]:
-    """Write the job's documents; its final state and the fields to record."""
+    """Write the job's documents (or, for an embed job, the library's missing vectors); its
+    final state and the fields to record."""
+    if (payload or {}).get("embed"):
+        return _embed(ctx, job_id, job)
     docs = list((payload or {}).get("documents", []))
     written, warnings, current, done, reported = 0, [], None, 0, time.monotonic()
     try:
         library = ctx.store.library_by_id(job.library_id)
         if library is None:
             raise IngestError("the library was deleted")
+        ctx.stack.preflight(library.library_id, mode=library.retrieval_mode, embedding=library.embedding)  # before any write
         index = ctx.index(library)
         for position, doc in enumerate(docs, 1):
             current = doc["doc_id"]
@@ -168,7 +166,7 @@ def _apply(ctx: Any, job_id: str, job: Any, payload: Any) -> tuple[str, dict[str
                 if active_version(index.store, current) == before:
                     raise  # the replace itself failed: the previous version is still active
                 written += len(chunks)
-                warnings.append(f"{current}: vectors not stored yet ({_reason(exc)}); computed at query time")
+                warnings.append(f"{current}: vectors not stored yet ({_reason(exc)}); run `ragspine embed` or POST .../embed")
             done = position
             if time.monotonic() - reported >= PROGRESS_EVERY_S:
                 ctx.store.progress(job_id, done, written)
@@ -183,6 +181,36 @@ def _apply(ctx: Any, job_id: str, job: Any, payload: Any) -> tuple[str, dict[str
         return "failed", {"error": error, "warning": "; ".join(warnings) or None, "done": done, "chunks": written}
     _count(ctx, "jobs_finished", "succeeded")
     return "succeeded", {"warning": "; ".join(warnings) or None, "done": done, "chunks": written}
+
+
+def _embed(ctx: Any, job_id: str, job: Any) -> tuple[str, dict[str, Any]]:
+    """An embed job: every active chunk of the library without a current vector gets one;
+    ``done``/``total`` count the chunks the model embeds (cached vectors are not counted)."""
+    done, reported = 0, time.monotonic()
+    try:
+        library = ctx.store.library_by_id(job.library_id)
+        if library is None:
+            raise IngestError("the library was deleted")
+        index = ctx.index(library, "hybrid" if library.embedding != "none" else None)
+        if index.embedding_backend is None:
+            raise IngestError(f"library {library.name!r} has no embedding model (embedding_model 'none'): nothing to embed")
+
+        def expect(n: int) -> None:
+            ctx.store.progress(job_id, 0, 0, total=n)
+
+        def advance(n: int) -> None:
+            nonlocal done, reported
+            done += n
+            if time.monotonic() - reported >= PROGRESS_EVERY_S:
+                ctx.store.progress(job_id, done, done)
+                reported = time.monotonic()
+
+        embedded = index.sync_vectors(progress=advance, expect=expect)
+    except Exception as exc:
+        _count(ctx, "jobs_finished", "failed")
+        return "failed", {"error": f"embedding failed: {_reason(exc)}; the vectors written so far stay", "done": done, "chunks": done}
+    _count(ctx, "jobs_finished", "succeeded")
+    return "succeeded", {"done": embedded, "chunks": embedded}
 
 
 def _reason(exc: BaseException) -> str:

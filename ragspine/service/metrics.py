@@ -8,7 +8,9 @@ as in tests — never collide).
   ``ragspine_ingest_jobs_finished_total{state}`` — counted by the process that ran the job
   (the server with the in-process queue; each ``ragspine worker`` otherwise);
 * ``ragspine_ingest_jobs{state}`` — every job in the database by state (all workers);
-* ``ragspine_embedding_cache_{hits,misses,errors,fallbacks}_total`` — this process's cache.
+* ``ragspine_embedding_cache_{hits,misses,errors,fallbacks}_total`` — this process's cache;
+* ``ragspine_dense_incomplete_queries_total{endpoint}`` — retrievals answered while a
+  library's dense leg lacked vectors (``ragspine embed`` computes them).
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class Metrics:
         self.ingest_documents = Counter("ragspine_ingest_documents", "documents ingested by this process", ["outcome"], registry=r)
         self.ingest_chunks = Counter("ragspine_ingest_chunks", "chunks written by this process", registry=r)
         self.jobs_finished = Counter("ragspine_ingest_jobs_finished", "ingest jobs this process finished", ["state"], registry=r)
+        self.dense_incomplete = Counter(
+            "ragspine_dense_incomplete_queries", "retrievals whose libraries' dense leg lacked vectors", ["endpoint"], registry=r
+        )
 
     def count(self, name: str, label: str | None = None, amount: float = 1) -> None:
         """Add ``amount`` to counter ``name`` (one of the attributes above), with its label."""

@@ -166,12 +166,22 @@ class RetrieveIn(_In):
     retry_without_filters: bool = Field(False, description="when the filtered result is empty, search once more without filters")
 
 
+class DenseIncompleteOut(BaseModel):
+    library: str
+    missing: int = Field(description="candidate chunks without a vector yet")
+    total: int = Field(description="candidate chunks of the search")
+
+
 class RetrieveOut(BaseModel):
     query: str
     libraries: list[str]
     snippets: list[dict[str, Any]]
     filters_dropped: bool = Field(
         default=False, description="true when nothing matched the filters and these snippets were found without them (retry_without_filters)"
+    )
+    dense_incomplete: list[DenseIncompleteOut] = Field(
+        default_factory=list,
+        description="libraries whose dense leg lacked vectors: the answer came from BM25 plus the vectors that exist (`ragspine embed` computes the rest)",
     )
 
 

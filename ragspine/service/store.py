@@ -175,9 +175,14 @@ class ServiceStore:
         return [_row(ApiKey, r) for r in self._read(query)]
 
     def end_key(self, tenant_id: str, key_id: str, *, at: float, revoke: bool) -> bool:
-        """Revoke a key now (``revoke``) or let it expire ``at`` (rotation's grace period)."""
-        values = {"revoked_at": at} if revoke else {"expires_at": at}
+        """Revoke a key now (``revoke``) or let it expire ``at`` (rotation's grace period). A
+        key's end is never postponed: rotating a key again during its grace period keeps the
+        earlier expiry."""
+        values: dict[str, Any] = {"revoked_at": at}
         where = (api_key.c.key_id == key_id) & (api_key.c.tenant_id == tenant_id) & api_key.c.revoked_at.is_(None)
+        if not revoke:
+            values = {"expires_at": at}
+            where = where & (api_key.c.expires_at.is_(None) | (api_key.c.expires_at > at))
         with self._write() as conn:
             return bool(conn.execute(api_key.update().where(where).values(**values)).rowcount)
 
@@ -275,9 +280,12 @@ class ServiceStore:
                  .order_by(job.c.created_at))
         return [r.job_id for r in self._read(query)]
 
-    def progress(self, job_id: str, done: int, chunks: int) -> None:
+    def progress(self, job_id: str, done: int, chunks: int, *, total: int | None = None) -> None:
+        values: dict[str, Any] = {"done": done, "chunks": chunks}
+        if total is not None:
+            values["total"] = total
         with self._write() as conn:
-            conn.execute(job.update().where(job.c.job_id == job_id).values(done=done, chunks=chunks))
+            conn.execute(job.update().where(job.c.job_id == job_id).values(**values))
 
     def finish_job(
         self, job_id: str, state: str, *, error: str | None = None, warning: str | None = None,

@@ -216,6 +216,7 @@ def test_filtered_retrieval_is_deterministic(index, field, op, operand):
     filt = MetadataFilter((FilterCondition(field, op, operand),))
     runs = [index.retrieve(QUERY, top_k=100, metadata_filter=filt) for _ in range(3)]
     fresh = exposed_index(index.store, embedding_backend=index.embedding_backend, mode=index.mode)
+    fresh.sync_vectors()  # another process: its own vectors, computed as `ragspine embed` would
     runs.append(fresh.retrieve(QUERY, top_k=100, metadata_filter=filt))
     signature = [[(r.chunk_id, r.scores["bm25"], r.scores["fused"]) for r in run] for run in runs]
     assert all(s == signature[0] for s in signature)

@@ -99,6 +99,7 @@ def build_matrix() -> Matrix:
     m.hide("POST", lib + "/documents/batch", f"/v1/libraries/{B_LIB}/documents/batch", json={"documents": [doc("x", "A writes into B's library")]})
     m.hide("POST", lib + "/documents/upload", f"/v1/libraries/{B_LIB}/documents/upload", files={"file": ("x.md", b"# A writes\n\ninto B's library", "text/markdown")})
     m.hide("GET", lib + "/documents", f"/v1/libraries/{B_LIB}/documents")
+    m.hide("POST", lib + "/embed", f"/v1/libraries/{B_LIB}/embed")
     m.hide("DELETE", lib + "/documents/{doc_id}", f"/v1/libraries/{B_LIB}/documents/{B_DOC}")
     m.hide("GET", "/v1/jobs/{job_id}", "/v1/jobs/{job}")
     m.hide("GET", "/v1/jobs", f"/v1/jobs?library={B_LIB}")

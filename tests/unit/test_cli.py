@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -527,3 +528,176 @@ def test_dropping_the_filters_is_never_silent(capsys, ingested, db):
     code, out, err = run(capsys, "--db", db, "--mode", "economy", "query", "gearbox warranty", "--filter", "topic", "eq", "policy", "--json")
     assert code == 0 and all("filters_dropped" not in s for s in json.loads(out))  # matched: byte-identical snippets
     assert "filters" not in err
+
+
+# -- no query embeds a library: `ingest --no-embed`, then `embed` -------------------------------
+def test_a_query_on_a_library_without_vectors_answers_from_bm25_and_says_so(capsys, env, corpus, db, monkeypatch):
+    from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
+
+    code, out, err = run(capsys, "--db", db, "ingest", str(corpus), "--library", "kestrel", "--no-embed")
+    assert code == 0 and "run `ragspine embed`" in out, err
+    calls: list[int] = []
+    original = DeterministicEmbeddingBackend.embed_texts
+    monkeypatch.setattr(DeterministicEmbeddingBackend, "embed_texts", lambda self, texts: calls.append(len(texts)) or original(self, texts))
+    code, out, err = run(capsys, "--db", db, "--mode", "hybrid", "query", "gearbox warranty", "--json")
+    assert code == 0 and json.loads(out), err
+    assert calls == [1]  # the query itself, never the library
+    assert all(s["scores"]["vector"] == 0.0 for s in json.loads(out))
+    assert "library 'kestrel': 2 of 2 chunk(s) have no vector yet" in err  # the RESTRICTED one is not indexed and "ragspine embed --library kestrel" in err
+    calls.clear()
+    code, out, err = run(capsys, "--db", db, "embed", "--library", "kestrel")
+    assert code == 0 and "kestrel: embedded 2 chunk(s)" in out, err
+    assert sum(calls) == 2
+    code, out, err = run(capsys, "--db", db, "--mode", "hybrid", "query", "gearbox warranty", "--json")
+    assert code == 0 and "no vector yet" not in err
+    assert any(s["scores"]["vector"] != 0.0 for s in json.loads(out))
+    code, out, _ = run(capsys, "--db", db, "embed")  # every library; nothing left
+    assert code == 0 and "kestrel: embedded 0 chunk(s)" in out
+    code, _, err = run(capsys, "--db", db, "embed", "--library", "nope")
+    assert code == 2
+    assert_one_line_error(err, "unknown library", "nope")
+
+
+def test_progress_off_a_terminal_is_a_line_every_few_seconds_and_counts_only_what_is_left(capsys, env, corpus, db):
+    # capsys' stderr is not a terminal: the line reporter, not a tqdm bar
+    code, _, err = run(capsys, "--db", db, "ingest", str(corpus), "--library", "kestrel")
+    assert code == 0
+    lines = [line for line in err.splitlines() if line.startswith("embed → kestrel: ")]
+    assert lines and "2/2 chunk" in lines[-1] and "chunk/s" in lines[-1], err
+    assert any(line.startswith("ingest → kestrel: 3/3 doc") for line in err.splitlines()), err
+    # a re-run with --force writes new versions whose vectors are all cached: nothing to embed
+    code, out, err = run(capsys, "--db", db, "ingest", str(corpus), "--library", "kestrel", "--force")
+    assert code == 0 and "embedded" not in out
+    assert [line for line in err.splitlines() if line.startswith("embed → kestrel: ")][-1].startswith("embed → kestrel: 0 chunk"), err
+
+
+@contextlib.contextmanager
+def read_only(*paths: Path):
+    """No write access to ``paths`` (files and directories): ``chattr +i`` as root (whom
+    permission bits do not stop), ``chmod a-w`` otherwise."""
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "+i", *map(str, paths)], check=True)
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
+        return
+    modes = {p: p.stat().st_mode for p in paths}
+    for p in paths:
+        p.chmod(modes[p] & ~0o222)
+    try:
+        yield
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)
+
+
+def test_a_read_only_database_answers_queries_and_refuses_writes_in_one_line(capsys, env, corpus, tmp_path):
+    home = tmp_path / "ro"
+    home.mkdir()
+    db = home / "ro.db"
+    code, _, err = run(capsys, "--db", str(db), "ingest", str(corpus), "--library", "kestrel")
+    assert code == 0, err
+    lexical = [p for p in home.iterdir() if p != db]
+    with read_only(db, home, *lexical):
+        code, out, err = run(capsys, "--db", str(db), "query", "gearbox warranty", "--json")
+        assert code == 0 and json.loads(out), err
+        code, out, err = run(capsys, "--db", str(db), "stats")
+        assert code == 0, err
+        code, _, err = run(capsys, "--db", str(db), "ingest", str(corpus), "--library", "other")
+        assert code == 2
+        assert_one_line_error(err, "read-only", "write access")
+    # a read-only file whose schema is behind cannot be upgraded: said so, with the fix
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    with read_only(db, home, *lexical):
+        code, _, err = run(capsys, "--db", str(db), "query", "gearbox")
+    assert code == 2
+    assert_one_line_error(err, "read-only", "schema (version 2)", "with write access to upgrade")
+
+
+# -- ingest is all or nothing across the stack -----------------------------------------------
+def test_a_stack_that_cannot_store_vectors_is_refused_before_anything_is_written(capsys, env, corpus, pg15_schema, monkeypatch):
+    url, schema = pg15_schema  # PostgreSQL 15 here has no pgvector
+    monkeypatch.setenv("RAGSPINE_CHUNK_STORE", url)
+    monkeypatch.setenv("RAGSPINE_PG_SCHEMA", schema)
+    monkeypatch.setenv("RAGSPINE_VECTOR_STORE", "pgvector")
+    code, _, err = run(capsys, "ingest", str(corpus), "--library", "kb")
+    assert code == 2
+    assert_one_line_error(err, "pgvector is not available", "install the pgvector extension", "RAGSPINE_VECTOR_STORE=memory")
+    code, out, _ = run(capsys, "libraries")
+    assert code == 0 and "no libraries yet" in out  # no library, document or chunk was left behind
+    code, out, _ = run(capsys, "config")
+    assert code == 0 and re.search(r"check vector store:\s+BackendError: pgvector is not available", out), out
+    assert re.search(r"check chunk store:\s+ok", out), out
+    code, out, err = run(capsys, "migrate")
+    assert code == 0 and "ragspine: warning: vector store: BackendError: pgvector is not available" in err, err
+
+
+def test_a_library_created_by_a_failed_ingest_is_removed(capsys, env, corpus, db, monkeypatch):
+    from ragspine.errors import BackendError
+    from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
+
+    calls = []
+    original = DeterministicEmbeddingBackend.embed_texts
+
+    def failing(self, texts):
+        calls.append(texts)
+        if len(calls) > 1:  # the pre-check passes; the model then fails mid-ingest
+            raise BackendError("the embedding service went away")
+        return original(self, texts)
+
+    monkeypatch.setattr(DeterministicEmbeddingBackend, "embed_texts", failing)
+    code, _, err = run(capsys, "--db", db, "ingest", str(corpus), "--library", "kb")
+    assert code == 2 and "the embedding service went away" in err
+    monkeypatch.setattr(DeterministicEmbeddingBackend, "embed_texts", original)
+    code, out, _ = run(capsys, "--db", db, "libraries")
+    assert "no libraries yet" in out
+    assert active_versions(db) == {}
+
+
+# -- the rough edges of a first walk through the README ---------------------------------------
+def test_every_bad_file_is_reported_at_once_and_skip_bad_ingests_the_rest(capsys, env, corpus, tmp_path, db):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "empty.md").write_text("   \n", encoding="utf-8")
+    (bad / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (tmp_path / "report.pdf").write_bytes(b"%PDF-1.7")
+    code, _, err = run(capsys, "--db", db, "ingest", str(corpus), str(bad), str(tmp_path / "report.pdf"), "--library", "kb")
+    assert code == 2 and err.startswith("ragspine: error: 3 bad files, nothing was written (--skip-bad ingests the others)")
+    for name in ("empty.md", "latin.txt", "report.pdf"):
+        assert name in err
+    assert active_versions(db) == {}
+    code, out, err = run(capsys, "--db", db, "ingest", str(corpus), str(bad), str(tmp_path / "report.pdf"), "--library", "kb", "--skip-bad")
+    assert code == 0 and "ingested 3 document(s)" in out, err
+    assert len([line for line in err.splitlines() if line.startswith("ragspine: skipped: ")]) == 3
+
+
+def test_mode_and_db_are_accepted_after_the_command_too(capsys, ingested, db):
+    before = query_json(capsys, db, "--mode", "economy", "query", "gearbox warranty")
+    code, out, err = run(capsys, "query", "gearbox warranty", "--mode", "economy", "--db", db, "--json")
+    assert code == 0 and json.loads(out) == before, err
+    assert all(s["scores"]["vector"] == 0.0 for s in before)
+
+
+def test_a_hash_line_in_a_txt_file_is_a_title_only_when_it_opens_the_file(capsys, env, tmp_path, db):
+    (tmp_path / "notes.txt").write_text("Shopping list\n# not a heading: a comment\n", encoding="utf-8")
+    (tmp_path / "head.txt").write_text("# Gearbox notes\nThe gearbox is fine.\n", encoding="utf-8")
+    (tmp_path / "doc.md").write_text("Intro line\n\n# Real heading\nBody.\n", encoding="utf-8")
+    code, _, err = run(capsys, "--db", db, "ingest", str(tmp_path / "notes.txt"), str(tmp_path / "head.txt"),
+                       str(tmp_path / "doc.md"), "--library", "kb")
+    assert code == 0, err
+    titles = {s["doc_id"]: s["title"] for s in query_json(capsys, db, "query", "gearbox shopping intro heading comment", "--top-k", "10")}
+    assert titles == {"notes.txt": "notes", "head.txt": "Gearbox notes", "doc.md": "Real heading"}
+
+
+def test_the_file_size_limit_is_a_setting(capsys, env, tmp_path, db, monkeypatch):
+    (tmp_path / "big.md").write_text("gearbox " * 20, encoding="utf-8")
+    monkeypatch.setenv("RAGSPINE_MAX_FILE_BYTES", "50")
+    code, _, err = run(capsys, "--db", db, "ingest", str(tmp_path / "big.md"), "--library", "kb")
+    assert code == 2
+    assert_one_line_error(err, "over the 50-byte limit", "RAGSPINE_MAX_FILE_BYTES")
+    monkeypatch.setenv("RAGSPINE_MAX_FILE_BYTES", "1000")
+    assert run(capsys, "--db", db, "ingest", str(tmp_path / "big.md"), "--library", "kb")[0] == 0

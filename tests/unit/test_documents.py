@@ -169,9 +169,19 @@ def test_missing_and_oversize_files(tmp_path, monkeypatch) -> None:
     with pytest.raises(IngestError, match="no such file"):
         collect_files([tmp_path / "nope"])
     path = _write(tmp_path / "big.txt", "x" * 100)
-    monkeypatch.setattr(documents, "MAX_FILE_BYTES", 99)
-    with pytest.raises(IngestError, match="limit"):
-        read_document(path)
+    with pytest.raises(IngestError, match="100 bytes is over the 99-byte limit .RAGSPINE_MAX_FILE_BYTES."):
+        read_document(path, max_bytes=99)
+    assert read_document(path, max_bytes=100).text == "x" * 100
+
+
+def test_a_named_file_of_another_kind_is_refused_like_a_walk_skips_it(tmp_path) -> None:
+    pdf = _write(tmp_path / "report.pdf", "%PDF-1.7 not really")
+    with pytest.raises(IngestError, match=r"report.pdf: not a .txt/.md/.markdown file"):
+        collect_files([pdf])
+    problems: list[str] = []
+    good = _write(tmp_path / "a.md", "text")
+    assert collect_files([pdf, tmp_path / "missing.md", good], problems) == [(good, tmp_path)]
+    assert len(problems) == 2 and "report.pdf" in problems[0] and "no such file" in problems[1]
 
 
 def test_directory_walk_picks_text_files_only(tmp_path) -> None:

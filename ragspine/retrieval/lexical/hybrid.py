@@ -32,7 +32,7 @@ from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
-from ragspine.retrieval.vector.dense import DEFAULT_EMBED_BATCH, DenseLeg
+from ragspine.retrieval.vector.dense import DEFAULT_EMBED_BATCH, DenseCoverage, DenseLeg
 from ragspine.retrieval.vector.embedding import EmbeddingBackend
 from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
 from ragspine.retrieval.vector.gate import DenseGate
@@ -117,9 +117,26 @@ class HybridRetriever:
         if self.dense is not None:
             self.dense.refresh()
 
-    def ensure_vectors(self, candidates: Sequence[tuple[str, int]], progress: Callable[[int], None] | None = None) -> int:
-        """Give every ``(chunk_id, version)`` a current vector; returns how many were embedded."""
-        return self.dense.ensure_vectors(candidates, progress) if self.dense is not None else 0
+    def ensure_vectors(
+        self,
+        candidates: Sequence[tuple[str, int]],
+        progress: Callable[[int], None] | None = None,
+        expect: Callable[[int], None] | None = None,
+    ) -> int:
+        """Give every ``(chunk_id, version)`` a current vector; returns how many were embedded
+        (see :meth:`DenseLeg.ensure_vectors` for ``progress`` and ``expect``)."""
+        return self.dense.ensure_vectors(candidates, progress, expect) if self.dense is not None else 0
+
+    def sync_vectors(self, progress: Callable[[int], None] | None = None, expect: Callable[[int], None] | None = None) -> int:
+        """Embed every active chunk lacking a current vector (what ``ragspine embed`` does);
+        returns how many were embedded. Queries never do this."""
+        self.refresh()
+        return self.ensure_vectors(self.index.candidates(), progress, expect)
+
+    @property
+    def dense_coverage(self) -> DenseCoverage | None:
+        """Of the last search's candidates, how many had no vector (``None`` without a dense leg)."""
+        return self.dense.coverage if self.dense is not None else None
 
     def warm_cache(self, chunks: Sequence[Chunk]) -> int:
         """See :meth:`DenseLeg.warm_cache` (0 without a dense leg)."""
@@ -180,6 +197,7 @@ class HybridRetriever:
         else:
             ordered = sort_fused(rrf_fuse(rankings, k=self.rrf_k))
         results: list[RetrievalResult] = []
+        doc_version: dict[str, int] = {}  # one version of a document per answer
         pos = 0
         while len(results) < top_k and pos < len(ordered):
             check_deadline("fetching the ranked chunks")
@@ -190,10 +208,17 @@ class HybridRetriever:
                 chunk = chunks.get(cid)
                 if chunk is None:  # retired since it was scored
                     continue
-                if cid in scored and chunk.version != scored[cid]:
+                seen = doc_version.setdefault(chunk.doc_id, chunk.version)
+                if (cid in scored and chunk.version != scored[cid]) or seen != chunk.version:
+                    # scored on another version, or the legs saw two versions of its document
                     if stale == "raise":
                         raise StaleRanking(cid)
-                    continue
+                    if seen >= chunk.version:
+                        continue
+                    doc_version[chunk.doc_id] = chunk.version  # keep the newer version's chunks only
+                    results = [r for r in results if r.chunk.doc_id != chunk.doc_id]
+                    if cid in scored and chunk.version != scored[cid]:
+                        continue
                 scores = {"bm25": bm25.get(cid, 0.0), "vector": vector.get(cid, 0.0), "fused": fused}
                 results.append(RetrievalResult(chunk, scores, self.library_id))
         return results, pos >= len(ordered)

@@ -43,6 +43,7 @@ from ragspine.retrieval.rerank.listwise_rerank import (
 )
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
 from ragspine.retrieval.types import RetrievalResult
+from ragspine.retrieval.vector.dense import DenseCoverage
 from ragspine.retrieval.vector.embedding import EmbeddingBackend
 from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
 from ragspine.retrieval.vector.vector_store import VectorStore
@@ -63,10 +64,13 @@ DEFAULT_RETRIEVE_TOP_K = 50
 
 @dataclass(frozen=True)
 class Retrieval:
-    """Snippets, and whether they were found only after the filters were dropped."""
+    """Snippets, whether they were found only after the filters were dropped, and the
+    libraries whose dense leg lacked vectors (``{library_id: DenseCoverage}``: the answer came
+    from BM25 plus the vectors that exist; ``ragspine embed`` computes the rest)."""
 
     snippets: list[dict[str, Any]] = field(default_factory=list)
     filters_dropped: bool = False
+    dense_incomplete: dict[str, DenseCoverage] = field(default_factory=dict)
 
 
 class NarrativeRetriever(Protocol):
@@ -149,7 +153,9 @@ class NarrativeIndexRetriever:
         if answer.filters_dropped:
             for snippet in snippets:
                 snippet["filters_dropped"] = True
-        return Retrieval(snippets, answer.filters_dropped)
+        coverage = self.index.dense_coverage
+        incomplete = {self.library_id: coverage} if coverage is not None and not coverage.complete else {}
+        return Retrieval(snippets, answer.filters_dropped, incomplete)
 
 
 class ProviderListwiseJudge:

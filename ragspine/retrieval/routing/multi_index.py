@@ -77,8 +77,9 @@ class MultiIndexRetriever:
         """The fused answer; when ``retry_without_filters`` and nothing matched the filter, the
         libraries are searched once more without it (decided by ``ask_again``)."""
         libraries = self.route(query)
+        incomplete: dict[str, Any] = {}
         answer = ask_again(
-            lambda want, f, skip: Page(self._search(query, libraries, f, want), exhausted=True),
+            lambda want, f, skip: Page(self._search(query, libraries, f, want, incomplete), exhausted=True),
             top_k=top_k,
             metadata_filter=filters,
             retry_without_filters=self.retry_without_filters,
@@ -86,13 +87,17 @@ class MultiIndexRetriever:
         if answer.filters_dropped:
             for snippet in answer.items:
                 snippet["filters_dropped"] = True
-        return Retrieval(answer.items, answer.filters_dropped)
+        return Retrieval(answer.items, answer.filters_dropped, incomplete)
 
-    def _search(self, query: str, libraries: list[str], filters: MetadataFilter | None, top_k: int) -> list[dict[str, Any]]:
+    def _search(
+        self, query: str, libraries: list[str], filters: MetadataFilter | None, top_k: int, incomplete: dict[str, Any]
+    ) -> list[dict[str, Any]]:
         per_library: dict[str, list[dict[str, Any]]] = {}
         for lib in libraries:
             check_deadline("the search")
-            per_library[lib] = self.retrievers[lib].search(query, filters=filters, top_k=top_k).snippets
+            found = self.retrievers[lib].search(query, filters=filters, top_k=top_k)
+            per_library[lib] = found.snippets
+            incomplete.update(found.dense_incomplete)
         rankings: list[Sequence[tuple[str, str]]] = [
             [(lib, s["chunk_id"]) for s in snippets] for lib, snippets in per_library.items()
         ]

@@ -1,14 +1,24 @@
 """``DenseLeg``: the vector half of a hybrid search over one library.
 
-It keeps the library's vectors in step with the lexical index's active chunks — computed
-lazily, only for the candidates a search can return, looked up in the embedding cache by
-model + ``chunk_id`` + content hash — and answers a query with the nearest current chunks:
+Vectors are computed when chunks are written — :meth:`DenseLeg.warm_cache` before an
+ingest's replace, :meth:`DenseLeg.ensure_vectors` after it (an ingest, a job, ``ragspine
+embed``), looked up in the embedding cache by model + ``chunk_id`` + content hash. **A query
+never embeds anything but itself**: it answers from the vectors that exist and says how many
+of its candidates have none (:class:`DenseCoverage`, ``DenseLeg.coverage``):
 
-* a chunk the dense gate cannot read gets no vector (it stays reachable through BM25);
+* a chunk the dense gate cannot read gets no vector (it stays reachable through BM25) and is
+  not counted missing;
 * ``(chunk_id, version)`` pairs already checked are remembered, so a steady-state query does
   no per-library work; at an index state already checked in full, nothing is checked at all;
-* a hit whose vector was computed from an older version is dropped; when such stale vectors
-  crowd the top, the store is asked again within the current candidates.
+  missing ones are looked for again at most every :data:`RECHECK_S` seconds (another process
+  may be embedding them);
+* a process-local vector store (refilled after a restart) takes the missing vectors from the
+  embedding cache — a read, never a model call; a persistent store is never written by a query;
+* a hit whose vector was computed from another version than the active one (the document
+  is being re-ingested: its new version is active, its vectors not written yet) is scored
+  again with the active version's vector from the embedding cache, so a re-ingested document
+  is never missing from the dense leg; without a cached vector it is dropped. When such
+  stale vectors crowd the top, the store is asked again within the current candidates.
 
 Similarities are compared at 1e-6 (:data:`VECTOR_SCORE_DECIMALS`): stores accumulate
 float32 dot products in different orders, so near-ties must not decide a ranking.
@@ -17,6 +27,8 @@ float32 dot products in different orders, so near-ties must not decide a ranking
 from __future__ import annotations
 
 import threading
+import time
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -34,6 +46,20 @@ from ragspine.retrieval.vector.vector_store import ProcessLocal, VectorHit, Vect
 DEFAULT_EMBED_BATCH = 64
 VECTOR_SCORE_DECIMALS = 6
 VECTOR_OVERFETCH = 16
+RECHECK_S = 5.0  # how often a query looks again for vectors it found missing
+
+
+@dataclass(frozen=True)
+class DenseCoverage:
+    """How much of the dense leg a search had: ``missing`` of its ``total`` candidate chunks
+    had no current vector (chunks the dense gate cannot read are not counted)."""
+
+    missing: int = 0
+    total: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.missing == 0
 
 
 class DenseLeg:
@@ -64,32 +90,56 @@ class DenseLeg:
         self._lock = threading.RLock()
         self._unreadable: set[tuple[str, int]] = set()
         self._verified: set[tuple[str, int]] = set()  # (chunk_id, version) known to be in sync
-        self._verified_seq: int | None = None  # index sequence at which every chunk was
+        self._verified_seq: int | None = None  # index sequence at which every chunk was checked
+        self._missing: set[tuple[str, int]] = set()  # readable, without a vector when last checked
+        self._checked_at = 0.0
+        self.coverage = DenseCoverage()  # of the last search's candidates
 
     # -- keeping the vectors in step ------------------------------------------------------------
     def refresh(self) -> None:
         """Forget checks of chunks no longer active; prune a process-local store's stale ids."""
-        if len(self._verified) > 2 * max(len(self.index), 1000):
-            self._verified &= set(self.index.candidates())
+        if len(self._verified) + len(self._missing) > 2 * max(len(self.index), 1000):
+            current = set(self.index.candidates())
+            self._verified &= current
+            self._missing &= current
         if self._process_local and self.vector_store.count() > 2 * max(len(self.index), 1000):
             assert isinstance(self.vector_store, ProcessLocal)
             active = {cid for cid, _ in self.index.candidates()}
             self.vector_store.delete([cid for cid in self.vector_store.ids() if cid not in active])
 
-    def ensure_vectors(self, candidates: Sequence[tuple[str, int]], progress: Callable[[int], None] | None = None) -> int:
-        """Give every ``(chunk_id, version)`` a current vector; returns how many were embedded."""
+    def ensure_vectors(
+        self,
+        candidates: Sequence[tuple[str, int]],
+        progress: Callable[[int], None] | None = None,
+        expect: Callable[[int], None] | None = None,
+    ) -> int:
+        """Give every ``(chunk_id, version)`` a current vector; returns how many were embedded.
+        Cached vectors are stored first (no model call); ``expect(n)`` is then told how many
+        chunks are left to embed, and ``progress(k)`` follows each embedded batch — so a
+        progress bar's rate and ETA are those of the embedding alone."""
         with self._lock:
-            have = self.vector_store.versions([cid for cid, _ in candidates])
-            missing = [(cid, ver) for cid, ver in candidates if have.get(cid) != ver and (cid, ver) not in self._unreadable]
+            missing = self.missing(candidates)
+            if missing:
+                missing = self._look_up(missing, store=True, mark=True)
+            self._missing.difference_update(set(candidates) - set(missing))
+            if expect is not None:
+                expect(len(missing))
             embedded = 0
             step = max(self.embed_batch_size * 16, 256)
             for start in range(0, len(missing), step):
                 check_deadline("embedding chunks")
                 part = missing[start : start + step]
-                embedded += self._fill([cid for cid, _ in part])
+                embedded += self._fill([cid for cid, _ in part], uncached=True)
+                self._missing.difference_update(part)
                 if progress is not None:
                     progress(len(part))
             return embedded
+
+    def missing(self, candidates: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The ``candidates`` without a current vector (unreadable ones left out); nothing is
+        embedded or written."""
+        have = self.vector_store.versions([cid for cid, _ in candidates])
+        return [(cid, ver) for cid, ver in candidates if have.get(cid) != ver and (cid, ver) not in self._unreadable]
 
     def warm_cache(self, chunks: Sequence[Chunk]) -> int:
         """Put the vectors of ``chunks`` (not necessarily stored yet) into the embedding cache;
@@ -109,24 +159,47 @@ class DenseLeg:
     def _key(self, chunk: Chunk) -> str:
         return embedding_key(self.namespace, chunk.chunk_id, self._index_text(chunk))
 
-    def _fill(self, chunk_ids: Sequence[str]) -> int:
+    def _fill(self, chunk_ids: Sequence[str], *, uncached: bool = False) -> int:
         chunks = self.store.get_chunks(chunk_ids)
-        vectors, embedded = self._vectors_for(chunks)
+        vectors, embedded = self._vectors_for(chunks, uncached=uncached)
+        self._store_vectors(chunks, vectors)
+        return embedded
+
+    def _store_vectors(self, chunks: Sequence[StoredChunk], vectors: Sequence[np.ndarray | None]) -> None:
         records = []
         for chunk, vec in zip(chunks, vectors):
-            if vec is None or vec.size == 0:
+            if vec is None:  # not cached: stays missing
+                continue
+            if vec.size == 0:
                 self._unreadable.add((chunk.chunk_id, chunk.version))
                 continue
             records.append(VectorRecord(chunk.chunk_id, vec, chunk.doc_id, chunk.version, chunk.sensitivity, dict(chunk.metadata)))
-        self.vector_store.upsert(records)
-        return embedded
+        if records:
+            self.vector_store.upsert(records)
 
-    def _vectors_for(self, chunks: Sequence[Any]) -> tuple[list[np.ndarray | None], int]:
-        """Each chunk's vector — from the cache, else embedded (and cached); the empty vector
-        for a text the dense gate cannot read — and how many were embedded."""
+    def _cached(self, chunks: Sequence[StoredChunk], *, mark: bool = False) -> list[np.ndarray | None]:
+        """Each chunk's vector from the cache (no model call): ``None`` when not cached, the
+        empty vector for a chunk the gate cannot read (with ``mark``, recorded in the cache
+        as such, as an embedding pass does)."""
         texts = [self._index_text(c) for c in chunks]
         keys = [embedding_key(self.namespace, c.chunk_id, t) for c, t in zip(chunks, texts)]
-        vectors: list[np.ndarray | None] = list(self.cache.get_many(keys))
+        cached = list(self.cache.get_many(keys))
+        unknown = [i for i, v in enumerate(cached) if v is None]
+        markers: dict[str, np.ndarray] = {}
+        for i, ok in zip(unknown, self.gate.readable([texts[i] for i in unknown])):
+            if not ok:
+                cached[i] = markers[keys[i]] = np.zeros(0, dtype=np.float32)
+        if mark and markers:
+            self.cache.set_many(markers)
+        return cached
+
+    def _vectors_for(self, chunks: Sequence[Any], *, uncached: bool = False) -> tuple[list[np.ndarray | None], int]:
+        """Each chunk's vector — from the cache (unless known ``uncached``), else embedded (and
+        cached); the empty vector for a text the dense gate cannot read — and how many were
+        embedded."""
+        texts = [self._index_text(c) for c in chunks]
+        keys = [embedding_key(self.namespace, c.chunk_id, t) for c, t in zip(chunks, texts)]
+        vectors: list[np.ndarray | None] = [None] * len(chunks) if uncached else list(self.cache.get_many(keys))
         todo = [i for i, v in enumerate(vectors) if v is None]
         readable = self.gate.readable([texts[i] for i in todo])
         to_embed = [i for i, ok in zip(todo, readable) if ok]
@@ -158,37 +231,93 @@ class DenseLeg:
         qvec = self.backend.embed_texts([query])[0]
         want = depth + VECTOR_OVERFETCH
         hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter)
-        current = self._current(hits)
+        current = self._current(hits, qvec, metadata_filter)
         if len(current) < min(depth, len(hits)) and len(hits) == want:
             # stale vectors (retired elsewhere) crowded the top: ask again within the candidates
             active = dict(self.index.candidates(metadata_filter))
             hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter, ids=list(active))
-            current = self._current(hits)
+            current = self._current(hits, qvec, metadata_filter)
         ranked = sorted(((h.id, round(h.score, VECTOR_SCORE_DECIMALS)) for h in current), key=lambda hit: (-hit[1], hit[0]))
         if versions is not None:
             versions.update((h.id, h.version) for h in current)
         return ranked[:depth]
 
     def _sync_candidates(self, metadata_filter: MetadataFilter | None) -> bool:
-        """Vectors for the filter-surviving candidates, checked once per (chunk_id, version);
-        an unfiltered query at an index sequence already fully checked does nothing.
-        False when no chunk survives the filter (then nothing is embedded, not even the query)."""
+        """Check that the filter-surviving candidates have vectors — once per (chunk_id,
+        version), missing ones again every :data:`RECHECK_S` — and set :attr:`coverage`;
+        nothing is embedded. An unfiltered query at an index sequence already checked does
+        nothing. False when no chunk survives the filter (then not even the query is embedded)."""
         seq = self.index.seq if isinstance(self.index, VersionedIndex) else None
-        if metadata_filter is None and seq is not None and seq == self._verified_seq:
-            return len(self.index) > 0
+        recheck = bool(self._missing) and time.monotonic() - self._checked_at >= RECHECK_S
+        if metadata_filter is None and seq is not None and seq == self._verified_seq and not recheck:
+            total = len(self.index)  # at this sequence every missing pair is a current candidate
+            self.coverage = DenseCoverage(min(len(self._missing), total), total)
+            return total > 0
         candidates = self.index.candidates(metadata_filter)
-        unverified = [c for c in candidates if c not in self._verified]
+        unverified = [c for c in candidates if c not in self._verified and c not in self._unreadable]
+        if not recheck:
+            unverified = [c for c in unverified if c not in self._missing]
         if unverified:
-            self.ensure_vectors(unverified)
-            self._verified.update(unverified)
+            with self._lock:
+                lacking = self.missing(unverified)
+                new = [c for c in lacking if c not in self._missing]
+                if self._process_local and lacking:
+                    lacking = self._look_up(lacking, store=True)
+                elif new:  # which of them the gate cannot read (never to get a vector)
+                    unread = set(new) - set(self._look_up(new, store=False))
+                    lacking = [c for c in lacking if c not in unread]
+                lacking_set = set(lacking)
+                self._verified.update(c for c in unverified if c not in lacking_set and c not in self._unreadable)
+                self._missing.difference_update(unverified)
+                self._missing.update(lacking_set)
+                self._checked_at = time.monotonic()
+        self.coverage = DenseCoverage(sum(1 for c in candidates if c in self._missing), len(candidates))
         if metadata_filter is None:
             self._verified_seq = seq
         return bool(candidates)
 
-    def _current(self, hits: Sequence[VectorHit]) -> list[VectorHit]:
-        """Hits whose vector was computed from the chunk's active version."""
+    def _look_up(self, pairs: Sequence[tuple[str, int]], *, store: bool, mark: bool = False) -> list[tuple[str, int]]:
+        """Look ``pairs`` up in the embedding cache (a read, no model call): chunks the gate
+        cannot read are marked so; with ``store`` (a process-local store after a restart) the
+        cached vectors are stored. Returns the pairs that are still without a vector."""
+        wanted = dict(pairs)
+        still: list[tuple[str, int]] = []
+        step = max(self.embed_batch_size * 16, 256)
+        ids = list(wanted)
+        for start in range(0, len(ids), step):
+            check_deadline("loading vectors from the embedding cache")
+            chunks = [c for c in self.store.get_chunks(ids[start : start + step]) if wanted.get(c.chunk_id) == c.version]
+            vectors = self._cached(chunks, mark=mark)
+            for chunk, vec in zip(chunks, vectors):
+                if vec is not None and vec.size == 0:
+                    self._unreadable.add((chunk.chunk_id, chunk.version))
+            if store:
+                self._store_vectors(chunks, vectors)
+            got = {c.chunk_id for c, v in zip(chunks, vectors) if v is not None and (store or v.size == 0)}
+            still += [(cid, wanted[cid]) for cid in ids[start : start + step] if cid not in got]
+        return [p for p in still if p not in self._unreadable]
+
+    def _current(self, hits: Sequence[VectorHit], qvec: Any, metadata_filter: MetadataFilter | None) -> list[VectorHit]:
+        """Hits whose vector was computed from the chunk's active version; a hit from another
+        version is scored again with the active version's cached vector (or dropped)."""
         index = self.index
         if isinstance(index, VersionedIndex):
-            return [h for h in hits if index.version_of(h.id) == h.version]
-        active = dict(index.candidates())
-        return [h for h in hits if active.get(h.id) == h.version]
+            active = {h.id: index.version_of(h.id) for h in hits}
+        else:
+            active = dict(index.candidates())
+        current = [h for h in hits if active.get(h.id) == h.version]
+        stale = {h.id: active[h.id] for h in hits if active.get(h.id) not in (None, h.version)}
+        return current + self._rescored(stale, qvec, metadata_filter) if stale else current
+
+    def _rescored(self, stale: dict[str, int | None], qvec: Any, metadata_filter: MetadataFilter | None) -> list[VectorHit]:
+        chunks = [c for c in self.store.get_chunks(list(stale))
+                  if stale.get(c.chunk_id) == c.version and (metadata_filter is None or metadata_filter.matches(c.metadata))]
+        q = np.asarray(qvec, dtype=np.float32)
+        q = q / (np.linalg.norm(q) or 1.0)
+        out = []
+        for chunk, vec in zip(chunks, self._cached(chunks)):
+            if vec is None or vec.size == 0 or vec.shape != q.shape:
+                continue
+            score = float(np.dot(q, vec / (np.linalg.norm(vec) or 1.0)))
+            out.append(VectorHit(chunk.chunk_id, score, chunk.doc_id, chunk.version, chunk.sensitivity, dict(chunk.metadata)))
+        return out

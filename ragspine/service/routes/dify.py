@@ -7,6 +7,7 @@ AuthMiddleware (403 1001/1002) before this body is read.
 
 from __future__ import annotations
 
+import logging
 import time
 
 from fastapi import APIRouter, Depends
@@ -19,6 +20,8 @@ from ragspine.service import dify
 from ragspine.service.context import ServiceContext
 from ragspine.service.models import DifyRequest
 from ragspine.service.routes.common import context, documented_bearer, tenant_id
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["dify"], dependencies=[Depends(documented_bearer)])
 
@@ -53,8 +56,14 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
     index = ctx.index(library)
     retriever = ctx.stack.retriever_for({library.library_id: index}, retry_without_filters=False)  # never widen Dify's filter
     start = time.perf_counter()
-    snippets = retriever.search(body.query, filters=metadata_filter, top_k=top_k).snippets
+    answer = retriever.search(body.query, filters=metadata_filter, top_k=top_k)
+    snippets = answer.snippets
     if ctx.metrics is not None:
         ctx.metrics.retrieval_latency.labels("dify", library.retrieval_mode).observe(time.perf_counter() - start)
+        if answer.dense_incomplete:  # Dify's schema has no field for it: the metric and the log say it
+            ctx.metrics.dense_incomplete.labels("dify").inc()
+    if answer.dense_incomplete:
+        log.info("library %s: dense leg incomplete (%s); run `ragspine embed`", library.name,
+                 ", ".join(f"{c.missing} of {c.total} chunks without a vector" for c in answer.dense_incomplete.values()))
     best = index.max_fused_score(body.query)
     return JSONResponse({"records": dify.records(snippets, best, top_k=top_k, threshold=threshold, library_name=library.name)})

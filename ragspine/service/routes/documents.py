@@ -27,13 +27,13 @@ TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/oct
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 
 
-def enqueue(ctx: ServiceContext, library: Library, docs: list[dict[str, Any]]) -> JobOut:
+def enqueue(ctx: ServiceContext, library: Library, docs: list[dict[str, Any]], *, payload: dict[str, Any] | None = None) -> JobOut:
     """Record the job, hand it to the queue, then supersede the document's older queued jobs.
     A queue that refuses the job leaves nothing behind (the row is removed, older jobs stay
     queued): the client's retry is the only copy."""
     job_id = uuid.uuid4().hex
     doc_ids = [d["doc_id"] for d in docs]
-    job = ctx.store.create_job(job_id, library.tenant_id, library.library_id, doc_ids, {"documents": docs})
+    job = ctx.store.create_job(job_id, library.tenant_id, library.library_id, doc_ids, payload or {"documents": docs})
     try:
         ctx.queue.submit(job_id)
     except Exception:
@@ -74,6 +74,12 @@ def upload_file(
         raise UnsupportedMediaType(f"{filename}: {media} is not text; upload a .txt or .md file")
     fields = {"doc_id": doc_id, "title": title, "sensitivity": sensitivity, "valid_as_of": valid_as_of, "metadata": metadata}
     return enqueue(ctx, library, [file_payload(filename, file.file.read(), fields)])
+
+
+@router.post("/libraries/{name}/embed", status_code=202, response_model=JobOut,
+             summary="Compute the vectors the library lacks (a job; progress counts chunks)")
+def embed_library(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
+    return enqueue(ctx, library_or_404(ctx, tenant, name), [], payload={"embed": True})
 
 
 @router.get("/libraries/{name}/documents", summary="List the active documents of a library")

@@ -53,6 +53,7 @@ def resolve_library_settings(ctx: ServiceContext, embedding: str | None, mode: s
 def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
     embedding, mode = resolve_library_settings(ctx, body.embedding_model, body.retrieval_mode)
     library = Library(catalog_id(tenant, body.name), tenant, body.name, body.description, embedding, mode, time.time())
+    ctx.stack.preflight(library.library_id, mode=mode, embedding=embedding)  # a stack that cannot store it: 503, nothing made
     try:
         ctx.store.add_library(library)
     except Conflict:

@@ -3,7 +3,8 @@
 The request's filter is parsed here, once (a malformed one is a 400 before any I/O), and the
 retriever is the stack's own link exit (``Stack.retriever_for``: one library's, or the routed
 multi-library one), so RESTRICTED chunks never come out. ``filters_dropped`` says when the
-snippets were found only after dropping the filters (``retry_without_filters``).
+snippets were found only after dropping the filters (``retry_without_filters``), and
+``dense_incomplete`` which libraries' dense leg lacked vectors (a query never computes them).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ragspine.config import filter_limits
 from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.retrieval.mode import make_retrieval_mode
 from ragspine.service.context import ServiceContext
-from ragspine.service.models import RetrieveIn, RetrieveOut
+from ragspine.service.models import DenseIncompleteOut, RetrieveIn, RetrieveOut
 from ragspine.service.routes.common import (
     context,
     documented_bearer,
@@ -49,7 +50,11 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
         ctx.metrics.retrieval_latency.labels("retrieve", mode or "library").observe(time.perf_counter() - start)
     for snippet in answer.snippets:
         snippet["library_id"] = external_name(snippet["library_id"])
+    incomplete = [DenseIncompleteOut(library=external_name(lib), missing=c.missing, total=c.total)
+                  for lib, c in sorted(answer.dense_incomplete.items())]
+    if ctx.metrics is not None and incomplete:
+        ctx.metrics.dense_incomplete.labels("retrieve").inc()
     return RetrieveOut(
         query=body.query, libraries=[lib.name for lib in libraries], snippets=answer.snippets,
-        filters_dropped=answer.filters_dropped,
+        filters_dropped=answer.filters_dropped, dense_incomplete=incomplete,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ragspine.errors import ConfigError
+from ragspine.errors import BackendError, ConfigError
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
@@ -70,7 +70,19 @@ class PgVectorConnector:
         )
 
     def check(self) -> None:
-        self._database().check()
+        """The database answers and has (or can create) the pgvector extension."""
+        from ragspine.stores.pgvector.provision import check_available
+        from ragspine.stores.postgres.engine import redact
+
+        database = self._database()
+        database.check()
+        try:
+            with database.engine.connect() as conn:
+                check_available(conn, redact(database.url))
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise database.error(exc, "pgvector check") from exc
 
     def close(self) -> None:
         if self._own is not None:

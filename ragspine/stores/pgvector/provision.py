@@ -17,7 +17,7 @@ from ragspine.errors import BackendError, ConfigError
 from ragspine.stores.pgvector.tables import table_name_for
 from ragspine.stores.postgres.schema import vector_space
 
-__all__ = ["check_embedding_column", "provision"]
+__all__ = ["check_available", "check_embedding_column", "provision"]
 
 SETUP_LOCK = "ragspine-vector-space"
 INSTALL_HINT = (
@@ -44,15 +44,27 @@ def provision(conn: Any, *, model_id: str, dim: int, where: str, iterative: bool
     return version, register_model(conn, model_id, dim, where)
 
 
+def check_available(conn: Any, where: str) -> None:
+    """Raise :class:`BackendError` (with the fix) unless the extension is installed in this
+    database or can be (a read-only probe: ``ragspine config``, ``migrate``, ``/readyz`` and
+    every ingest's pre-check)."""
+    if conn.execute(_EXTVERSION).first() is None:
+        _require_available(conn, where)
+
+
+def _require_available(conn: Any, where: str) -> None:
+    if conn.execute(sa.text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first() is None:
+        server = conn.execute(sa.text("SHOW server_version")).scalar()
+        raise BackendError(
+            f"pgvector is not available on the PostgreSQL {server} server at {where} "
+            f"(no 'vector' extension): {INSTALL_HINT}"
+        )
+
+
 def ensure_extension(conn: Any, where: str) -> str:
     row = conn.execute(_EXTVERSION).first()
     if row is None:
-        if conn.execute(sa.text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first() is None:
-            server = conn.execute(sa.text("SHOW server_version")).scalar()
-            raise BackendError(
-                f"pgvector is not available on the PostgreSQL {server} server at {where} "
-                f"(no 'vector' extension): {INSTALL_HINT}"
-            )
+        _require_available(conn, where)
         try:
             with conn.begin_nested():
                 conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public"))

@@ -22,7 +22,7 @@ from ragspine.deadline import expired as deadline_expired
 from ragspine.errors import BackendError
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, LibraryInfo
 from ragspine.stores.sqlite import catalog
-from ragspine.stores.sqlite.schema import create_or_upgrade
+from ragspine.stores.sqlite.schema import SCHEMA_VERSION, create_or_upgrade
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
@@ -68,6 +68,7 @@ class SQLiteDatabase:
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._schema_ready = False
+        self.read_only = False  # opened read-only: the file or its directory is not writable
 
     @classmethod
     def parse(cls, value: str, context: SpecContext) -> StoreSpec:
@@ -120,11 +121,35 @@ class SQLiteDatabase:
             if self.path != ":memory:":
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.set_progress_handler(_interrupt_past_deadline, _PROGRESS_STEPS)
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            cannot_write = "readonly" in str(exc) or ("unable to open" in str(exc) and os.path.isfile(self.path))
+            if not cannot_write:  # (a WAL file's index cannot be created next to it)
+                raise BackendError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+            conn = self._connect_read_only()
         except sqlite3.Error as exc:
             conn.close()
             raise BackendError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+        conn.set_progress_handler(_interrupt_past_deadline, _PROGRESS_STEPS)
         return conn
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """The file (or its directory) is not writable: open it read-only — queries work, a
+        write says why it cannot. ``immutable`` when even the WAL index cannot be created."""
+        from urllib.parse import quote
+
+        uri = f"file:{quote(os.path.abspath(self.path))}"
+        last: sqlite3.Error | None = None
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                conn = sqlite3.connect(f"{uri}?{flags}", uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except sqlite3.Error as exc:
+                last = exc
+                continue
+            self.read_only = True
+            return conn
+        raise BackendError(f"cannot open SQLite database {self.path!r} read-only: {last}")
 
     def init_schema(self) -> None:
         """Create (or additively upgrade) the tables; idempotent, once per instance."""
@@ -132,8 +157,18 @@ class SQLiteDatabase:
             return
         with self.lock:
             if not self._schema_ready:
+                conn = self.conn
+                if self.read_only:
+                    (version,) = conn.execute("PRAGMA user_version").fetchone()
+                    if version != SCHEMA_VERSION:
+                        raise BackendError(
+                            f"SQLite database {self.path!r} is read-only and its schema (version {version}) is not this"
+                            f" RAGSpine's ({SCHEMA_VERSION}): run any command once with write access to upgrade it"
+                        )
+                    self._schema_ready = True
+                    return
                 try:
-                    create_or_upgrade(self.conn)
+                    create_or_upgrade(conn)
                 except sqlite3.Error as exc:
                     raise BackendError(f"cannot create the schema of SQLite database {self.path!r}: {exc}") from exc
                 self._schema_ready = True
@@ -209,11 +244,19 @@ class _Transaction:
 
     def __enter__(self) -> sqlite3.Cursor:
         conn = self.db.conn
+        if self.db.read_only:
+            raise BackendError(
+                f"SQLite database {self.db.path!r} is read-only (no write access to it or its directory): this command"
+                " writes; run it with write access, or on a copy"
+            )
         self.db.lock.acquire()
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             self.db.lock.release()
+            if "readonly" in str(exc):
+                raise BackendError(f"SQLite database {self.db.path!r} is read-only: this command writes; run it with write"
+                                   " access, or on a copy") from exc
             raise BackendError(f"cannot start a write transaction: {exc}") from exc
         return conn.cursor()
 

@@ -1,4 +1,4 @@
-"""HybridRetriever: filter before embedding, lazy cached vectors, deterministic fusion."""
+"""HybridRetriever: vectors computed at ingest (never by a query), cached, deterministic fusion."""
 
 from __future__ import annotations
 
@@ -64,10 +64,18 @@ def spy():
     return SpyBackend()
 
 
+def embedded(r: HybridRetriever, spy: SpyBackend | None = None) -> HybridRetriever:
+    """``r`` with every chunk's vector computed (what an ingest or ``ragspine embed`` does)."""
+    r.sync_vectors()
+    if spy is not None:
+        spy.reset()
+    return r
+
+
 @pytest.fixture
 def retriever(store, spy):
     ingest(store)
-    return HybridRetriever(store, embedding_backend=spy)
+    return embedded(HybridRetriever(store, embedding_backend=spy), spy)
 
 
 def test_injected_empty_components_are_used_not_replaced(store, spy):
@@ -83,6 +91,7 @@ def test_injected_empty_components_are_used_not_replaced(store, spy):
         store, embedding_backend=spy, vector_store=vectors, embedding_cache=cache, lexical_index=index, dense_gate=gate
     )
     assert r.vector_store is vectors and r.embedding_cache is cache and r.index is index and r.dense_gate is gate
+    r.sync_vectors()
     r.search("freight")
     assert vectors.count() == len(DOCS) and len(cache) == len(DOCS) and len(index) == len(DOCS)
 
@@ -99,29 +108,25 @@ def test_without_a_backend_no_vector_side_is_built(store):
     assert all(res.library_id == "lib-a" for res in results)
 
 
-# -- filter before embedding -----------------------------------------------------------------------
-def test_metadata_filter_is_applied_before_embedding(retriever, spy):
+# -- a query embeds only itself -------------------------------------------------------------------
+def test_a_filtered_query_embeds_only_itself(retriever, spy):
     results = retriever.search("shipment delays", top_k=10, metadata_filter={"region": "apac"})
-    apac = {DOCS[d][0] for d in DOCS if DOCS[d][1]["region"] == "apac"}
-    chunk_texts = spy.embedded[:-1]
-    assert spy.embedded[-1] == "shipment delays"  # the query, embedded last
-    assert set(chunk_texts) == apac  # only the survivors, and all of them
-    assert len(chunk_texts) == len(apac)
+    assert spy.embedded == ["shipment delays"]
     assert {r.chunk.metadata["region"] for r in results} == {"apac"}
-    assert retriever.vector_store.count() == len(apac)
+    assert any(r.scores["vector"] != 0.0 for r in results)
 
 
-def test_keyword_fields_and_filter_are_anded_before_embedding(store, spy):
+def test_keyword_fields_and_filter_are_anded(store, spy):
     docs = {
         "a": ("shipments late", {"topic": "ops", "year": 2024}),
         "b": ("shipments late again", {"topic": "ops", "year": 2020}),
         "c": ("shipments on time", {"topic": "finance", "year": 2024}),
     }
     ingest(store, docs)
-    r = HybridRetriever(store, embedding_backend=spy)
+    r = embedded(HybridRetriever(store, embedding_backend=spy), spy)
     results = r.search("shipments", metadata_filter={"year": {"gte": 2023}}, topic="ops")
     assert ids(results) == ["a#0"]
-    assert spy.embedded == ["shipments late", "shipments"]
+    assert spy.embedded == ["shipments"]
 
 
 def test_malformed_filter_raises_before_any_embedding(retriever, spy):
@@ -146,41 +151,60 @@ def test_combine_filters():
     assert f.matches({"year": 2024, "topic": "ops"}) and not f.matches({"year": 2024, "topic": "x"})
 
 
-# -- lazy vectors, cached by chunk_id + content hash -------------------------------------------
-def test_vectors_are_computed_lazily_and_only_once(store, spy):
+# -- vectors at ingest, cached by chunk_id + content hash; a query on missing ones says so ----------
+def test_a_query_never_embeds_the_library_and_says_what_is_missing(store, spy):
     ingest(store)
     r = HybridRetriever(store, embedding_backend=spy)
     assert spy.calls == []  # constructing embeds nothing
-    r.search("freight rates", top_k=3)
-    assert sorted(spy.embedded[:-1]) == sorted(t for t, _ in DOCS.values())
+    results = r.search("freight rates", top_k=3)
+    assert spy.calls == [["freight rates"]]  # the query only: BM25 answers, the dense leg has nothing yet
+    assert ids(results)[:2] == ["hotel#0", "foxtrot#0"] and all(res.scores["vector"] == 0.0 for res in results)
+    assert r.dense_coverage.missing == len(DOCS) == r.dense_coverage.total and not r.dense_coverage.complete
+    spy.reset()
+    assert r.sync_vectors() == len(DOCS)  # the explicit step (an ingest, a job, `ragspine embed`)
+    assert sorted(spy.embedded) == sorted(t for t, _ in DOCS.values())
     spy.reset()
     r.search("freight rates", top_k=3)
     r.search("warranty", top_k=3)
     assert spy.calls == [["freight rates"], ["warranty"]]
+    assert r.dense_coverage.complete and r.dense_coverage.total == len(DOCS)
+
+
+def test_missing_vectors_written_by_another_process_are_found_on_a_later_query(store, monkeypatch):
+    from ragspine.retrieval.vector import dense
+
+    ingest(store)
+    shared = RemoteLikeStore(library_id="lib-a")
+    reader = HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend(dim=128), vector_store=shared)
+    reader.search("freight")
+    assert reader.dense_coverage.missing == len(DOCS)
+    HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend(dim=128), vector_store=shared).sync_vectors()
+    reader.search("freight")
+    assert reader.dense_coverage.missing == len(DOCS)  # looked for again only every RECHECK_S
+    monkeypatch.setattr(dense, "RECHECK_S", 0.0)
+    results = reader.search("freight")
+    assert reader.dense_coverage.complete and any(res.scores["vector"] != 0.0 for res in results)
 
 
 def test_a_changed_chunk_is_re_embedded_and_an_unchanged_one_is_not(store, spy):
     ingest(store)
-    r = HybridRetriever(store, embedding_backend=spy)
-    r.search("freight", top_k=3)
-    spy.reset()
+    r = embedded(HybridRetriever(store, embedding_backend=spy), spy)
     store.replace_doc_chunks("golf", [make_chunk("golf", 0, "Golf tournament sponsorship was cancelled.")])
     store.replace_doc_chunks("hotel", [make_chunk("hotel", 0, DOCS["hotel"][0], metadata=DOCS["hotel"][1])])
-    r.search("freight", top_k=3)
+    r.sync_vectors()
     # golf changed text -> embedded again; hotel has a new version but the same text -> cache hit
-    assert spy.calls == [["Golf tournament sponsorship was cancelled."], ["freight"]]
+    assert spy.calls == [["Golf tournament sponsorship was cancelled."]]
     assert r.vector_store.versions(["golf#0", "hotel#0"]) == {"golf#0": 2, "hotel#0": 2}
 
 
-def test_cache_survives_a_new_retriever(store, sqlite_db, spy):
+def test_a_process_local_store_is_refilled_from_the_cache_without_the_model(store, sqlite_db, spy):
     ingest(store)
-    cache = SQLiteEmbeddingCache(sqlite_db)
-    HybridRetriever(store, embedding_backend=spy, embedding_cache=cache).search("freight")
+    HybridRetriever(store, embedding_backend=spy, embedding_cache=SQLiteEmbeddingCache(sqlite_db)).sync_vectors()
     spy.reset()
-    fresh = HybridRetriever(store, embedding_backend=spy, embedding_cache=SQLiteEmbeddingCache(sqlite_db))
+    fresh = HybridRetriever(store, embedding_backend=spy, embedding_cache=SQLiteEmbeddingCache(sqlite_db))  # a restart
     fresh.search("freight")
     assert spy.calls == [["freight"]]  # every chunk vector came from the cache
-    assert fresh.vector_store.count() == len(DOCS)
+    assert fresh.vector_store.count() == len(DOCS) and fresh.dense_coverage.complete
 
 
 def test_cache_is_namespaced_by_model(store):
@@ -188,9 +212,9 @@ def test_cache_is_namespaced_by_model(store):
     cache = InMemoryEmbeddingCache()
     a = SpyBackend(DeterministicEmbeddingBackend(dim=64))
     b = SpyBackend(DeterministicEmbeddingBackend(dim=32))
-    HybridRetriever(store, embedding_backend=a, embedding_cache=cache).search("freight")
-    HybridRetriever(store, embedding_backend=b, embedding_cache=cache).search("freight")
-    assert len(b.embedded) == len(DOCS) + 1  # a 64-dim vector is never served to a 32-dim model
+    HybridRetriever(store, embedding_backend=a, embedding_cache=cache).sync_vectors()
+    HybridRetriever(store, embedding_backend=b, embedding_cache=cache).sync_vectors()
+    assert len(b.embedded) == len(DOCS)  # a 64-dim vector is never served to a 32-dim model
 
 
 def test_embedding_is_batched(store):
@@ -198,6 +222,7 @@ def test_embedding_is_batched(store):
     ingest(store, many)
     spy = SpyBackend()
     r = HybridRetriever(store, embedding_backend=spy, embed_batch_size=32)
+    r.sync_vectors()
     r.search("late shipment")
     assert [len(c) for c in spy.calls] == [32, 32, 32, 32, 22, 1]
 
@@ -265,8 +290,7 @@ def test_dense_leg_ranks_every_candidate_bm25_only_its_matches(store):
     # the dense leg compares the query with every (filtered) candidate, so it can surface
     # chunks sharing no word with the query; BM25 only returns chunks with a matching token
     ingest(store)
-    r = HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend())
-    r.refresh()  # search() refreshes; rankings() is the lower-level call
+    r = embedded(HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend()))
     legs = r.rankings("freight", depth=100)
     assert {cid for cid, _ in legs["vector"]} == {chunk_id_for(d, 0) for d in DOCS}
     assert {cid for cid, _ in legs["bm25"]} == {"foxtrot#0", "hotel#0"}
@@ -290,11 +314,14 @@ def test_stale_vectors_in_a_shared_store_are_never_returned(store):
     store.replace_doc_chunks("a", [make_chunk("a", 0, "cats purr softly"), make_chunk("a", 1, "cats meow loudly")])
     store.replace_doc_chunks("b", [make_chunk("b", 0, "dogs bark at night")])
     vectors = RemoteLikeStore()
-    r = HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend(), vector_store=vectors, legs=("vector",))
+    r = embedded(HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend(), vector_store=vectors, legs=("vector",)))
     assert ids(r.search("cats meow", top_k=3))[0] == "a#1"
     # a new version of "a" (behind the retriever's back): a#1 is gone, a#0 is about dogs now
     store.replace_doc_chunks("a", [make_chunk("a", 0, "dogs bark at the moon")])
     assert vectors.count() == 3  # the stale vectors are still in the shared store
+    results = r.search("cats meow", top_k=3)
+    assert ids(results) == ["b#0"]  # a#0's vector is of its old text, and the new one is not computed
+    r.sync_vectors()
     results = r.search("cats meow", top_k=3)
     assert "a#1" not in ids(results)
     assert {res.chunk.version for res in results if res.chunk_id == "a#0"} <= {2}
@@ -305,6 +332,27 @@ def test_stale_vectors_in_a_shared_store_are_never_returned(store):
     expected = sum(x * y for x, y in zip(q, doc))
     got = {res.chunk_id: res.scores["vector"] for res in results}
     assert got.get("a#0", 0.0) == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_document_being_re_ingested_stays_in_the_dense_leg(store):
+    # the writer caches the new version's vectors, makes it active, and writes its vectors last:
+    # in between, a search scores the new version with its cached vector (never neither version)
+    ingest(store)
+    shared, backend = RemoteLikeStore(library_id="lib-a"), DeterministicEmbeddingBackend(dim=128)
+    r = embedded(HybridRetriever(store, embedding_backend=backend, vector_store=shared, legs=("vector",)))
+    new_text = "Port congestion delayed container shipments from Shanghai by four weeks."
+    new = [make_chunk("alpha", 0, new_text, metadata=DOCS["alpha"][1], title="alpha")]
+    r.warm_cache(new)
+    store.replace_doc_chunks("alpha", new)
+    results = r.search("container shipments from Shanghai", top_k=3)
+    assert shared.versions(["alpha#0"]) == {"alpha#0": 1}  # its vector is still the old version's
+    top = results[0]
+    assert top.chunk_id == "alpha#0" and top.chunk.version == 2 and top.chunk.text == new_text
+    (q,), (v,) = backend.embed_texts(["container shipments from Shanghai"]), backend.embed_texts([new_text])
+    assert top.scores["vector"] == pytest.approx(sum(x * y for x, y in zip(q, v)), abs=1e-6)
+    # a filter is checked against the new version's metadata, not the old vector's payload
+    store.replace_doc_chunks("alpha", [make_chunk("alpha", 0, new_text, metadata={"region": "mars"}, title="alpha")])
+    assert "alpha#0" not in ids(r.search("container shipments from Shanghai", top_k=8, metadata_filter={"region": "apac"}))
 
 
 def test_refresh_prunes_stale_vectors_from_a_process_local_store(retriever):
@@ -333,10 +381,12 @@ def test_an_old_vector_is_not_returned_when_the_new_version_gets_none(store, vec
     store.replace_doc_chunks("a", [make_chunk("a", 0, "cats meow loudly at night")])
     store.replace_doc_chunks("b", [make_chunk("b", 0, "dogs bark at the mailman")])
     vectors = vector_store(library_id="lib-a")
-    r = HybridRetriever(store, embedding_backend=EnglishOnly(), vector_store=vectors)
+    r = embedded(HybridRetriever(store, embedding_backend=EnglishOnly(), vector_store=vectors))
     assert r.search("cats meow", top_k=1)[0].scores["vector"] > 0.5
     store.replace_doc_chunks("a", [make_chunk("a", 0, "猫在夜里大声地叫")])
+    r.sync_vectors()
     results = r.search("cats meow", top_k=5)
+    assert r.dense_coverage.complete  # an unreadable chunk is not missing: it never gets a vector
     assert vectors.versions(["a#0"]) == {"a#0": 1}  # the stale vector is still there
     legs = r.rankings("cats meow", depth=10)
     assert "a#0" not in {cid for cid, _ in legs["vector"]}

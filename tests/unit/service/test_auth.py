@@ -89,6 +89,18 @@ def test_rotation_with_a_grace_period_keeps_the_old_key_until_it_expires(client)
     store = client.app.state.service.store
     token = old["Authorization"].split()[1]
     assert verify_key(store, token, now=time.time() + 3601) is None  # after it: refused
+    # rotating it again during its grace period never postpones its end
+    expires = keys[key_id]["expires_at"]
+    again = client.post(f"/v1/admin/tenants/acme/keys/{key_id}/rotate", json={"grace_seconds": 100000}, headers=ADMIN)
+    assert again.status_code == 201
+    keys = {k["key_id"]: k for k in client.get("/v1/admin/tenants/acme/keys", headers=ADMIN).json()}
+    assert keys[key_id]["expires_at"] == expires
+    assert verify_key(store, token, now=time.time() + 3601) is None
+    # a shorter grace does bring it forward; 0 revokes it now
+    client.post(f"/v1/admin/tenants/acme/keys/{key_id}/rotate", json={"grace_seconds": 10}, headers=ADMIN)
+    assert verify_key(store, token, now=time.time() + 60) is None and verify_key(store, token) == "acme"
+    client.post(f"/v1/admin/tenants/acme/keys/{key_id}/rotate", json={"grace_seconds": 0}, headers=ADMIN)
+    assert verify_key(store, token) is None
 
 
 def test_keys_of_one_tenant_see_only_that_tenant(client) -> None:

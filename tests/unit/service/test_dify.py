@@ -161,6 +161,8 @@ def test_or_across_conditions_and_odd_conditions_are_refused(client, tenant) -> 
     assert {rec["metadata"]["document_id"] for rec in one.json()["records"]} == {"repairs"}
     for bad in ({"name": ["a", "b"], "comparison_operator": "is", "value": "x"},
                 {"name": ["published"], "comparison_operator": "before", "value": "yesterday"},
+                {"name": ["year"], "comparison_operator": ">", "value": "abc"},  # a number operator on text
+                {"name": ["year"], "comparison_operator": "=", "value": True},
                 {"name": ["category"], "comparison_operator": "is", "value": None}):
         r = ask(client, tenant, condition={"logical_operator": "and", "conditions": [bad]})
         assert r.status_code == 400 and r.json()["error_code"] == 3001
@@ -173,3 +175,16 @@ def test_map_condition_is_pure() -> None:
     assert map_condition(cond) == [{"field": "t", "op": "eq", "value": "2024"}]  # "is" compares strings
     with pytest.raises(UnsupportedCondition):
         map_condition(DifyMetadataCondition.model_validate({"logical_operator": "xor", "conditions": [{"name": "a", "comparison_operator": "is", "value": "b"}]}))
+
+
+def test_an_endpoint_saved_with_a_trailing_slash_still_answers(client, tenant) -> None:
+    # Dify appends "/retrieval" to the saved endpoint: "http://host:8000/" gives "//retrieval"
+    body = {"knowledge_id": "kb", "query": "gearbox", "retrieval_setting": {"top_k": 2, "score_threshold": 0}}
+    for path in ("//retrieval", "/retrieval/", "///retrieval//"):
+        r = client.post(f"http://testserver{path}", json=body, headers=tenant)
+        assert r.status_code == 200 and r.json()["records"], (path, r.text)
+    r = client.post("http://testserver//retrieval", json={**body, "knowledge_id": "nope"}, headers=tenant)
+    assert r.status_code == 400 and r.json()["error_code"] == 2001  # Dify's shape, not a bare 404
+    r = client.post("http://testserver//retrieval", json=body, headers={"Authorization": "Bearer wrong"})
+    assert r.status_code == 403 and r.json()["error_code"] == 1002
+    assert client.get("http://testserver//v1/libraries/", headers=tenant).status_code == 200

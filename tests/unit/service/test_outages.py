@@ -101,3 +101,19 @@ def test_hostile_inputs_are_4xx_never_500(tmp_path, pg15_schema) -> None:
         body = b'{"knowledge_id": "\\ud800", "query": "q"}'  # JSON's escape: a lone surrogate after parsing
         r = client.post("/retrieval", content=body, headers={**headers, "Content-Type": "application/json"})
         assert r.status_code in (400, 404, 422) and "error_code" in r.json(), r.text
+
+
+def test_a_stack_that_cannot_store_vectors_refuses_a_library_and_leaves_nothing(tmp_path, pg15_schema) -> None:
+    url, schema = pg15_schema  # PostgreSQL 15 here has no pgvector
+    settings = make_settings(tmp_path, RAGSPINE_CHUNK_STORE=url, RAGSPINE_PG_SCHEMA=schema, RAGSPINE_VECTOR_STORE="pgvector",
+                             RAGSPINE_JOB_QUEUE="inprocess")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        headers = new_tenant(client)
+        r = client.post("/v1/libraries", json={"name": "hb"}, headers=headers)
+        assert r.status_code == 503 and "pgvector is not available" in r.json()["detail"], r.text
+        assert client.get("/v1/libraries", headers=headers).json() == []
+        assert client.app.state.service.stack.library("acme/hb") is None
+        ready = client.get("/readyz").json()
+        assert "pgvector is not available" in ready["checks"]["vector store"]
+        # a library without vectors is still possible on this stack
+        assert client.post("/v1/libraries", json={"name": "plain", "embedding_model": "none"}, headers=headers).status_code == 201

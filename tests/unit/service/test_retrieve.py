@@ -109,7 +109,9 @@ def test_malformed_requests_are_422_naming_the_field(client, tenant, body) -> No
 
 def test_a_tenant_without_libraries_gets_nothing(client) -> None:
     headers = new_tenant(client, "empty")
-    assert retrieve(client, headers, "anything").json() == {"query": "anything", "libraries": [], "snippets": [], "filters_dropped": False}
+    assert retrieve(client, headers, "anything").json() == {
+        "query": "anything", "libraries": [], "snippets": [], "filters_dropped": False, "dense_incomplete": [],
+    }
 
 
 def test_a_retry_without_filters_says_so(client, tenant) -> None:

@@ -33,6 +33,7 @@ class FakeIndex:
     """Answers from a script: ``answers[filter is None]``; records every call."""
 
     library_id = "lib-x"
+    dense_coverage = None  # no dense leg
 
     def __init__(self, filtered: list[RetrievalResult], unfiltered: list[RetrievalResult]) -> None:
         self.filtered = filtered
