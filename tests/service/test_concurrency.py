@@ -3,9 +3,11 @@
 One thread re-uploads the document ``manual`` again and again — through the JSON, batch and
 file endpoints in turn — each version with its own marker (``qv007q``) in every paragraph and
 its own number of chunks (2 to 5). Meanwhile reader threads query it through ``/v1/retrieve``
-(the one library; all the tenant's libraries, routed and fused; economy mode) and Dify's
-``/retrieval``. Every response must be a 200 in which the document's snippets are chunks of
-one version: one ``version`` number, each text equal to a chunk of that version (so its
+(the one library; all the tenant's libraries, routed and fused; economy, vector and hybrid
+mode) and Dify's ``/retrieval``. Every response must be a 200 in which the document's
+snippets are chunks of one version — never of none (a document being re-ingested never drops
+out, in the dense leg either: it is scored with its new version's cached vectors until they
+are written): one ``version`` number, each text equal to a chunk of that version (so its
 marker is that version's, never another's). A reader never sees an older version after a
 newer one.
 
@@ -82,6 +84,8 @@ def test_parallel_queries_during_reingest_never_mix_versions(service: Service) -
         ("retrieve one library", "/v1/retrieve", {"query": QUERY, "libraries": ["conc"], "top_k": 50}),
         ("retrieve all libraries", "/v1/retrieve", {"query": QUERY, "top_k": 50}),
         ("retrieve economy", "/v1/retrieve", {"query": QUERY, "libraries": ["conc"], "top_k": 50, "mode": "economy"}),
+        ("retrieve vector", "/v1/retrieve", {"query": QUERY, "libraries": ["conc"], "top_k": 50, "mode": "vector"}),
+        ("retrieve hybrid", "/v1/retrieve", {"query": QUERY, "libraries": ["conc"], "top_k": 50, "mode": "hybrid"}),
         ("dify", "/retrieval", {"knowledge_id": "conc", "query": QUERY, "retrieval_setting": {"top_k": 50, "score_threshold": 0.0}}),
     ]
     done = threading.Event()
