@@ -79,7 +79,7 @@ def run_demo(stack: Any, *, echo: Callable[[str], None] = print) -> DemoReport:
                 title=doc.title,
                 metadata=doc.metadata,
                 sensitivity=doc.sensitivity,
-                source=f"demo/corpus/{name}",
+                source=str(CORPUS_DIR / name),  # a path the user can open (the packaged file)
                 source_offset=doc.body_offset,
                 valid_as_of=doc.valid_as_of,
             )

@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -90,11 +91,39 @@ def queue_name(settings: Settings) -> str:
     return f"{settings.redis_prefix}ingest"
 
 
+def rq_key_prefix(redis_prefix: str) -> str:
+    """The prefix of RQ's own keys: ``ragspine:`` → ``ragspine:rq`` (so ``ragspine:rq:queue:...``)."""
+    return f"{redis_prefix.rstrip(':')}:rq" if redis_prefix.strip(":") else "rq"
+
+
+_PREFIX_WARNED: set[str] = set()
+
+
+def import_rq(redis_prefix: str) -> Any:
+    """Import RQ with its keys under ``RAGSPINE_REDIS_PREFIX`` (RQ reads ``RQ_KEY_PREFIX``
+    once, when first imported); the ``rq`` module."""
+    wanted = rq_key_prefix(redis_prefix)
+    if "rq" not in sys.modules and "RQ_KEY_PREFIX" not in os.environ:
+        os.environ["RQ_KEY_PREFIX"] = wanted
+    try:
+        import rq
+        from rq import defaults
+    except ImportError:
+        raise MissingDependencyError("rq", "server", "the Redis job queue") from None
+    except ValueError as exc:
+        raise ConfigError(f"RAGSPINE_REDIS_PREFIX={redis_prefix!r} cannot prefix RQ's keys ({exc})") from None
+    if defaults.RQ_KEY_PREFIX != wanted and wanted not in _PREFIX_WARNED:
+        _PREFIX_WARNED.add(wanted)
+        log.warning("RQ's keys are under %r, not %r: rq was imported earlier in this process or RQ_KEY_PREFIX is set",
+                    defaults.RQ_KEY_PREFIX, wanted)
+    return rq
+
+
 def make_job_queue(ctx: Any) -> JobQueue:
     target = queue_target(ctx.settings)
     if target == "inprocess":
         return InProcessJobQueue(ctx, workers=ctx.settings.ingest_workers)
-    return RQJobQueue(target, name=queue_name(ctx.settings), store=ctx.store)
+    return RQJobQueue(target, name=queue_name(ctx.settings), store=ctx.store, redis_prefix=ctx.settings.redis_prefix)
 
 
 class InProcessJobQueue:
@@ -141,12 +170,11 @@ class InProcessJobQueue:
 class RQJobQueue:
     kind = "redis"
 
-    def __init__(self, url: str, *, name: str, store: Any = None, connection: Any = None) -> None:
-        try:
-            import redis
-            from rq import Queue
-        except ImportError:
-            raise MissingDependencyError("rq", "server", "the Redis job queue") from None
+    def __init__(self, url: str, *, name: str, store: Any = None, connection: Any = None, redis_prefix: str = "ragspine:") -> None:
+        rq = import_rq(redis_prefix)
+        import redis
+
+        Queue = rq.Queue
         self.url = url
         self.store = store
         self._owns = connection is None
@@ -370,6 +398,7 @@ def run_worker(settings: Settings, *, burst: bool = False) -> int:
             "`ragspine worker` needs a Redis job queue: set RAGSPINE_JOB_QUEUE=redis://... "
             "(or a redis:// RAGSPINE_EMBEDDING_CACHE); without Redis the server runs jobs itself"
         )
+    import_rq(settings.redis_prefix)  # first: RQ's keys under RAGSPINE_REDIS_PREFIX
     from rq import SimpleWorker
 
     class Worker(SimpleWorker):
@@ -384,7 +413,7 @@ def run_worker(settings: Settings, *, burst: bool = False) -> int:
 
     ctx = ServiceContext.open(settings, metrics=Metrics())
     set_worker_context(ctx)
-    queue = RQJobQueue(target, name=queue_name(settings), store=ctx.store)
+    queue = RQJobQueue(target, name=queue_name(settings), store=ctx.store, redis_prefix=settings.redis_prefix)
     watch = JobWatch(ctx.store, queue, settings.job_stale_after)
     backoff = 1.0
     try:
