@@ -59,6 +59,7 @@ class LineProgress:
                  clock: Any = time.monotonic, leave: bool = True) -> None:
         self.desc, self.unit, self.total, self.stream, self.every, self.leave = desc, unit, total, stream, every, leave
         self._printed = False
+        self._printed_n: float | None = None
         self.n = 0.0
         self._clock = clock
         self._start = self._last = clock()
@@ -94,11 +95,12 @@ class LineProgress:
     def _print(self, now: float) -> None:
         print(self.line(now), file=self.stream, flush=True)
         self._printed = True
+        self._printed_n = self.n
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            if self.leave or self._printed:
+            if (self.leave or self._printed) and self._printed_n != self.n:  # not the last line again
                 self._print(self._clock())
 
     def __enter__(self) -> LineProgress:

@@ -64,4 +64,9 @@ def test_no_closing_line_after_an_error_or_for_short_transient_work() -> None:
     with LineProgress(desc="check", unit="file", total=3, stream=out, clock=clock, leave=False, every=1.0) as bar:
         clock.now += 2.0
         bar.update(1)  # a long transient phase reported, so its end is too
-    assert len(out.getvalue().splitlines()) == 2
+        bar.update(2)
+    assert [line.split(",")[0] for line in out.getvalue().splitlines()] == ["check: 1/3 file", "check: 3/3 file"]
+    with LineProgress(desc="embed", unit="chunk", total=3, stream=out, clock=clock, every=1.0) as bar:
+        clock.now += 2.0
+        bar.update(3)  # its last periodic line already says 3/3: not printed twice
+    assert len(out.getvalue().splitlines()) == 3

@@ -129,10 +129,8 @@ class DenseLeg:
             for start in range(0, len(missing), step):
                 check_deadline("embedding chunks")
                 part = missing[start : start + step]
-                embedded += self._fill([cid for cid, _ in part], uncached=True)
+                embedded += self._fill([cid for cid, _ in part], uncached=True, progress=progress)
                 self._missing.difference_update(part)
-                if progress is not None:
-                    progress(len(part))
             return embedded
 
     def missing(self, candidates: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -159,9 +157,9 @@ class DenseLeg:
     def _key(self, chunk: Chunk) -> str:
         return embedding_key(self.namespace, chunk.chunk_id, self._index_text(chunk))
 
-    def _fill(self, chunk_ids: Sequence[str], *, uncached: bool = False) -> int:
+    def _fill(self, chunk_ids: Sequence[str], *, uncached: bool = False, progress: Callable[[int], None] | None = None) -> int:
         chunks = self.store.get_chunks(chunk_ids)
-        vectors, embedded = self._vectors_for(chunks, uncached=uncached)
+        vectors, embedded = self._vectors_for(chunks, uncached=uncached, progress=progress)
         self._store_vectors(chunks, vectors)
         return embedded
 
@@ -193,7 +191,9 @@ class DenseLeg:
             self.cache.set_many(markers)
         return cached
 
-    def _vectors_for(self, chunks: Sequence[Any], *, uncached: bool = False) -> tuple[list[np.ndarray | None], int]:
+    def _vectors_for(
+        self, chunks: Sequence[Any], *, uncached: bool = False, progress: Callable[[int], None] | None = None
+    ) -> tuple[list[np.ndarray | None], int]:
         """Each chunk's vector — from the cache (unless known ``uncached``), else embedded (and
         cached); the empty vector for a text the dense gate cannot read — and how many were
         embedded."""
@@ -210,6 +210,8 @@ class DenseLeg:
             for i, vec in zip(batch, out):
                 array = np.asarray(vec, dtype=np.float32)
                 vectors[i] = fresh[keys[i]] = array
+            if progress is not None:
+                progress(len(batch))
         for i in todo:
             if vectors[i] is None:
                 vectors[i] = fresh[keys[i]]
