@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -116,3 +117,24 @@ def test_storable_bound_is_equivalent_on_storable_strings(seed):
             new_op, bound = storable_bound(op, operand)
             assert pg_storable(bound)
             assert compare[new_op](value, bound) == fn(value, operand), (op, operand, value, new_op, bound)
+
+
+def test_compile_filter_renames_every_placeholder_exactly_once_at_any_size():
+    # the driver-SQL form of a filter: each placeholder renamed in one pass (it was one
+    # str.replace over the whole statement per parameter: quadratic, 92 s at 6,000 conditions),
+    # and renamed exactly, never `param_1` inside `param_10`
+    import re
+
+    from ragspine.stores.postgres.filters import compile_filter
+
+    for n in (1, 12, 150, 2000):
+        conditions = tuple(FilterCondition(f"f{i % 7}", "in" if i % 3 == 0 else "gte", [i, i + 1] if i % 3 == 0 else i)
+                           for i in range(n))
+        sql, params = compile_filter(MetadataFilter(conditions))
+        placeholders = re.findall(r"%\((\w+)\)s", sql)
+        assert sorted(placeholders) == sorted(params) and len(set(placeholders)) == len(placeholders)
+        assert all(name.startswith("f_") for name in placeholders)
+        operands = [next(iter(json.loads(v).values())) if v.startswith("{") else int(v)
+                    for v in params.values() if v.startswith("{") or v.isdigit()]
+        assert sorted(operands) == sorted(v for i in range(n) for v in ([i, i + 1] if i % 3 == 0 else [i]))
+    assert compile_filter(None) == (None, {})
