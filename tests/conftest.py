@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import os
 
-import pytest
+# RQ reads its key prefix once, when first imported, and test modules import rq at collection:
+# one prefix for this process and every server and worker it starts (they inherit it).
+os.environ.setdefault("RQ_KEY_PREFIX", "ragspine-test:rq")
 
-from tests.helpers import missing_extra
+import pytest  # noqa: E402
+
+from tests.helpers import missing_extra  # noqa: E402
 
 
 @pytest.hookimpl(hookwrapper=True)

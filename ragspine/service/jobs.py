@@ -96,15 +96,14 @@ def rq_key_prefix(redis_prefix: str) -> str:
     return f"{redis_prefix.rstrip(':')}:rq" if redis_prefix.strip(":") else "rq"
 
 
-_PREFIX_WARNED: set[str] = set()
-
-
 def import_rq(redis_prefix: str) -> Any:
-    """Import RQ with its keys under ``RAGSPINE_REDIS_PREFIX`` (RQ reads ``RQ_KEY_PREFIX``
-    once, when first imported); the ``rq`` module."""
-    wanted = rq_key_prefix(redis_prefix)
-    if "rq" not in sys.modules and "RQ_KEY_PREFIX" not in os.environ:
-        os.environ["RQ_KEY_PREFIX"] = wanted
+    """Import RQ with its keys under ``RAGSPINE_REDIS_PREFIX`` — or under ``RQ_KEY_PREFIX``
+    when that is set — and return the ``rq`` module. RQ reads its prefix once, when first
+    imported; a process that imported it earlier with another prefix would queue jobs where
+    no worker looks, so that is a :class:`ConfigError` naming the fix."""
+    wanted = os.environ.get("RQ_KEY_PREFIX") or rq_key_prefix(redis_prefix)
+    if "rq" not in sys.modules:
+        os.environ.setdefault("RQ_KEY_PREFIX", wanted)
     try:
         import rq
         from rq import defaults
@@ -112,10 +111,12 @@ def import_rq(redis_prefix: str) -> Any:
         raise MissingDependencyError("rq", "server", "the Redis job queue") from None
     except ValueError as exc:
         raise ConfigError(f"RAGSPINE_REDIS_PREFIX={redis_prefix!r} cannot prefix RQ's keys ({exc})") from None
-    if defaults.RQ_KEY_PREFIX != wanted and wanted not in _PREFIX_WARNED:
-        _PREFIX_WARNED.add(wanted)
-        log.warning("RQ's keys are under %r, not %r: rq was imported earlier in this process or RQ_KEY_PREFIX is set",
-                    defaults.RQ_KEY_PREFIX, wanted)
+    if defaults.RQ_KEY_PREFIX != wanted:
+        raise ConfigError(
+            f"rq was imported before RAGSpine set its key prefix: its keys are under {defaults.RQ_KEY_PREFIX!r}, not"
+            f" {wanted!r}, so workers would not see this process's jobs; set RQ_KEY_PREFIX={wanted} in the environment"
+            " of every server and worker"
+        )
     return rq
 
 

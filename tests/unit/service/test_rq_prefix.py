@@ -51,3 +51,17 @@ def test_every_redis_key_is_under_the_prefix(tmp_path, private_redis) -> None:
         client.close()
     assert any(k.startswith("acme-rag:rq:") for k in keys) and any(":job:" in k for k in keys), keys  # RQ's
     assert all(k.startswith("acme-rag:") for k in keys), [k for k in keys if not k.startswith("acme-rag:")]
+
+
+def test_rq_imported_earlier_under_another_prefix_is_refused_with_the_fix(monkeypatch) -> None:
+    pytest.importorskip("rq")
+    import rq  # noqa: F401 - imported here under this process's RQ_KEY_PREFIX
+
+    from ragspine.errors import ConfigError
+    from ragspine.service.jobs import import_rq
+
+    monkeypatch.delenv("RQ_KEY_PREFIX", raising=False)
+    with pytest.raises(ConfigError, match=r"workers would not see this process's jobs; set RQ_KEY_PREFIX=other:rq"):
+        import_rq("other:")
+    monkeypatch.setenv("RQ_KEY_PREFIX", rq.defaults.RQ_KEY_PREFIX)  # the explicit prefix every process shares
+    assert import_rq("other:") is rq
