@@ -93,7 +93,7 @@ class PostgresChunkStore:
         self.init_schema()
         try:
             with self.db.transaction() as conn, conn.connection.driver_connection.cursor() as cur:
-                return replace_batch(cur, self.library_id, batch, bulk=self.bulk_method)
+                written = replace_batch(cur, self.library_id, batch, bulk=self.bulk_method)
         except (psycopg.IntegrityError, psycopg.DataError) as exc:
             # e.g. a concurrent replace of another document made one of these ids active
             detail = str(exc).strip().splitlines()[0]
@@ -101,6 +101,8 @@ class PostgresChunkStore:
             raise IngestError(f"cannot store the chunks of {what}: {detail}") from None
         except psycopg.Error as exc:
             raise self.db.error(exc, "write") from exc
+        self.db.note_written(written)  # a bulk load refreshes the planner's statistics
+        return written
 
     def fingerprints(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """``{doc_id: fingerprint}`` recorded by the latest replace of each *active* document

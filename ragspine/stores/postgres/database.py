@@ -102,6 +102,8 @@ class PostgresDatabase:
         self._owns_engine = engine is None
         self._lock = threading.RLock()  # init_schema holds it while the engine is made
         self._schema_ready = False
+        self._written = 0  # chunk rows written through this object since its last ANALYZE
+        self._analyzed_rows = 0.0  # ragspine_chunk's row estimate at that ANALYZE
 
     def __repr__(self) -> str:
         return f"PostgresDatabase({redact(self.url)!r}, schema={self.schema!r})"
@@ -172,6 +174,41 @@ class PostgresDatabase:
                 return revision
         except sa.exc.SQLAlchemyError as exc:
             raise self.error(exc, "schema check") from exc
+
+    #: Rows a process writes before it refreshes the planner's statistics; and then only once
+    #: they are also this share of the rows the statistics knew.
+    ANALYZE_AFTER_ROWS = 5000
+    ANALYZE_GROWTH = 0.2
+
+    def note_written(self, rows: int) -> bool:
+        """Count rows a committed write added; past the thresholds, ANALYZE the tables a search
+        plans over (``True`` when it did). Statistics taken while a library was small or absent
+        make PostgreSQL plan its first queries after a bulk load as if it had one row — minutes
+        per query — and autovacuum comes a minute later or not at all inside a bulk load."""
+        with self._lock:
+            self._written += rows
+            due = self._written >= max(self.ANALYZE_AFTER_ROWS, self.ANALYZE_GROWTH * self._analyzed_rows)
+            if due:
+                self._written = 0
+        if due:
+            self.analyze()
+        return due
+
+    def analyze(self) -> None:
+        """Refresh the planner's statistics of the chunk and lexical tables (failures are
+        logged: they never fail the write that triggered them)."""
+        import logging
+
+        import sqlalchemy as sa
+
+        try:
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql("ANALYZE ragspine_chunk, ragspine_lex_posting, ragspine_lex_term, ragspine_lex_stats")
+                rows = conn.execute(sa.text("SELECT reltuples FROM pg_class WHERE oid = 'ragspine_chunk'::regclass")).scalar()
+            with self._lock:
+                self._analyzed_rows = max(float(rows or 0), 0.0)
+        except sa.exc.SQLAlchemyError as exc:
+            logging.getLogger(__name__).warning("ANALYZE after a bulk write failed (%s); autovacuum will catch up", exc)
 
     def check(self) -> None:
         """Raise :class:`BackendError` unless the database answers."""

@@ -54,7 +54,13 @@ CANDIDATE_MARGIN = 1.0 - 1e-9
 
 # Every join below has a handful of rows on one side (the query's tokens, the statistics
 # row, the candidates): whatever the planner estimates for the materialized postings, no
-# plan can join two large sets.
+# plan can join two large sets. Postings are read token by token (a LATERAL subquery per
+# query token, fenced with OFFSET 0), so no join order can scan a library's postings once per
+# token. Which index serves each lookup is still the planner's choice on the tables'
+# statistics: a library that was empty when ANALYZE last ran is estimated at one row, and a
+# plan chosen on that filters every posting of the library per lookup (minutes at 50,000
+# chunks) — so bulk writes refresh them (``PostgresDatabase.note_written``; tests/unit/
+# stores/postgres/test_plans.py asserts both plans).
 _SCORED = """
 WITH q AS (
     SELECT token, pos FROM unnest(%(tokens)s::text[]) WITH ORDINALITY AS q(token, pos)
@@ -64,8 +70,11 @@ WITH q AS (
     SELECT n_chunks::float8 AS n, COALESCE(NULLIF(total_len::float8 / n_chunks::float8, 0), 1::float8) AS avgdl
     FROM ragspine_lex_stats WHERE library_id = %(library_id)s AND n_chunks > 0
 ), p AS MATERIALIZED (
-    SELECT p.token, p.chunk_id, p.tf::float8 AS tf, p.dl::float8 AS dl
-    FROM qt JOIN ragspine_lex_posting p ON p.library_id = %(library_id)s AND p.token = qt.token
+    SELECT qt.token, pp.chunk_id, pp.tf::float8 AS tf, pp.dl::float8 AS dl
+    FROM qt CROSS JOIN LATERAL (
+        SELECT chunk_id, tf, dl FROM ragspine_lex_posting
+        WHERE library_id = %(library_id)s AND token = qt.token OFFSET 0
+    ) AS pp
 ), w AS MATERIALIZED (
     SELECT d.token, qt.qn, ln(1::float8 + ((st.n - d.df) + 0.5::float8) / (d.df + 0.5::float8)) AS idf
     FROM (SELECT token, count(*)::float8 AS df FROM p GROUP BY token) AS d JOIN qt USING (token) CROSS JOIN st
@@ -126,10 +135,16 @@ FROM ragspine_lex_stats s LEFT JOIN ragspine_lex_term t
   ON t.library_id = s.library_id AND t.token = ANY(%(tokens)s::text[])
 WHERE s.library_id = %(library_id)s"""
 _CANDIDATES = """
-SELECT c.chunk_id, c.version FROM ragspine_chunk c
-WHERE c.library_id = %(library_id)s AND c.active AND c.chunk_id IN (
-    SELECT p.chunk_id FROM ragspine_lex_posting p
-    WHERE p.library_id = %(library_id)s AND p.token = ANY(%(essential)s::text[])){mask}"""
+WITH e AS MATERIALIZED (
+    SELECT DISTINCT pp.chunk_id
+    FROM unnest(%(essential)s::text[]) AS t(token) CROSS JOIN LATERAL (
+        SELECT chunk_id FROM ragspine_lex_posting WHERE library_id = %(library_id)s AND token = t.token OFFSET 0
+    ) AS pp
+)
+SELECT c.chunk_id, c.version FROM e CROSS JOIN LATERAL (
+    SELECT c.chunk_id, c.version, c.metadata FROM ragspine_chunk c
+    WHERE c.library_id = %(library_id)s AND c.chunk_id = e.chunk_id AND c.active OFFSET 0
+) AS c{where}"""
 _TERMS_OF = """
 SELECT p.chunk_id, p.token, p.tf, p.dl
 FROM unnest(%(chunk_ids)s::text[]) AS c(chunk_id)
@@ -238,7 +253,7 @@ class PostgresLexicalIndex:
                 bound = sum(idf[t] for t in occurrences if t not in essential)
                 others = [t for t in by_rarity if t not in essential]
                 cur.execute(
-                    _CANDIDATES.format(mask=f" AND ({filter_sql})" if filter_sql else ""),
+                    _CANDIDATES.format(where=f" WHERE ({filter_sql})" if filter_sql else ""),
                     {"library_id": self.library_id, "essential": essential, **filter_params},
                 )
                 versions = dict(cur.fetchall())
