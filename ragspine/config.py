@@ -66,6 +66,14 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_EMBEDDING_BACKEND", None, "default spec of make_embedding_backend() (library level)"
     ),
     "lexical_index": _named("RAGSPINE_LEXICAL_INDEX", "auto", "BM25 index (auto: in PostgreSQL when the chunk store is)", LEXICAL_INDEXES),
+    "lexical_dir": Setting(
+        "RAGSPINE_LEXICAL_DIR", None,
+        "where the in-process lexical index of a server database's libraries is saved (default: <cache dir>/lexical; none = never)",
+    ),
+    "lexical_cache_rows": Setting(
+        "RAGSPINE_LEXICAL_CACHE_ROWS", 4_000_000,
+        "chunks of in-process lexical indexes a process keeps open, all libraries together (least recently used closed first)", int,
+    ),
     "retrieval_mode": Setting("RAGSPINE_RETRIEVAL_MODE", "auto", "auto|hybrid|vector|economy|bm25|lexical"),
     "chunker": _named("RAGSPINE_CHUNKER", "default", "how documents are cut into chunks", CHUNKERS),
     "reranker": _named("RAGSPINE_RERANKER", "none", "reorders the fused head", RERANKERS),
@@ -147,6 +155,8 @@ class Settings:
     embedding: str
     embedding_backend: str | None
     lexical_index: str
+    lexical_dir: str | None
+    lexical_cache_rows: int
     retrieval_mode: str
     chunker: str
     reranker: str
@@ -220,6 +230,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         values["chunk_store"] = os.path.join(values["data_dir"], "ragspine.db")
     if values["cache_dir"] is None:
         values["cache_dir"] = _default_cache_dir()
+    if values["lexical_dir"] is None:
+        values["lexical_dir"] = os.path.join(values["cache_dir"], "lexical")
+    elif values["lexical_dir"].strip().lower() in ("", "none", "off"):
+        values["lexical_dir"] = None
     for name in ("embedding", "retrieval_mode", "vector_store", "embedding_models", "postprocessor"):
         values[name] = values[name].lower() if isinstance(values[name], str) else values[name]
     for name, setting in SETTINGS.items():
@@ -234,7 +248,7 @@ def _check_ranges(values: dict[str, Any]) -> None:
         return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
 
     for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "max_file_bytes", "ingest_workers",
-                 "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after"):
+                 "lexical_cache_rows", "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
             raise bad(name, "must be positive")
     if not 0 <= values["overlap_chars"] < values["chunk_chars"]:

@@ -15,6 +15,7 @@ pipeline of one (library, embedding) pair shares its vector store.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Any, Sequence
 
 from ragspine.config import Settings, load_settings
@@ -24,7 +25,7 @@ from ragspine.registries import CHUNK_STORES
 from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker, make_chunker
 from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, ChunkStore, LibraryInfo
-from ragspine.retrieval.lexical.base import LexicalIndex, make_lexical_index
+from ragspine.retrieval.lexical.base import LexicalIndex, ResidentIndex, make_lexical_index
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, NarrativeRetriever
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
@@ -73,7 +74,8 @@ class Stack:
         self._cache: EmbeddingCache | None = None
         self._connector: VectorStoreConnector | None = None
         self._pipelines: dict[tuple[str, str, str], LibraryPipeline] = {}  # (library, mode, embedding)
-        self._lexical: dict[str, LexicalIndex] = {}
+        # open lexical indexes, least recently used first (bounded: RAGSPINE_LEXICAL_CACHE_ROWS)
+        self._lexical: OrderedDict[str, LexicalIndex] = OrderedDict()
         self._vectors: dict[tuple[str, str], VectorStore] = {}  # (library, embedding)
         self.chunk_cache = ChunkCache(s.chunk_cache)  # shared by every library's pipeline
         self._closed = False
@@ -317,7 +319,26 @@ class Stack:
             pipeline = self._pipelines.get(key)
             if pipeline is None:
                 pipeline = self._pipelines[key] = self._build_pipeline(library_id, resolved, spec, backend)
+                self._trim_lexical(keep=library_id)
+            elif library_id in self._lexical:
+                self._lexical.move_to_end(library_id)
             return pipeline
+
+    def _trim_lexical(self, keep: str) -> None:
+        """Close the least recently used libraries' in-process lexical indexes (and their
+        pipelines) while those held exceed ``RAGSPINE_LEXICAL_CACHE_ROWS`` rows; ``keep`` stays.
+        A closed library reopens on its next query (from its saved index where there is one);
+        a request still holding the old pipeline finishes with it."""
+        budget = self.settings.lexical_cache_rows
+        held = {lib: ix.resident_rows for lib, ix in self._lexical.items() if isinstance(ix, ResidentIndex)}
+        total = sum(held.values())
+        for lib in [lib for lib in self._lexical if lib in held and lib != keep]:
+            if total <= budget:
+                break
+            total -= held[lib]
+            del self._lexical[lib]
+            for pipeline_key in [k for k in self._pipelines if k[0] == lib]:
+                del self._pipelines[pipeline_key]
 
     #: The seed-era name of :meth:`pipeline`.
     index = pipeline

@@ -360,3 +360,31 @@ def test_the_constructor_does_no_io(tmp_path):
     with pytest.raises(Exception, match="127.0.0.1"):
         pg.libraries()
     pg.close()
+
+
+def test_open_lexical_indexes_are_bounded_least_recently_used_first(settings):
+    """RAGSPINE_LEXICAL_CACHE_ROWS bounds the in-process indexes a stack holds, all libraries
+    together: opening one past the budget closes the least recently used, which reopens (and
+    answers the same) on its next query."""
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LEXICAL_CACHE_ROWS="5")) as stack:
+        for name in ("a", "b", "c"):
+            stack.ensure_library(name)
+            stack.index(name).ingest_many(
+                [(f"{name}{d}", [_chunk(f"{name}{d}", f"shared words {name} document {d}")]) for d in range(3)]
+            )
+        before = {name: [s["chunk_id"] for s in stack.retriever([name]).retrieve("shared document")] for name in "abc"}
+        assert list(stack._lexical) == ["b", "c"]  # 3 + 3 rows > 5: "a", used least recently, was closed
+        stack.retriever(["b"]).retrieve("shared")  # "b" is now the most recent
+        assert [s["chunk_id"] for s in stack.retriever(["a"]).retrieve("shared document")] == before["a"]
+        assert list(stack._lexical) == ["b", "a"]  # reopening "a" closed "c", not "b"
+        assert not any(key[0] == "c" for key in stack._pipelines)
+    with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy")) as stack:
+        for name in "abc":
+            stack.retriever([name]).retrieve("shared")
+        assert list(stack._lexical) == ["a", "b", "c"]  # the default budget holds them all
+
+
+def _chunk(doc_id: str, text: str):
+    from tests.helpers import make_chunk
+
+    return make_chunk(doc_id, 0, text)

@@ -79,6 +79,17 @@ class VersionedIndex(Protocol):
         ...
 
 
+@runtime_checkable
+class ResidentIndex(Protocol):
+    """An index held in this process's memory (the in-process one): how many rows it holds,
+    which is what the stack's bound on open indexes counts (``RAGSPINE_LEXICAL_CACHE_ROWS``)."""
+
+    @property
+    def resident_rows(self) -> int:
+        """Rows held now, the retired ones not yet merged away included (0 before the first refresh)."""
+        ...
+
+
 def default_index_text(chunk: StoredChunk) -> str:
     """The text BM25 indexes and the dense leg embeds for a chunk: its own text."""
     return chunk.text

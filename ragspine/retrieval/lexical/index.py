@@ -306,6 +306,11 @@ class InMemoryLexicalIndex:
         return self._n_active
 
     @property
+    def resident_rows(self) -> int:
+        """Rows held in this process (``ResidentIndex``), retired ones not yet merged away included."""
+        return len(self._lengths)
+
+    @property
     def seq(self) -> int | None:
         """The store change sequence this index reflects (``None`` before the first refresh)."""
         return self._seq

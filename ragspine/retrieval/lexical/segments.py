@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +34,8 @@ from typing import Any
 import numpy as np
 
 from ragspine.retrieval.filtering.filters import FilterCondition
+
+log = logging.getLogger(__name__)
 
 #: Bumped whenever the token stream or the file layout changes: older files are rebuilt.
 FORMAT = "ragspine-lexical/2"  # 2: RESTRICTED chunks are not indexed
@@ -357,10 +361,36 @@ def save_segment(segment: Segment, directory: str) -> str:
     with open(pointer, "w", encoding="utf-8") as fh:
         fh.write(name)
     os.replace(pointer, os.path.join(directory, "CURRENT"))
-    for other in os.listdir(directory):
-        if other != name and other.startswith("seg-"):
-            shutil.rmtree(os.path.join(directory, other), ignore_errors=True)
+    _remove_old(directory, keep=name)
     return final
+
+
+def _remove_old(directory: str, keep: str) -> None:
+    """Remove the segments older saves left. Several processes may save into one directory
+    (the PostgreSQL follower on one host): another's segment being written (``.tmp``) or just
+    made current is left alone until it is a minute old (an hour for an unfinished one)."""
+    try:
+        with open(os.path.join(directory, "CURRENT"), encoding="utf-8") as fh:
+            current = fh.read().strip()
+    except OSError:
+        current = keep
+    now = time.time()
+    for other in os.listdir(directory):
+        if other in (keep, current) or not other.startswith("seg-"):
+            continue
+        path = os.path.join(directory, other)
+        try:
+            age = now - os.stat(path).st_mtime
+        except OSError:
+            continue
+        if age > (_TMP_GRACE_S if other.endswith(".tmp") else _OLD_GRACE_S):
+            shutil.rmtree(path, ignore_errors=True)
+        elif not other.endswith(".tmp"):
+            log.debug("segment %s kept for now: another process may have just saved it", path)
+
+
+_OLD_GRACE_S = 60.0
+_TMP_GRACE_S = 3600.0
 
 
 def load_segment(directory: str) -> Segment | None:

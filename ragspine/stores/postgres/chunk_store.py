@@ -21,6 +21,7 @@ ordering, change log, errors). Concurrency is PostgreSQL's own:
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator, Sequence
 
 from ragspine.errors import IngestError
@@ -240,6 +241,27 @@ class PostgresChunkStore:
         if not rows:
             return seq, []
         return int(rows[-1][0]), list(dict.fromkeys(r[1] for r in rows))
+
+    def change_marker(self, seq: int) -> str | None:
+        """What identifies change ``seq`` of this library in this database (its document,
+        version and commit time), or ``None`` if there is no such change: an index saved at
+        ``seq`` checks it, so files saved from another database's history are never adopted."""
+        import sqlalchemy as sa
+
+        self.init_schema()
+        rows = self.db.read(
+            sa.text("SELECT doc_id, version, changed_at FROM ragspine_change WHERE library_id = :library_id AND seq = :seq"),
+            {"library_id": self.library_id, "seq": int(seq)},
+        )
+        if not rows:
+            return None
+        doc_id, version, changed_at = rows[0]
+        return json.dumps([int(seq), doc_id, int(version), changed_at.isoformat()], ensure_ascii=False)
+
+    def persist_dir(self, kind: str) -> str | None:
+        """Where a derived index of ``kind`` may keep its files on this host
+        (``RAGSPINE_LEXICAL_DIR``, see :meth:`PostgresDatabase.persist_dir`)."""
+        return self.db.persist_dir(self.library_id, kind)
 
     def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """One read-only statement with ``%s`` placeholders (see ``PostgresDatabase``)."""

@@ -15,6 +15,10 @@ the driver's placeholders: ``%s`` with a sequence of parameters, ``%(name)s`` wi
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
 import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
@@ -81,7 +85,8 @@ class PostgresDatabase:
 
     @classmethod
     def from_config(cls, spec: StoreSpec, settings: Settings) -> PostgresDatabase:
-        return cls(spec.target or "", schema=settings.pg_schema, auto_migrate=settings.auto_migrate)
+        return cls(spec.target or "", schema=settings.pg_schema, auto_migrate=settings.auto_migrate,
+                   persist_root=settings.lexical_dir)
 
     def __init__(
         self,
@@ -91,6 +96,7 @@ class PostgresDatabase:
         engine: Any = None,
         pool_size: int = 5,
         auto_migrate: bool = False,
+        persist_root: str | None = None,
     ) -> None:
         if engine is None and not (isinstance(url, str) and is_postgres_url(url)):
             raise ConfigError(f"not a PostgreSQL URL: {redact(str(url))!r} (expected postgresql://user@host/db)")
@@ -98,6 +104,9 @@ class PostgresDatabase:
         self.schema = check_schema_name(schema) if schema else None
         self.pool_size = pool_size
         self.auto_migrate = auto_migrate
+        #: where derived in-process indexes of this database's libraries are saved, on this
+        #: host (``RAGSPINE_LEXICAL_DIR``; ``None``: nowhere)
+        self.persist_root = persist_root
         self._engine = engine
         self._owns_engine = engine is None
         self._lock = threading.RLock()  # init_schema holds it while the engine is made
@@ -337,6 +346,21 @@ class PostgresDatabase:
         self.init_schema()
         return [_library_info(row) for row in self.read(sa.text(_LIBRARIES + _ORDER))]
 
+    def persist_dir(self, library_id: str, kind: str) -> str | None:
+        """Where a derived index of ``kind`` over ``library_id`` may keep its files on this host:
+        ``<persist root>/<kind>/<database hash>/<library hash>/``. The database hash is of the
+        server, database, user and schema; what the files reflect is checked against the change
+        log (``change_marker``), so a recreated database never adopts another's files."""
+        if not self.persist_root:
+            return None
+        from sqlalchemy.engine import make_url
+
+        url = make_url(self.url)
+        where = json.dumps([url.host, url.port, url.database, url.username, self.schema or "public"])
+        db_hash = hashlib.sha256(where.encode("utf-8")).hexdigest()[:16]
+        lib_hash = hashlib.sha256(library_id.encode("utf-8")).hexdigest()[:16]
+        return os.path.join(self.persist_root, kind, db_hash, lib_hash)
+
     def delete_library(self, library_id: str) -> bool:
         """Delete a library's chunks, lexical index and catalog row (waits for its running
         replaces)."""
@@ -355,6 +379,9 @@ class PostgresDatabase:
             conn.execute(sa.text(
                 "INSERT INTO ragspine_change (library_id, doc_id, version) VALUES (:library_id, '', 0)"
             ), params)
+        saved = self.persist_dir(library_id, "lexical")
+        if saved:  # this host's copy could never be used again anyway
+            shutil.rmtree(saved, ignore_errors=True)
         return bool(n_chunks or n_lib)
 
 

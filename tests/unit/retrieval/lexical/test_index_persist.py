@@ -306,3 +306,27 @@ def test_searches_go_on_while_a_merge_builds(db_path) -> None:
     assert not merger.is_alive() and index._segments == []  # merged
     assert index.search(query, top_k=10) == before
     db.close()
+
+
+def test_a_save_leaves_what_another_process_is_saving_or_just_saved(tmp_path) -> None:
+    """Several processes save one library's index into one directory (the PostgreSQL follower
+    on one host): a save removes older segments, but not another's segment still being written
+    or just made current; an abandoned one goes once it is old."""
+    where = str(tmp_path / "seg")
+    os.makedirs(where)
+    writing = os.path.join(where, "seg-7-aaaaaaaaaaaa.tmp")  # another process, mid-save
+    finished = os.path.join(where, "seg-7-bbbbbbbbbbbb")  # another process's, a moment ago
+    stale = os.path.join(where, "seg-3-cccccccccccc")  # long superseded
+    for path in (writing, finished, stale):
+        os.makedirs(path)
+    old = os.stat(stale).st_mtime - 3 * segments._OLD_GRACE_S
+    os.utime(stale, (old, old))
+    mine = segments.save_segment(segments.Segment.empty(), where)
+    assert os.path.isdir(writing) and os.path.isdir(finished) and os.path.isdir(mine)
+    assert not os.path.exists(stale)
+    for path in (writing, finished):
+        very_old = os.stat(path).st_mtime - 2 * segments._TMP_GRACE_S
+        os.utime(path, (very_old, very_old))
+    again = segments.save_segment(segments.Segment.empty(), where)
+    assert sorted(os.listdir(where)) == sorted(["CURRENT", os.path.basename(again), os.path.basename(mine)])
+    assert segments.load_segment(where) is not None
