@@ -66,6 +66,9 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_EMBEDDING_BACKEND", None, "default spec of make_embedding_backend() (library level)"
     ),
     "lexical_index": _named("RAGSPINE_LEXICAL_INDEX", "auto", "BM25 index (auto: in PostgreSQL when the chunk store is)", LEXICAL_INDEXES),
+    "lexical_kernel": Setting(
+        "RAGSPINE_LEXICAL_KERNEL", "auto", "top-k of the in-process lexical index: auto (numba when installed) | numba | numpy"
+    ),
     "lexical_dir": Setting(
         "RAGSPINE_LEXICAL_DIR", None,
         "where the in-process lexical index of a server database's libraries is saved (default: <cache dir>/lexical; none = never)",
@@ -155,6 +158,7 @@ class Settings:
     embedding: str
     embedding_backend: str | None
     lexical_index: str
+    lexical_kernel: str
     lexical_dir: str | None
     lexical_cache_rows: int
     retrieval_mode: str
@@ -230,6 +234,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         values["chunk_store"] = os.path.join(values["data_dir"], "ragspine.db")
     if values["cache_dir"] is None:
         values["cache_dir"] = _default_cache_dir()
+    values["lexical_kernel"] = str(values["lexical_kernel"]).strip().lower()
+    if values["lexical_kernel"] not in ("auto", "numba", "numpy"):
+        raise ConfigError(f"RAGSPINE_LEXICAL_KERNEL={values['lexical_kernel']!r}: choose auto, numba or numpy")
     if values["lexical_dir"] is None:
         values["lexical_dir"] = os.path.join(values["cache_dir"], "lexical")
     elif values["lexical_dir"].strip().lower() in ("", "none", "off"):

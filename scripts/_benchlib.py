@@ -188,3 +188,43 @@ def run_ragspine(corpus, queries, *, mode: str, max_chars: int, overlap: int, wo
         timing["embedded_chunks"] = embedded
         timing["embedded_chunks_per_s"] = round(embedded / embed_s, 1)
     return runs, timing
+
+
+class TantivyReference:
+    """Tantivy (PyPI ``tantivy``, Rust) over the same pre-tokenized text: each document's
+    tokens joined by spaces into a field with the whitespace tokenizer and term frequencies
+    (no positions), one segment after ``wait_merging_threads``; a query is a boolean SHOULD of
+    its tokens' term queries, top ``k`` by Tantivy's own BM25 (k1 1.2, quantised norms — so
+    compare its speed, not its ranking). ``None`` from :meth:`build` when tantivy is missing."""
+
+    def __init__(self, index: Any, schema: Any, build_s: float) -> None:
+        import tantivy
+
+        self._tantivy = tantivy
+        self.schema = schema
+        self.searcher = index.searcher()
+        self.build_s = build_s
+
+    @classmethod
+    def build(cls, token_lists: Any, threads: int = 1) -> TantivyReference | None:
+        try:
+            import tantivy
+        except ImportError:
+            return None
+        t0 = time.perf_counter()
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
+        schema = builder.build()
+        index = tantivy.Index(schema)
+        writer = index.writer(heap_size=512_000_000, num_threads=threads)
+        for tokens in token_lists:
+            writer.add_document(tantivy.Document(body=" ".join(tokens)))
+        writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        return cls(index, schema, time.perf_counter() - t0)
+
+    def search(self, tokens: list[str], k: int = 10) -> Any:
+        t = self._tantivy
+        query = t.Query.boolean_query([(t.Occur.Should, t.Query.term_query(self.schema, "body", tok)) for tok in tokens])
+        return self.searcher.search(query, k).hits

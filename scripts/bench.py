@@ -57,6 +57,7 @@ from _benchlib import (
     BM25_B,
     BM25_K1,
     DEFAULT_DATA,
+    TantivyReference,
     bm25s_model,
     bm25s_query_tokens,
     evaluate,
@@ -81,6 +82,7 @@ from ragspine.stores.sqlite import SQLiteChunkStore
 TARGETS: dict[str, tuple[str, float, str]] = {
     "speed.lexical_search_vs_bm25s": (">=", 1.0, ">= 1.0x bm25s"),
     "speed.snippet_path_vs_bm25": ("<=", 2.0, "<= 2.0x BM25"),
+    "speed.lexical_search_vs_tantivy": (">=", 0.5, ">= 0.5x Tantivy (within 2x)"),
     "scale.1000000.snippet_path_vs_bm25": ("<=", 2.0, "<= 2.0x BM25"),
     "quality.economy.ndcg@10": (">=", 0.665, ">= 0.665"),
     "quality.hybrid.ndcg@10": (">=", 0.680, ">= 0.680"),
@@ -153,6 +155,7 @@ def section_speed(args: argparse.Namespace, corpus: dict[str, str], queries: dic
             top = np.argpartition(-scores, k - 1)[:k]
             return top[np.argsort(-scores[top], kind="stable")]
 
+        tv = TantivyReference.build(docs_tokens)
         systems: dict[str, Callable[[int], Any]] = {
             "ragspine LexicalIndex.search": lambda i: lex.search(q_tokens[i], top_k=10),
             "ragspine NarrativeIndex.retrieve": lambda i: index.retrieve(q_texts[i], top_k=10),
@@ -161,6 +164,8 @@ def section_speed(args: argparse.Namespace, corpus: dict[str, str], queries: dic
             "bm25s BM25.retrieve": lambda i: bm.retrieve([q_bm[i]], k=k, show_progress=False) if q_bm[i] else None,
             "rank-bm25 get_scores": lambda i: top10(rb.get_scores(q_tokens[i])),
         }
+        if tv is not None:
+            systems["tantivy Searcher.search"] = lambda i: tv.search(q_tokens[i], k) if q_tokens[i] else None
         names = list(systems)
         nq = len(q_texts)
         agreement = _top10_agreement(lex, bm, q_tokens, q_bm, ids)
@@ -216,6 +221,10 @@ def section_speed(args: argparse.Namespace, corpus: dict[str, str], queries: dic
     ):
         result[f"{key}_vs_bm25s"] = ratio(ours, "bm25s BM25.retrieve")
         result[f"{key}_vs_rank_bm25"] = ratio(ours, "rank-bm25 get_scores")
+        if tv is not None:
+            result[f"{key}_vs_tantivy"] = ratio(ours, "tantivy Searcher.search")
+    if tv is not None:
+        result["tantivy_index_s"] = round(tv.build_s, 2)
     # the whole snippet path (tokenize, rewrite, BM25, RRF, fetch, snippets) over BM25 alone
     result["snippet_path_vs_bm25"] = ratio("ragspine LexicalIndex.search", "ragspine NarrativeIndexRetriever.retrieve")
     result["snippet_path_vs_bm25_no_chunk_cache"] = ratio(
@@ -523,6 +532,8 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             add(f"speed    {name}: queries/s (p50 ms)", None, f"{r['qps_median']:.0f} ({r['p50_ms']:.2f})")
         add("speed    LexicalIndex.search / bm25s (same-run ratio)", "speed.lexical_search_vs_bm25s", s["lexical_search_vs_bm25s"], "{:.2f}x")
         add("speed    LexicalIndex.search / rank-bm25", None, s["lexical_search_vs_rank_bm25"], "{:.1f}x")
+        if "lexical_search_vs_tantivy" in s:
+            add("speed    LexicalIndex.search / Tantivy (same-run ratio)", "speed.lexical_search_vs_tantivy", s["lexical_search_vs_tantivy"], "{:.2f}x")
         add("speed    NarrativeIndex.retrieve / bm25s", None, s["narrative_retrieve_vs_bm25s"], "{:.2f}x")
         add("speed    NarrativeIndex.retrieve / rank-bm25", None, s["narrative_retrieve_vs_rank_bm25"], "{:.1f}x")
         add("speed    NarrativeIndexRetriever.retrieve / bm25s", None, s["retriever_retrieve_vs_bm25s"], "{:.2f}x")

@@ -172,9 +172,12 @@ def test_many_small_refreshes_keep_few_segments(db_path) -> None:
     db.close()
 
 
-def test_pruned_top_k_equals_full_scoring_bit_for_bit(tmp_path) -> None:
-    """MaxScore top-k (rare tokens essential, common ones bounded by their idf) returns exactly
-    the full ranking's first k, ties included, with or without filters and retired rows."""
+@pytest.mark.parametrize("kernel", ["numpy", pytest.param("numba", marks=pytest.mark.skipif(
+    not __import__("ragspine.retrieval.lexical.kernel", fromlist=["available"]).available(), reason="numba is not installed"))])
+def test_pruned_top_k_equals_full_scoring_bit_for_bit(tmp_path, kernel) -> None:
+    """MaxScore top-k — numpy (rare tokens essential, common ones bounded by their idf) and the
+    compiled block-max kernel — returns exactly the full ranking's first k, ties included, with
+    or without filters and retired rows."""
     rng = random.Random(17)
     np_rng = np.random.default_rng(17)
     words = [f"w{i}" for i in range(400)]
@@ -193,11 +196,11 @@ def test_pruned_top_k_equals_full_scoring_bit_for_bit(tmp_path) -> None:
         ]
 
     store.replace_many([(f"d{i:04d}", doc(f"d{i:04d}")) for i in range(1500)])
-    index = InMemoryLexicalIndex(store)
+    index = InMemoryLexicalIndex(store, kernel=kernel)
     index.prune_from = 0  # this library is small: prune anyway
     index.refresh()
     pruned_used = 0
-    real = index._pruned_top_k
+    real = index._kernel_top_k if kernel == "numba" else index._pruned_top_k
 
     def spy(*a, **kw):
         nonlocal pruned_used
@@ -205,19 +208,49 @@ def test_pruned_top_k_equals_full_scoring_bit_for_bit(tmp_path) -> None:
         pruned_used += out is not None
         return out
 
-    index._pruned_top_k = spy  # type: ignore[method-assign]
+    if kernel == "numba":
+        index._kernel_top_k = spy  # type: ignore[method-assign]
+    else:
+        index._pruned_top_k = spy  # type: ignore[method-assign]
     filters = [None, parse_filter({"topic": "a"}), parse_filter([["n", "lt", 3]])]
     for round_ in range(2):
         for qi in range(60):
             q = list(np_rng.choice(words, size=rng.randint(1, 6), p=weights)) + ([words[rng.randrange(400)]] if qi % 2 else [])
             for f in filters:
                 full = index.search(q, metadata_filter=f)
-                for k in (1, 3, 10, 50):
+                for k in (1, 3, 10, 50, 2000):
                     assert index.search(q, metadata_filter=f, top_k=k) == full[:k], (q, f, k)
         for i in range(0, 1500, 7):  # retired and replaced rows (dead rows until the next merge)
             store.replace_doc_chunks(f"d{i:04d}", [] if i % 2 else doc(f"d{i:04d}"))
         index.refresh()
     assert pruned_used > 100  # the pruned path was actually taken
+    db.close()
+
+
+@pytest.mark.skipif(not __import__("ragspine.retrieval.lexical.kernel", fromlist=["available"]).available(), reason="numba is not installed")
+def test_the_kernel_keeps_every_tie_and_orders_them_by_chunk_id(tmp_path) -> None:
+    """Hundreds of rows with one score: top-k is the k smallest chunk ids of the tie, whatever
+    the row order; a filter, a repeated token and an unknown token change nothing else."""
+    from tests.helpers import make_chunk
+
+    db = SQLiteDatabase(tmp_path / "ties.db")
+    store = db.chunk_store("lib")
+    rng = random.Random(3)
+    fast, slow = InMemoryLexicalIndex(store, kernel="numba"), InMemoryLexicalIndex(store, kernel="numpy")
+    fast.prune_from = 0  # a small library: take the kernel anyway
+    for start in range(500, -1, -100):  # later rows hold smaller chunk ids: row order is not id order
+        ids = [f"d{i:04d}" for i in range(start, start + 100)]
+        rng.shuffle(ids)
+        store.replace_many([(d, [make_chunk(d, 0, "alpha beta gamma" if int(d[1:]) % 3 else "alpha beta delta",
+                                            metadata={"odd": int(d[1:]) % 2})]) for d in ids])
+        fast.refresh()
+        slow.refresh()
+    assert fast.chunk_id(0) == "d0500#0"
+    for q in (["alpha"], ["alpha", "gamma"], ["delta", "alpha", "delta"], ["nothing", "beta"], ["nothing"]):
+        for f in (None, parse_filter({"odd": 1})):
+            full = slow.search(q, metadata_filter=f)
+            for k in (1, 5, 64, 599, 600, 601):
+                assert fast.search(q, metadata_filter=f, top_k=k) == full[:k], (q, f, k)
     db.close()
 
 
