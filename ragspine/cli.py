@@ -6,7 +6,7 @@
     ragspine stats                           counts and the resolved stack
     ragspine config                          every RAGSPINE_* setting as resolved
     ragspine demo                            ingest a bundled corpus and answer questions
-    ragspine migrate [--url URL] [--schema S] [--revision REV] [--downgrade]
+    ragspine migrate [--url URL] [--schema S] [--revision REV] [--downgrade] [--rebuild-postings LIB ...]
                                              apply the PostgreSQL schema revisions (Alembic)
     ragspine serve [--host H] [--port P] [--workers N]   the HTTP service (FastAPI on uvicorn)
     ragspine worker [--burst]                run ingest jobs from the Redis job queue (RQ)
@@ -124,6 +124,8 @@ def _parser() -> argparse.ArgumentParser:
     migrate.add_argument("--schema", help="schema holding the tables (default: RAGSPINE_PG_SCHEMA, else public)")
     migrate.add_argument("--revision", help="target revision (default: head, or base with --downgrade)")
     migrate.add_argument("--downgrade", action="store_true", help="downgrade to --revision instead of upgrading")
+    migrate.add_argument("--rebuild-postings", nargs="+", metavar="LIBRARY",
+                         help="after upgrading, rewrite these libraries' BM25 postings in PostgreSQL (written with RAGSPINE_PG_POSTINGS=off)")
     serve = sub.add_parser("serve", help="run the HTTP service (FastAPI on uvicorn; OpenAPI at /docs)")
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
@@ -388,6 +390,17 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     schema = args.schema or settings.pg_schema
     before, after = migrate(url, schema=schema, revision=args.revision, down=args.downgrade)
     print(f"{redact(url)}{f' (schema {schema})' if schema else ''}: revision {before or 'base'} -> {after or 'base'}")
+    if args.rebuild_postings:
+        if args.downgrade:
+            raise CliError("--rebuild-postings needs the current schema: drop --downgrade")
+        from ragspine.stores.postgres import PostgresDatabase
+
+        db = PostgresDatabase(url, schema=schema)
+        try:
+            for library in args.rebuild_postings:
+                print(f"{library}: postings of {db.rebuild_postings(library):,} chunks rewritten")
+        finally:
+            db.close()
     if not args.downgrade and url == settings.chunk_store:
         for role, problem in _store_checks(args):
             if problem:  # the schema is fine, but the configured stack cannot work yet: say so, with the fix

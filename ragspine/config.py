@@ -104,6 +104,10 @@ SETTINGS: dict[str, Setting] = {
     ),
     "data_dir": Setting("RAGSPINE_DATA_DIR", None, "data directory (default: $XDG_DATA_HOME/ragspine)"),
     "pg_schema": Setting("RAGSPINE_PG_SCHEMA", None, "PostgreSQL schema for RAGSpine's tables (default: public)"),
+    "pg_postings": Setting(
+        "RAGSPINE_PG_POSTINGS", "auto",
+        "keep BM25 postings in PostgreSQL on writes: auto (unless RAGSPINE_LEXICAL_INDEX=memory) | on | off",
+    ),
     "auto_migrate": Setting(
         "RAGSPINE_AUTO_MIGRATE", False, "upgrade the PostgreSQL schema on first use (default: only `ragspine migrate` does)", bool
     ),
@@ -180,6 +184,7 @@ class Settings:
     chunk_cache: int
     data_dir: str
     pg_schema: str | None
+    pg_postings: str
     auto_migrate: bool
     vector_exact: bool
     hnsw_ef_search: int
@@ -234,6 +239,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         values["chunk_store"] = os.path.join(values["data_dir"], "ragspine.db")
     if values["cache_dir"] is None:
         values["cache_dir"] = _default_cache_dir()
+    values["pg_postings"] = str(values["pg_postings"]).strip().lower()
+    if values["pg_postings"] not in ("auto", "on", "off"):
+        raise ConfigError(f"RAGSPINE_PG_POSTINGS={values['pg_postings']!r}: choose auto, on or off")
     values["lexical_kernel"] = str(values["lexical_kernel"]).strip().lower()
     if values["lexical_kernel"] not in ("auto", "numba", "numpy"):
         raise ConfigError(f"RAGSPINE_LEXICAL_KERNEL={values['lexical_kernel']!r}: choose auto, numba or numpy")

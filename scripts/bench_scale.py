@@ -111,21 +111,24 @@ def queries(n: int, seed: int = 2) -> list[str]:
     return [" ".join(names[i] for i in np.searchsorted(cdf, rng.random(int(rng.integers(2, 7))))) for _ in range(n)]
 
 
-def open_stack(workdir: Path, chunk_store: str | None):  # type: ignore[no-untyped-def]
+def open_stack(workdir: Path, chunk_store: str | None, lexical: str = "auto"):  # type: ignore[no-untyped-def]
     """The configured stack in economy mode: the SQLite file in ``workdir``, or ``chunk_store``
-    (a PostgreSQL URL: the chunk store and, by default, the lexical index in PostgreSQL)."""
+    (a PostgreSQL URL: the chunk store in PostgreSQL, the lexical index as ``lexical`` says —
+    ``postgres``: postings in PostgreSQL; ``memory``: the in-process index following the
+    library, saved under ``workdir``)."""
     from ragspine.config import load_settings
     from ragspine.stack import Stack
 
     env = {**os.environ, "RAGSPINE_CHUNK_STORE": chunk_store or str(workdir / "scale.db"),
-           "RAGSPINE_RETRIEVAL_MODE": "economy", "RAGSPINE_CACHE_DIR": str(workdir / "cache")}
+           "RAGSPINE_RETRIEVAL_MODE": "economy", "RAGSPINE_CACHE_DIR": str(workdir / "cache"),
+           "RAGSPINE_LEXICAL_INDEX": lexical}
     return Stack(load_settings(env))
 
 
-def phase_ingest(n: int, workdir: Path, chunk_store: str | None = None) -> dict[str, Any]:
+def phase_ingest(n: int, workdir: Path, chunk_store: str | None = None, lexical: str = "auto") -> dict[str, Any]:
     from tqdm import tqdm
 
-    stack = open_stack(workdir, chunk_store)
+    stack = open_stack(workdir, chunk_store, lexical)
     stack.ensure_library(LIBRARY)
     index = stack.index(LIBRARY)
     t0 = time.perf_counter()
@@ -143,15 +146,38 @@ def phase_ingest(n: int, workdir: Path, chunk_store: str | None = None) -> dict[
     return out
 
 
-def phase_query(workdir: Path, n_queries: int, chunk_store: str | None = None) -> dict[str, Any]:
+def tenant_name(i: int) -> str:
+    return f"tenant-{i:04d}"
+
+
+def phase_tenants(n_tenants: int, tenant_chunks: int, workdir: Path, chunk_store: str | None = None, lexical: str = "auto") -> dict[str, Any]:
+    """``n_tenants`` more libraries of ``tenant_chunks`` chunks each, in the same tables."""
+    stack = open_stack(workdir, chunk_store, lexical)
+    t0 = time.perf_counter()
+    chunks = 0
+    for i in range(n_tenants):
+        name = tenant_name(i)
+        stack.ensure_library(name)
+        index = stack.index(name)
+        chunks += index.ingest_many(documents(tenant_chunks, seed=100 + i)).chunks
+        if i % 100 == 99:
+            print(f"tenants: {i + 1}/{n_tenants}, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    ingest_s = time.perf_counter() - t0
+    stack.close()
+    return {"tenants": n_tenants, "tenant_chunks": tenant_chunks, "chunks": chunks, "ingest_s": round(ingest_s, 1),
+            "ingest_chunks_per_s": round(chunks / ingest_s, 1)}
+
+
+def phase_query(workdir: Path, n_queries: int, chunk_store: str | None = None, lexical: str = "auto",
+                references: bool = False, tenants: int = 0) -> dict[str, Any]:
     from ragspine.retrieval.lexical.tokenizer import tokenize
 
     base_rss = rss_mb()
     t0 = time.perf_counter()
-    stack = open_stack(workdir, chunk_store)
+    stack = open_stack(workdir, chunk_store, lexical)
     retriever = stack.retriever([LIBRARY])
-    lexical = stack.index(LIBRARY).retriever.index
-    lexical.refresh()
+    index = stack.index(LIBRARY).retriever.index
+    index.refresh()
     open_s = time.perf_counter() - t0
     qs = queries(n_queries)
     for q in qs[:10]:  # warm-up
@@ -164,51 +190,199 @@ def phase_query(workdir: Path, n_queries: int, chunk_store: str | None = None) -
         hits += bool(got)
         toks = tokenize(q)
         t = time.perf_counter()
-        lexical.search(toks, top_k=10)
+        index.search(toks, top_k=10)
         lex.append(time.perf_counter() - t)
     filt = []
     for q in qs[:50]:
         t = time.perf_counter()
         retriever.retrieve(q, top_k=10, filters={"topic": "legal"})
         filt.append(time.perf_counter() - t)
+    rss = {"rss_mb": round(rss_mb(), 1), "rss_anon_mb": round(rss_mb("RssAnon"), 1), "rss_file_mb": round(rss_mb("RssFile"), 1)}
+    extra: dict[str, Any] = {}
+    if tenants:
+        extra.update(_tenant_queries(stack, tenants, qs))
+    if references:
+        extra.update(_references(stack, index, qs))
     stack.close()
 
     def pct(xs: list[float], p: float) -> float:
         return round(1000 * percentile(xs, p), 2)
 
     return {
+        "lexical_index": type(index).__name__, "kernel": getattr(index, "kernel", None),
         "open_s": round(open_s, 2), "queries": len(qs), "queries_with_results": hits,
         "query_p50_ms": pct(full, 50), "query_p99_ms": pct(full, 99), "query_mean_ms": round(1000 * statistics.mean(full), 2),
         "lexical_p50_ms": pct(lex, 50), "lexical_p99_ms": pct(lex, 99),
         "snippet_path_vs_bm25_p50": round(percentile(full, 50) / percentile(lex, 50), 2),
         "filtered_query_p50_ms": pct(filt, 50), "filtered_query_p99_ms": pct(filt, 99),
-        "rss_mb": round(rss_mb(), 1), "rss_anon_mb": round(rss_mb("RssAnon"), 1),
-        "rss_file_mb": round(rss_mb("RssFile"), 1), "rss_before_open_mb": round(base_rss, 1), "peak_rss_mb": round(peak_rss_mb(), 1),
+        **rss, "rss_before_open_mb": round(base_rss, 1), "peak_rss_mb": round(peak_rss_mb(), 1), **extra,
     }
 
 
-def _run_phase(phase: str, n: int, workdir: Path, n_queries: int, chunk_store: str | None) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--phase", phase, "--chunks", str(n), "--workdir", str(workdir), "--queries", str(n_queries)]
+def _tenant_queries(stack: Any, tenants: int, qs: list[str]) -> dict[str, Any]:
+    """Queries spread at random over the small libraries (each one's first query opens it,
+    within the stack's bound on open indexes), then the same again warm."""
+    import random
+
+    rng = random.Random(5)
+    picks = [(tenant_name(rng.randrange(tenants)), q) for q in qs * 2]
+    out: dict[str, Any] = {}
+    for label in ("cold", "warm"):
+        lat = []
+        for name, q in picks:
+            t = time.perf_counter()
+            stack.retriever([name]).retrieve(q, top_k=10)
+            lat.append(time.perf_counter() - t)
+        out[f"tenant_{label}_p50_ms"] = round(1000 * percentile(lat, 50), 2)
+        out[f"tenant_{label}_p99_ms"] = round(1000 * percentile(lat, 99), 2)
+    out["tenant_queries"] = len(picks)
+    out["tenant_rss_mb"] = round(rss_mb(), 1)
+    return out
+
+
+def _references(stack: Any, index: Any, qs: list[str]) -> dict[str, Any]:
+    """Tantivy and bm25s over the same library's chunk texts, tokenized as RAGSpine does:
+    single-query throughput next to ``LexicalIndex.search``, interleaved per query."""
+    from _benchlib import TantivyReference, bm25s_model, bm25s_query_tokens
+
+    from ragspine.retrieval.lexical.tokenizer import tokenize
+
+    store = stack.db.chunk_store(LIBRARY)
+    token_lists = [tokenize(c.text) for c in store.iter_active()]
+    q_tokens = [tokenize(q) for q in qs]
+    out: dict[str, Any] = {}
+    systems: dict[str, Any] = {"ragspine": lambda toks: index.search(toks, top_k=10)}
+    tv = TantivyReference.build(token_lists)
+    if tv is not None:
+        systems["tantivy"] = lambda toks: tv.search(toks, 10)
+        out["tantivy_index_s"] = round(tv.build_s, 1)
+    try:
+        t0 = time.perf_counter()
+        bm = bm25s_model(token_lists)
+        out["bm25s_index_s"] = round(time.perf_counter() - t0, 1)
+        systems["bm25s"] = lambda toks: bm.retrieve([bm25s_query_tokens(bm, toks)], k=10, show_progress=False)
+    except ImportError:
+        pass
+    del token_lists
+    lat: dict[str, list[float]] = {name: [] for name in systems}
+    for toks in q_tokens[:10]:
+        for fn in systems.values():
+            fn(toks)
+    for i, toks in enumerate(q_tokens):
+        names = list(systems)
+        names = names[i % len(names):] + names[: i % len(names)]
+        for name in names:
+            t = time.perf_counter()
+            systems[name](toks)
+            lat[name].append(time.perf_counter() - t)
+    for name, xs in lat.items():
+        out[f"{name}_qps"] = round(len(xs) / sum(xs), 1)
+        out[f"{name}_p50_ms"] = round(1000 * percentile(xs, 50), 3)
+    for name in systems:
+        if name != "ragspine":
+            out[f"ragspine_vs_{name}"] = round(sum(lat[name]) / sum(lat["ragspine"]), 2)
+    return out
+
+
+def _run_phase(phase: str, n: int, workdir: Path, n_queries: int, chunk_store: str | None, *extra: str) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--phase", phase, "--chunks", str(n), "--workdir", str(workdir), "--queries", str(n_queries), *extra]
     if chunk_store:
         cmd += ["--chunk-store", chunk_store]
     done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(n: int, n_queries: int = 200, keep: str | None = None, chunk_store: str | None = None) -> dict[str, Any]:
-    """Both phases of an N-chunk library, each in a fresh process."""
+def _library_size(workdir: Path, chunk_store: str | None) -> int:
+    stack = open_stack(workdir, chunk_store)
+    try:
+        return stack.db.chunk_store(LIBRARY).count()
+    finally:
+        stack.close()
+
+
+def measure(
+    n: int, n_queries: int = 200, keep: str | None = None, chunk_store: str | None = None, *,
+    layouts: tuple[str, ...] = ("auto",), tenants: int = 0, tenant_chunks: int = 1000, references: bool = False,
+    reuse: bool = False,
+) -> dict[str, Any]:
+    """Ingest an N-chunk library (and ``tenants`` small ones), then query it once per lexical
+    index layout, each phase in a fresh process. With ``reuse`` a library already at N chunks
+    (``keep`` / ``chunk_store``) is not ingested again. The first layout's figures are also at
+    the top level (what ``scripts/bench.py --scale`` reads)."""
     workdir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="ragspine-scale-"))
-    if keep and workdir.exists():
+    if keep and workdir.exists() and not reuse:
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        result = {"n": n, "chunk_store": "postgresql" if chunk_store else "sqlite",
-                  **_run_phase("ingest", n, workdir, n_queries, chunk_store)}
-        result.update(_run_phase("query", n, workdir, n_queries, chunk_store))
+        result: dict[str, Any] = {"n": n, "chunk_store": "postgresql" if chunk_store else "sqlite"}
+        # writes keep PostgreSQL's postings unless only the in-process index will read them
+        writer = ["--lexical-index", "memory" if set(layouts) == {"memory"} else "auto"]
+        if reuse and _library_size(workdir, chunk_store) >= n:
+            result["reused"] = True
+        else:
+            result.update(_run_phase("ingest", n, workdir, n_queries, chunk_store, *writer))
+        if tenants:
+            result["tenants_ingest"] = _run_phase("tenants", n, workdir, n_queries, chunk_store, *writer,
+                                                  "--tenants", str(tenants), "--tenant-chunks", str(tenant_chunks))
+        result["layouts"] = {}
+        for layout in layouts:
+            extra = ["--lexical-index", layout, "--tenants", str(tenants)] + (["--references"] if references else [])
+            result["layouts"][layout] = _run_phase("query", n, workdir, n_queries, chunk_store, *extra)
+        result.update(result["layouts"][layouts[0]])
         return result
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+# -- the README's table -------------------------------------------------------------------------
+_ROWS = [
+    ("ingest chunks/s", "ingest_chunks_per_s", "{:,.0f}"),
+    ("open (first query ready), s", "open_s", "{:.2f}"),
+    ("snippet path p50 / p99, ms", ("query_p50_ms", "query_p99_ms"), "{:.1f} / {:.1f}"),
+    ("BM25 alone p50 / p99, ms", ("lexical_p50_ms", "lexical_p99_ms"), "{:.2f} / {:.1f}"),
+    ("filtered p50 / p99, ms", ("filtered_query_p50_ms", "filtered_query_p99_ms"), "{:.1f} / {:.1f}"),
+    ("small libraries, first / warm query p50, ms", ("tenant_cold_p50_ms", "tenant_warm_p50_ms"), "{:.1f} / {:.1f}"),
+    ("small libraries, first / warm query p99, ms", ("tenant_cold_p99_ms", "tenant_warm_p99_ms"), "{:.1f} / {:.1f}"),
+    ("RSS after queries, MiB (anonymous + mapped)", ("rss_mb", "rss_anon_mb", "rss_file_mb"), "{:.0f} ({:.0f} + {:.0f})"),
+    ("BM25 q/s: RAGSpine / Tantivy / bm25s", ("ragspine_qps", "tantivy_qps", "bm25s_qps"), "{:,.0f} / {:,.0f} / {:,.0f}"),
+    ("RAGSpine / Tantivy throughput", "ragspine_vs_tantivy", "{:.2f}x"),
+]
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """A Markdown table: one column per (result, layout)."""
+    cols: list[tuple[str, dict[str, Any]]] = []
+    for r in results:
+        for layout, q in (r.get("layouts") or {"": r}).items():
+            store = "SQLite" if r.get("chunk_store") == "sqlite" else "PostgreSQL"
+            name = {"postgres": "postings in PG", "memory": "in-process, following PG"}.get(layout, "in-process")
+            tenants = r.get("tenants_ingest", {}).get("tenants")
+            head = f"{r['n']:,} chunks, {store}, {name}" + (f", +{tenants:,} libraries" if tenants else "")
+            ingest = r.get("ingest_chunks_per_s")
+            cols.append((head, {**q, "ingest_chunks_per_s": ingest}))
+    lines = ["| | " + " | ".join(h for h, _ in cols) + " |", "|---|" + "---|" * len(cols)]
+    for label, keys, fmt in _ROWS:
+        cells = []
+        for _, q in cols:
+            ks = keys if isinstance(keys, tuple) else (keys,)
+            vals = [q.get(k) for k in ks]
+            cells.append("—" if any(v is None for v in vals) else fmt.format(*vals))
+        if any(c != "—" for c in cells):
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def update_readme(readme: Path, results: list[dict[str, Any]], sources: list[str]) -> None:
+    """Replace the README block between the scale-table markers with :func:`table`."""
+    start, end = "<!-- scale-table:start -->", "<!-- scale-table:end -->"
+    text = readme.read_text(encoding="utf-8")
+    if start not in text or end not in text:
+        raise SystemExit(f"{readme} has no {start} ... {end} block")
+    note = "Generated by `scripts/bench_scale.py --readme " + " ".join(sources) + "`."
+    block = f"{start}\n{table(results)}\n\n{note}\n{end}"
+    head, rest = text.split(start, 1)
+    readme.write_text(head + block + rest.split(end, 1)[1], encoding="utf-8")
 
 
 def main() -> None:
@@ -218,18 +392,34 @@ def main() -> None:
     parser.add_argument("--keep", help="directory for the library files (kept)")
     parser.add_argument("--out", help="write the JSON here too")
     parser.add_argument("--chunk-store", help="a postgresql:// URL instead of the embedded SQLite default (use an empty database)")
-    parser.add_argument("--phase", choices=["ingest", "query"], help=argparse.SUPPRESS)
+    parser.add_argument("--lexical-index", default="auto",
+                        help="comma-separated layouts to query: auto, postgres (postings in PostgreSQL), memory (in-process)")
+    parser.add_argument("--tenants", type=int, default=0, help="also ingest this many small libraries into the same tables, and query them")
+    parser.add_argument("--tenant-chunks", type=int, default=1000)
+    parser.add_argument("--references", action="store_true", help="Tantivy and bm25s over the same tokens, in the query phase")
+    parser.add_argument("--reuse", action="store_true", help="with --keep or --chunk-store: query a library already ingested")
+    parser.add_argument("--readme", nargs="+", metavar="JSON", help="rewrite README.md's scale table from these result files")
+    parser.add_argument("--phase", choices=["ingest", "tenants", "query"], help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.readme:
+        results = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.readme]
+        update_readme(Path(__file__).resolve().parent.parent / "README.md", results, args.readme)
+        print(table(results))
+        return
     if args.phase:
         workdir = Path(args.workdir)
         if args.phase == "ingest":
-            result = phase_ingest(args.chunks, workdir, args.chunk_store)
+            result = phase_ingest(args.chunks, workdir, args.chunk_store, args.lexical_index)
+        elif args.phase == "tenants":
+            result = phase_tenants(args.tenants, args.tenant_chunks, workdir, args.chunk_store, args.lexical_index)
         else:
-            result = phase_query(workdir, args.queries, args.chunk_store)
+            result = phase_query(workdir, args.queries, args.chunk_store, args.lexical_index, args.references, args.tenants)
         print(json.dumps(result))
         return
-    result = measure(args.chunks, args.queries, args.keep, args.chunk_store)
+    layouts = tuple(x.strip() for x in args.lexical_index.split(",") if x.strip())
+    result = measure(args.chunks, args.queries, args.keep, args.chunk_store, layouts=layouts, tenants=args.tenants,
+                     tenant_chunks=args.tenant_chunks, references=args.references, reuse=args.reuse)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -10,6 +10,8 @@ or ``--duration`` seconds, whichever comes first. Prints QPS and p50/p90/p99. Tr
 
     .venv/bin/python scripts/load_test.py --mode economy
     .venv/bin/python scripts/load_test.py --mode hybrid          # deterministic embeddings
+    .venv/bin/python scripts/load_test.py --concurrency 8 --chunks 20000 \\
+        --chunk-store postgresql://127.0.0.1/load --vector-store postgresql://127.0.0.1/load --mode hybrid
 """
 
 from __future__ import annotations
@@ -64,10 +66,15 @@ def corpus(n: int, seed: int) -> tuple[list[dict], list[str]]:
     return docs, queries
 
 
-def start_server(port: int, mode: str, workdir: str, admin: str) -> subprocess.Popen:
+def start_server(port: int, mode: str, workdir: str, admin: str, args: argparse.Namespace) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSPINE_")}
     env.update({
-        "RAGSPINE_CHUNK_STORE": os.path.join(workdir, "load.db"),
+        "RAGSPINE_CHUNK_STORE": args.chunk_store or os.path.join(workdir, "load.db"),
+        "RAGSPINE_VECTOR_STORE": args.vector_store or "memory",
+        "RAGSPINE_LEXICAL_INDEX": args.lexical_index,
+        "RAGSPINE_AUTO_MIGRATE": "1",
+        "RAGSPINE_CACHE_DIR": os.path.join(workdir, "cache"),
+        "RAGSPINE_REQUEST_TIMEOUT": "120",
         "RAGSPINE_EMBEDDING": "deterministic" if mode != "economy" else "none",
         "RAGSPINE_RETRIEVAL_MODE": mode,
         "RAGSPINE_ADMIN_TOKEN": admin,
@@ -169,6 +176,11 @@ def main() -> int:
     parser.add_argument("--endpoint", default="retrieve", choices=["retrieve", "dify"])
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--chunk-store", help="postgresql://... (an empty database) instead of a temporary SQLite file")
+    parser.add_argument("--vector-store", help="postgresql://... (pgvector) or qdrant URL instead of the in-process store")
+    parser.add_argument("--lexical-index", default="auto", help="auto | postgres | memory (RAGSPINE_LEXICAL_INDEX)")
+    parser.add_argument("--json", help="append the figures as one JSON line to this file")
+    parser.add_argument("--profile", help="record the server with py-spy while the load runs: a flame graph (.svg) or collapsed stacks (other names)")
     args = parser.parse_args()
     if args.requests <= 0 or args.duration <= 0 or args.concurrency <= 0:
         parser.error("--requests, --duration and --concurrency must be positive")
@@ -178,7 +190,7 @@ def main() -> int:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="ragspine-load-") as workdir:
-        server = start_server(port, args.mode, workdir, admin)
+        server = start_server(port, args.mode, workdir, admin, args)
         try:
             wait_ready(base, server)
             with httpx.Client(base_url=base, timeout=300) as http:
@@ -191,7 +203,17 @@ def main() -> int:
                 chunks = http.get("/v1/libraries/load").json()["chunks"]
                 for q in queries[: args.warmup]:
                     http.post("/v1/retrieve", json={"query": q, "libraries": ["load"], "top_k": args.top_k}).raise_for_status()
+            spy = None
+            if args.profile:
+                here = Path(sys.executable).with_name("py-spy")
+                spy = subprocess.Popen([str(here) if here.exists() else "py-spy", "record", "--pid", str(server.pid), "--output", args.profile,
+                                        "--format", "flamegraph" if args.profile.endswith(".svg") else "raw", "--subprocesses"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(1.0)
             latencies, errors, wall = load(base, headers, queries, args)
+            if spy is not None:
+                spy.send_signal(2)
+                spy.wait(60)
         finally:
             server.terminate()
             try:
@@ -206,6 +228,17 @@ def main() -> int:
     print(f"requests={len(latencies)} errors={errors} concurrency={args.concurrency} wall={wall:.1f}s")
     print(f"QPS={len(latencies) / wall:.1f}  p50={statistics.median(ms):.1f}ms  p90={percentile(ms, 0.90):.1f}ms  "
           f"p99={percentile(ms, 0.99):.1f}ms  max={max(ms):.1f}ms")
+    if args.json:
+        import json
+
+        figures = {"mode": args.mode, "chunk_store": "postgresql" if args.chunk_store else "sqlite",
+                   "vector_store": (args.vector_store or "memory").split(":")[0], "lexical_index": args.lexical_index,
+                   "chunks": chunks, "ingest_s": round(ingest_s, 1), "concurrency": args.concurrency,
+                   "requests": len(latencies), "errors": errors, "qps": round(len(latencies) / wall, 1),
+                   "p50_ms": round(statistics.median(ms), 1), "p90_ms": round(percentile(ms, 0.90), 1),
+                   "p99_ms": round(percentile(ms, 0.99), 1)}
+        with open(args.json, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(figures) + "\n")
     return 1 if errors else 0
 
 

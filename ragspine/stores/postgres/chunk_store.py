@@ -94,7 +94,7 @@ class PostgresChunkStore:
         self.init_schema()
         try:
             with self.db.transaction() as conn, conn.connection.driver_connection.cursor() as cur:
-                written = replace_batch(cur, self.library_id, batch, bulk=self.bulk_method)
+                written = replace_batch(cur, self.library_id, batch, bulk=self.bulk_method, keep_postings=self.db.postings)
         except (psycopg.IntegrityError, psycopg.DataError) as exc:
             # e.g. a concurrent replace of another document made one of these ids active
             detail = str(exc).strip().splitlines()[0]

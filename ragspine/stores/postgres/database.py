@@ -85,8 +85,9 @@ class PostgresDatabase:
 
     @classmethod
     def from_config(cls, spec: StoreSpec, settings: Settings) -> PostgresDatabase:
+        postings = settings.pg_postings == "on" or (settings.pg_postings == "auto" and settings.lexical_index != "memory")
         return cls(spec.target or "", schema=settings.pg_schema, auto_migrate=settings.auto_migrate,
-                   persist_root=settings.lexical_dir)
+                   persist_root=settings.lexical_dir, postings=postings)
 
     def __init__(
         self,
@@ -97,6 +98,7 @@ class PostgresDatabase:
         pool_size: int = 5,
         auto_migrate: bool = False,
         persist_root: str | None = None,
+        postings: bool = True,
     ) -> None:
         if engine is None and not (isinstance(url, str) and is_postgres_url(url)):
             raise ConfigError(f"not a PostgreSQL URL: {redact(str(url))!r} (expected postgresql://user@host/db)")
@@ -107,6 +109,9 @@ class PostgresDatabase:
         #: where derived in-process indexes of this database's libraries are saved, on this
         #: host (``RAGSPINE_LEXICAL_DIR``; ``None``: nowhere)
         self.persist_root = persist_root
+        #: whether writes keep the PostgreSQL postings (``RAGSPINE_PG_POSTINGS``); off, a
+        #: library written is marked incomplete for ``RAGSPINE_LEXICAL_INDEX=postgres``
+        self.postings = postings
         self._engine = engine
         self._owns_engine = engine is None
         self._lock = threading.RLock()  # init_schema holds it while the engine is made
@@ -360,6 +365,29 @@ class PostgresDatabase:
         db_hash = hashlib.sha256(where.encode("utf-8")).hexdigest()[:16]
         lib_hash = hashlib.sha256(library_id.encode("utf-8")).hexdigest()[:16]
         return os.path.join(self.persist_root, kind, db_hash, lib_hash)
+
+    def postings_complete(self, library_id: str) -> bool:
+        """Whether every write of ``library_id`` kept its PostgreSQL postings."""
+        import sqlalchemy as sa
+
+        self.init_schema()
+        rows = self.read(sa.text("SELECT postings FROM ragspine_lex_stats WHERE library_id = :library_id"), {"library_id": library_id})
+        return not rows or bool(rows[0][0])
+
+    def rebuild_postings(self, library_id: str) -> int:
+        """Rewrite ``library_id``'s PostgreSQL postings from its chunks and mark them complete
+        (``ragspine migrate --rebuild-postings LIB``), holding the library's lock exclusively:
+        replaces wait, searches go on. Returns the chunks indexed."""
+        import sqlalchemy as sa
+
+        from ragspine.stores.postgres.writes import rebuild_library_postings
+
+        self.init_schema()
+        with self.transaction() as conn:
+            conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({LOCK_LIBRARY_SQL})"), {"library_id": library_id})
+            n = rebuild_library_postings(conn.connection.driver_connection, library_id)
+        self.note_written(n)
+        return n
 
     def delete_library(self, library_id: str) -> bool:
         """Delete a library's chunks, lexical index and catalog row (waits for its running

@@ -183,11 +183,18 @@ class PostgresLexicalIndex:
     def refresh(self) -> None:
         """Read the store's change sequence and the library's chunk count (one snapshot).
         Searches never need it: they always see what is committed."""
-        ((seq, size),) = self._query(
+        ((seq, size, complete),) = self._query(
             "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ragspine_change WHERE library_id = %(library_id)s),"
-            " COALESCE((SELECT n_chunks FROM ragspine_lex_stats WHERE library_id = %(library_id)s), 0)",
+            " COALESCE((SELECT n_chunks FROM ragspine_lex_stats WHERE library_id = %(library_id)s), 0),"
+            " COALESCE((SELECT postings FROM ragspine_lex_stats WHERE library_id = %(library_id)s), true)",
             {},
         )
+        if not complete:
+            raise ConfigError(
+                f"library {self.library_id!r} was written with RAGSPINE_PG_POSTINGS=off, so its PostgreSQL postings are"
+                f" incomplete: search it with RAGSPINE_LEXICAL_INDEX=memory, or run"
+                f" `ragspine migrate --rebuild-postings {self.library_id}`"
+            )
         with self._lock:
             self._seq, self._size = int(seq), int(size)
 

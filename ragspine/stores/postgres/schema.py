@@ -8,7 +8,7 @@ The lexical index (``PostgresLexicalIndex``) is three pieces kept by every repla
 replace's own transaction: ``ragspine_chunk.n_tokens`` (a chunk's token count), the postings
 ``ragspine_lex_posting`` (one row per active chunk and distinct token), the document
 frequencies ``ragspine_lex_term`` and one row of ``ragspine_lex_stats`` per library (active
-chunks, total tokens).
+chunks, total tokens, whether its postings are complete).
 """
 
 from __future__ import annotations
@@ -112,6 +112,8 @@ lex_stats = sa.Table(
     sa.Column("library_id", sa.Text, primary_key=True),
     sa.Column("n_chunks", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("total_len", sa.BigInteger, nullable=False, server_default="0"),
+    # false once a write skipped the postings (RAGSPINE_PG_POSTINGS=off): revision 0007
+    sa.Column("postings", sa.Boolean, nullable=False, server_default=sa.true()),
 )
 
 #: One row per embedding model whose vectors live in this database (pgvector): the model

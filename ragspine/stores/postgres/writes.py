@@ -90,10 +90,11 @@ _CHANGES = (
     " SELECT %(library_id)s, d, v, f FROM unnest(%(doc_ids)s::text[], %(versions)s::int[], %(fingerprints)s::text[])"
     " WITH ORDINALITY AS t(d, v, f, i) ORDER BY i"
 )
-_STATS = (
-    "INSERT INTO ragspine_lex_stats AS s (library_id, n_chunks, total_len) VALUES (%(library_id)s, %(n)s, %(length)s)"
+_STATS = (  # postings stay complete only while every write wrote them
+    "INSERT INTO ragspine_lex_stats AS s (library_id, n_chunks, total_len, postings)"
+    " VALUES (%(library_id)s, %(n)s, %(length)s, %(postings)s)"
     " ON CONFLICT (library_id) DO UPDATE SET n_chunks = s.n_chunks + EXCLUDED.n_chunks,"
-    " total_len = s.total_len + EXCLUDED.total_len"
+    " total_len = s.total_len + EXCLUDED.total_len, postings = s.postings AND EXCLUDED.postings"
 )
 
 
@@ -111,9 +112,11 @@ def check_batch(docs: Sequence[DocumentChunks]) -> list[DocumentChunks]:
     return batch
 
 
-def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *, bulk: str = "copy") -> int:
+def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *, bulk: str = "copy", keep_postings: bool = True) -> int:
     """Versioned replace of every document of a :func:`check_batch`-ed batch; returns the
-    number of chunk rows written. The caller owns the transaction."""
+    number of chunk rows written. The caller owns the transaction. With ``keep_postings=False``
+    (``RAGSPINE_PG_POSTINGS=off``) nothing is tokenized: the rows, the change log and the
+    retired chunks' postings removed, and the library marked as having incomplete postings."""
     if not batch:
         return 0
     key = {"library_id": library_id}
@@ -141,7 +144,7 @@ def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *,
     for doc in batch:
         for chunk in doc.chunks:
             n_tokens: int | None = None  # a RESTRICTED chunk is not indexed (n_tokens NULL, no postings)
-            if not is_restricted(chunk.sensitivity):
+            if keep_postings and not is_restricted(chunk.sensitivity):
                 n_tokens, counts = _postings(library_id, chunk.chunk_id, chunk.text, postings)
                 total += n_tokens
                 indexed += 1
@@ -158,7 +161,7 @@ def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *,
     if changed:
         cur.execute(_TERMS, {**key, "tokens": changed, "deltas": [df_delta[t] for t in changed]})
     retired_indexed = [int(r[1]) for r in retired if r[1] is not None]
-    cur.execute(_STATS, {**key, "n": indexed - len(retired_indexed), "length": total - sum(retired_indexed)})
+    cur.execute(_STATS, {**key, "n": indexed - len(retired_indexed), "length": total - sum(retired_indexed), "postings": keep_postings})
     return len(rows)
 
 
@@ -201,6 +204,47 @@ def backfill_lexical(raw: Any, batch_size: int = 2000, *, restricted: bool = Fal
             " WHERE c.library_id = b.library_id AND c.chunk_id = b.chunk_id AND c.active"
         )
         recount_lexical(cur)
+
+
+def rebuild_library_postings(raw: Any, library_id: str, batch_size: int = 2000) -> int:
+    """Rewrite one library's postings, token counts, document frequencies and statistics
+    from its active chunks and mark them complete; the caller holds the library's lock
+    exclusively (no replace runs meanwhile) and owns the transaction. Returns chunks indexed."""
+    key = {"library_id": library_id}
+    with raw.cursor() as cur:
+        cur.execute("DELETE FROM ragspine_lex_posting WHERE library_id = %(library_id)s", key)
+        cur.execute("DELETE FROM ragspine_lex_term WHERE library_id = %(library_id)s", key)
+        cur.execute("UPDATE ragspine_chunk SET n_tokens = NULL WHERE library_id = %(library_id)s AND n_tokens IS NOT NULL", key)
+        cur.execute("CREATE TEMP TABLE ragspine_lex_rebuild (library_id text, chunk_id text, n integer) ON COMMIT DROP")
+        indexed = 0
+        with raw.cursor(name="ragspine_lex_rebuild_src") as src:
+            src.execute(
+                f"SELECT library_id, chunk_id, text FROM ragspine_chunk WHERE library_id = %(library_id)s AND active"
+                f" AND NOT ({RESTRICTED_SQL})", key,
+            )
+            while True:
+                page = src.fetchmany(batch_size)
+                if not page:
+                    break
+                lengths, rows = _index_page(page)
+                indexed += len(lengths)
+                write_rows(cur, "COPY ragspine_lex_rebuild (library_id, chunk_id, n) FROM STDIN", "", lengths)
+                write_rows(cur, _COPY_POSTINGS, _INSERT_POSTING, rows)
+        cur.execute(
+            "UPDATE ragspine_chunk c SET n_tokens = b.n FROM ragspine_lex_rebuild b"
+            " WHERE c.library_id = b.library_id AND c.chunk_id = b.chunk_id AND c.active"
+        )
+        cur.execute(
+            "INSERT INTO ragspine_lex_term (library_id, token, df) SELECT library_id, token, count(*)"
+            " FROM ragspine_lex_posting WHERE library_id = %(library_id)s GROUP BY library_id, token", key,
+        )
+        cur.execute("DELETE FROM ragspine_lex_stats WHERE library_id = %(library_id)s", key)
+        cur.execute(
+            "INSERT INTO ragspine_lex_stats (library_id, n_chunks, total_len, postings)"
+            " SELECT %(library_id)s, count(*), COALESCE(sum(n_tokens), 0), true FROM ragspine_chunk"
+            " WHERE library_id = %(library_id)s AND active AND n_tokens IS NOT NULL", key,
+        )
+    return indexed
 
 
 def recount_lexical(cur: Any) -> None:
