@@ -383,18 +383,21 @@ class Stack:
         """One library → its exit; several (default: every library) → routed multi-index.
         ``retry_without_filters``: the seed's default retry when nothing matched the filters
         (the answer then says ``filters_dropped``)."""
-        known = {lib.library_id: lib for lib in self.libraries()}
-        wanted = list(dict.fromkeys(library_ids)) if library_ids else sorted(known)
+        if library_ids:  # only the named ones are looked up: no counting over the whole database
+            wanted = list(dict.fromkeys(library_ids))
+            known = self.db.descriptions(wanted)
+        else:
+            known = {lib.library_id: lib.description for lib in self.libraries()}
+            wanted = sorted(known)
         missing = [lib for lib in wanted if lib not in known]
         if missing:
-            raise ConfigError(
-                f"unknown library {missing[0]!r}; known: {', '.join(sorted(known)) or '(none yet: ingest first)'}"
-            )
+            every = sorted(lib.library_id for lib in self.libraries())
+            raise ConfigError(f"unknown library {missing[0]!r}; known: {', '.join(every) or '(none yet: ingest first)'}")
         if not wanted:
             raise ConfigError("there are no libraries yet: run `ragspine ingest PATH --library NAME` first")
         return self.retriever_for(
             {lib: self.pipeline(lib) for lib in wanted},
-            descriptions={lib: known[lib].description for lib in wanted},
+            descriptions={lib: known[lib] for lib in wanted},
             retry_without_filters=retry_without_filters,
         )
 

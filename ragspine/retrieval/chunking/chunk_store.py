@@ -197,6 +197,11 @@ class LibraryCatalog(Protocol):
 
     def get_library(self, library_id: str) -> LibraryInfo | None: ...
 
+    def descriptions(self, library_ids: Sequence[str]) -> dict[str, str]:
+        """The description of each of ``library_ids`` that exists (absent ones are left out);
+        no counting, so it costs the same at any library size (queries resolve through it)."""
+        ...
+
     def list_libraries(self) -> list[LibraryInfo]:
         """Every library (also one that only has chunks), by id."""
         ...

@@ -344,6 +344,18 @@ class PostgresDatabase:
         rows = self.read(sa.text(_LIBRARIES + " WHERE l.library_id = :library_id"), {"library_id": library_id})
         return _library_info(rows[0]) if rows else None
 
+    def descriptions(self, library_ids: Sequence[str]) -> dict[str, str]:
+        import sqlalchemy as sa
+
+        self.init_schema()
+        ids = list(dict.fromkeys(library_ids))
+        rows = self.read(sa.text(
+            "SELECT u.id, COALESCE(l.description, '') FROM unnest(CAST(:ids AS text[])) AS u(id)"
+            " LEFT JOIN ragspine_library l ON l.library_id = u.id"
+            " WHERE l.library_id IS NOT NULL OR EXISTS (SELECT 1 FROM ragspine_chunk c WHERE c.library_id = u.id)"
+        ), {"ids": ids})
+        return {r[0]: r[1] for r in rows}
+
     def list_libraries(self) -> list[LibraryInfo]:
         """Every library: catalog rows, and libraries that only have chunks."""
         import sqlalchemy as sa

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo, check_library_id
 
@@ -53,6 +53,18 @@ def get_library(db: SQLiteDatabase, library_id: str) -> LibraryInfo | None:
     db.init_schema()
     rows = db.query(f"SELECT * FROM ({_LIBRARIES}) WHERE library_id = ?", (library_id,))
     return LibraryInfo(*rows[0]) if rows else None
+
+
+def descriptions(db: SQLiteDatabase, library_ids: Sequence[str]) -> dict[str, str]:
+    db.init_schema()
+    out: dict[str, str] = {}
+    for library_id in dict.fromkeys(library_ids):
+        rows = db.query("SELECT description FROM library WHERE library_id = ?", (library_id,))
+        if rows:
+            out[library_id] = rows[0][0] or ""
+        elif db.query("SELECT 1 FROM narrative_chunk WHERE library_id = ? LIMIT 1", (library_id,)):
+            out[library_id] = ""  # a library that only has chunks
+    return out
 
 
 def list_libraries(db: SQLiteDatabase) -> list[LibraryInfo]:

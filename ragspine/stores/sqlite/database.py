@@ -229,6 +229,9 @@ class SQLiteDatabase:
     def get_library(self, library_id: str) -> LibraryInfo | None:
         return catalog.get_library(self, library_id)
 
+    def descriptions(self, library_ids: Sequence[str]) -> dict[str, str]:
+        return catalog.descriptions(self, library_ids)
+
     def list_libraries(self) -> list[LibraryInfo]:
         return catalog.list_libraries(self)
 

@@ -193,10 +193,12 @@ def test_libraries_are_isolated(sqlite_db: SQLiteDatabase) -> None:
     assert {i.library_id: (i.documents, i.chunks) for i in sqlite_db.list_libraries()} == {
         "lib-a": (1, 1), "lib-b": (2, 2)
     }
+    sqlite_db.ensure_library("lib-c", "registered, no chunks")
+    assert sqlite_db.descriptions(["lib-c", "nope", "lib-a", "lib-c"]) == {"lib-c": "registered, no chunks", "lib-a": ""}
     assert sqlite_db.delete_library("lib-b") is True
     assert b.iter_chunks(include_inactive=True) == []
     assert _active(a) == [("d#0", "only in a", 1)]
-    assert [i.library_id for i in sqlite_db.list_libraries()] == ["lib-a"]
+    assert [i.library_id for i in sqlite_db.list_libraries()] == ["lib-a", "lib-c"]
     assert sqlite_db.delete_library("never-existed") is False
 
 
