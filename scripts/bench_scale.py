@@ -292,10 +292,10 @@ def _run_phase(phase: str, n: int, workdir: Path, n_queries: int, chunk_store: s
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _library_size(workdir: Path, chunk_store: str | None) -> int:
+def _library_size(workdir: Path, chunk_store: str | None, library: str = LIBRARY) -> int:
     stack = open_stack(workdir, chunk_store)
     try:
-        return stack.db.chunk_store(LIBRARY).count()
+        return stack.db.chunk_store(library).count()
     finally:
         stack.close()
 
@@ -321,7 +321,9 @@ def measure(
             result["reused"] = True
         else:
             result.update(_run_phase("ingest", n, workdir, n_queries, chunk_store, *writer))
-        if tenants:
+        if tenants and reuse and _library_size(workdir, chunk_store, tenant_name(tenants - 1)) >= tenant_chunks:
+            result["tenants_reused"] = tenants
+        elif tenants:
             result["tenants_ingest"] = _run_phase("tenants", n, workdir, n_queries, chunk_store, *writer,
                                                   "--tenants", str(tenants), "--tenant-chunks", str(tenant_chunks))
         result["layouts"] = {}
@@ -357,7 +359,7 @@ def table(results: list[dict[str, Any]]) -> str:
         for layout, q in (r.get("layouts") or {"": r}).items():
             store = "SQLite" if r.get("chunk_store") == "sqlite" else "PostgreSQL"
             name = {"postgres": "postings in PG", "memory": "in-process, following PG"}.get(layout, "in-process")
-            tenants = r.get("tenants_ingest", {}).get("tenants")
+            tenants = r.get("tenants_ingest", {}).get("tenants") or r.get("tenants_reused")
             head = f"{r['n']:,} chunks, {store}, {name}" + (f", +{tenants:,} libraries" if tenants else "")
             ingest = r.get("ingest_chunks_per_s")
             cols.append((head, {**q, "ingest_chunks_per_s": ingest}))

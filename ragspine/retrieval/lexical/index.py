@@ -22,6 +22,7 @@ the database's history, or of an older format, is ignored and rebuilt.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -271,9 +272,16 @@ class InMemoryLexicalIndex:
                 self._reset(segment)
             if self._persist_dir is not None and segment.marker is not None:
                 try:
-                    save_segment(segment, self._persist_dir)
+                    saved = save_segment(segment, self._persist_dir)
                 except OSError as exc:  # a read-only or full disk: the index still works, unsaved
                     log.warning("lexical index not saved to %s: %s", self._persist_dir, exc)
+                    return
+                # serve the saved file's pages instead of the arrays just built: the same rows,
+                # but memory the OS shares between processes and can reclaim
+                mapped = load_segment(self._persist_dir, os.path.basename(saved))
+                if mapped is not None and mapped.n_rows == segment.n_rows and mapped.seq == segment.seq:
+                    with self._lock:
+                        self._reset(mapped)
 
     def _merged_segment(self) -> Segment:
         base, nb = self._base, self._base.n_rows

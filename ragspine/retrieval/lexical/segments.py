@@ -393,12 +393,14 @@ _OLD_GRACE_S = 60.0
 _TMP_GRACE_S = 3600.0
 
 
-def load_segment(directory: str) -> Segment | None:
-    """The current segment under ``directory``, memory-mapped; ``None`` when there is none or
-    it is unreadable or of another format (the caller rebuilds)."""
+def load_segment(directory: str, name: str | None = None) -> Segment | None:
+    """The current segment under ``directory`` (or the one called ``name``), memory-mapped;
+    ``None`` when there is none or it is unreadable or of another format (the caller rebuilds)."""
     try:
-        with open(os.path.join(directory, "CURRENT"), encoding="utf-8") as fh:
-            path = os.path.join(directory, fh.read().strip())
+        if name is None:
+            with open(os.path.join(directory, "CURRENT"), encoding="utf-8") as fh:
+                name = fh.read().strip()
+        path = os.path.join(directory, name)
         with open(os.path.join(path, "manifest.json"), encoding="utf-8") as fh:
             manifest = json.load(fh)
         if manifest.get("format") != FORMAT:

@@ -45,6 +45,8 @@ def test_saved_on_build_loaded_memory_mapped_and_replayed_forward(db_path) -> No
     first.refresh()
     where = store.persist_dir("lexical")
     assert where and os.path.exists(os.path.join(where, "CURRENT"))
+    built = first._base.postings.rows  # the builder too serves the saved file's pages, not its own arrays
+    assert not built.flags.owndata and isinstance(built.base, np.memmap)
     queries = _queries(rng, 20)
     expected = {tuple(q): first.search(q) for q in queries}
     db.close()
