@@ -26,15 +26,26 @@ class DeadlineExceeded(BackendError):
 
 
 @contextmanager
-def deadline(seconds: float | None) -> Iterator[None]:
+def deadline(seconds: float | None, *, fresh: bool = False) -> Iterator[None]:
     """Bound the work inside to ``seconds`` from now (``None``: no bound; a deadline already
-    set and earlier stays)."""
+    set and earlier stays, unless ``fresh``: a new request's own deadline, whatever context
+    the server runs it in)."""
     if seconds is None:
         yield
         return
     at = time.monotonic() + seconds
-    current = _DEADLINE.get()
+    current = None if fresh else _DEADLINE.get()
     token = _DEADLINE.set((at, seconds) if current is None or at < current[0] else current)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+@contextmanager
+def no_deadline() -> Iterator[None]:
+    """No deadline for the work inside (a request's outermost layer, before its own is set)."""
+    token = _DEADLINE.set(None)
     try:
         yield
     finally:

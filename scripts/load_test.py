@@ -110,7 +110,11 @@ def ingest(http: httpx.Client, docs: list[dict], batch: int) -> float:
         jobs.append(r.json()["job_id"])
     for job_id in jobs:
         while True:
-            job = http.get(f"/v1/jobs/{job_id}").json()
+            asked = time.perf_counter()
+            reply = http.get(f"/v1/jobs/{job_id}")
+            if reply.status_code != 200:
+                raise SystemExit(f"GET /v1/jobs/{job_id}: {reply.status_code} after {time.perf_counter() - asked:.1f} s: {reply.text[:300]}")
+            job = reply.json()
             if job["state"] == "failed":
                 raise SystemExit(f"ingest job failed: {job['error']}")
             if job["state"] == "succeeded":

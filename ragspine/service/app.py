@@ -22,7 +22,7 @@ from ragspine import __version__
 from ragspine.config import Settings, load_settings
 from ragspine.service import errors
 from ragspine.service.auth import AuthMiddleware
-from ragspine.service.limits import BodyLimitMiddleware, DeadlineMiddleware
+from ragspine.service.limits import BodyLimitMiddleware, DeadlineMiddleware, NoInheritedDeadline
 from ragspine.service.metrics import Metrics, MetricsMiddleware
 from ragspine.service.paths import NormalizePathMiddleware
 from ragspine.service.routes import admin, dify, documents, libraries, ops, retrieve
@@ -60,6 +60,7 @@ def create_app(settings: Settings | None = None, *, stack: Any = None) -> FastAP
     app.add_middleware(AuthMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(NormalizePathMiddleware)
+    app.add_middleware(NoInheritedDeadline)  # outermost: see limits.py
     return app
 
 

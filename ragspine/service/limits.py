@@ -15,7 +15,22 @@ import asyncio
 import json
 from typing import Any
 
-from ragspine.deadline import deadline
+from ragspine.deadline import deadline, no_deadline
+
+
+class NoInheritedDeadline:
+    """The outermost layer: a request starts with no deadline, whatever the server's context
+    holds. Measured under load on a keep-alive connection, a deadline set for one request was
+    seen by the next ones' outer middleware and threads — every request after the first one's
+    deadline got a 1 ms statement timeout (503s) — so nothing a request does may rely on
+    inheriting a clean context."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        with no_deadline():
+            await self.app(scope, receive, send)
 
 
 class DeadlineMiddleware:
@@ -35,7 +50,9 @@ class DeadlineMiddleware:
             started = True
             await send(message)
 
-        with deadline(self.timeout):
+        # fresh: a request never inherits another's deadline (the server may run successive
+        # requests of one keep-alive connection in contexts derived from one another)
+        with deadline(self.timeout, fresh=True):
             try:
                 await asyncio.wait_for(self.app(scope, receive, sending), self.timeout + self.grace)
             except asyncio.TimeoutError:
