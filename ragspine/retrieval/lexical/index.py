@@ -361,10 +361,13 @@ class InMemoryLexicalIndex:
             self._terms_size -= len(old)
         return rows, terms
 
-    def _kernel_top_k(self, query_tokens: Sequence[str], top_k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _kernel_top_k(
+        self, query_tokens: Sequence[str], top_k: int, mask: np.ndarray | None, retry: bool = True
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """The exact top ``top_k`` with every tie, by the compiled MaxScore kernel
         (``kernel.py``), over per-token arrays computed as :meth:`_term` does and kept in the
-        kernel's arena until the library changes."""
+        kernel's arena until the library changes; ``None`` when the query's tokens alone hold
+        more postings than the arena may (the caller scores in full)."""
         from ragspine.retrieval.lexical import kernel
 
         arena = self._arena
@@ -393,8 +396,10 @@ class InMemoryLexicalIndex:
         if not found:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         if any(arena.where.get(tid) != found[at] for tid, at in distinct.items()):
+            if not retry:
+                return None  # this query alone overflows the arena
             arena.clear()  # the arena started over during this query: once more, into an empty one
-            return self._kernel_top_k(query_tokens, top_k, mask)
+            return self._kernel_top_k(query_tokens, top_k, mask, retry=False)
         spans = np.asarray([f[:3] for f in found], dtype=np.int64)
         rows, scores = kernel.load()(
             arena.rows, arena.terms, arena.blocks, spans[:, 0], spans[:, 1], spans[:, 2],

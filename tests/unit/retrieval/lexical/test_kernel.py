@@ -69,3 +69,22 @@ def test_an_unknown_kernel_is_a_config_error(store, tmp_path) -> None:
         load_settings({"RAGSPINE_CHUNK_STORE": str(tmp_path / "x.db"), "RAGSPINE_LEXICAL_KERNEL": "fortran"})
     with pytest.raises(ConfigError, match="auto, numba or numpy"):
         InMemoryLexicalIndex(store, kernel="fortran")
+
+
+@pytest.mark.skipif(not kernel.available(), reason="numba is not installed")
+def test_a_query_whose_postings_overflow_the_arena_is_scored_in_full(store) -> None:
+    """At millions of chunks a long query of common tokens can hold more postings than the
+    kernel's arena may: it is answered by full scoring (same ranking), never by a retry loop."""
+    index = InMemoryLexicalIndex(store, kernel="numba")
+    index.prune_from = 0
+    index.refresh()
+    reference = InMemoryLexicalIndex(store, kernel="numpy")
+    reference.refresh()
+    index._kernel_top_k(["alpha"], 5, None)
+    index._arena.limit = 60  # "alpha" and "beta" hold 50 postings each: not both at once
+    q = ["alpha", "beta", "w1"]
+    assert index._kernel_top_k(q, 5, None) is None
+    assert index.search(q, top_k=5) == reference.search(q)[:5]
+    index._arena.limit = 10_000
+    assert index._kernel_top_k(q, 5, None) is not None  # room again: the kernel answers
+    assert index.search(q, top_k=5) == reference.search(q)[:5]
