@@ -157,6 +157,10 @@ class LexicalIndexRankingTests:
             for chunk in store.iter_chunks()[::37]:
                 assert index.version_of(chunk.chunk_id) == chunk.version
             assert index.version_of("no such chunk") is None
+            expected = {c.chunk_id: c.version for c in store.iter_chunks()}
+            ids = list(expected)
+            assert index.versions(ids[::-1] + ids[:5] + ["no such chunk"]) == expected
+            assert index.versions([]) == {}
 
 
 class LexicalIndexIsolationTests:

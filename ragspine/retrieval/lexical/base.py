@@ -78,6 +78,11 @@ class VersionedIndex(Protocol):
         """The active version of ``chunk_id``, or ``None`` when it is not active."""
         ...
 
+    def versions(self, chunk_ids: Sequence[str]) -> dict[str, int]:
+        """``{chunk_id: active version}`` for those of ``chunk_ids`` that are active, in one
+        call (the dense leg checks every hit at once)."""
+        ...
+
 
 @runtime_checkable
 class ResidentIndex(Protocol):

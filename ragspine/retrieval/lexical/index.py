@@ -565,6 +565,23 @@ class InMemoryLexicalIndex:
                 row = next((r for r in self._base.chunk_ids.find(chunk_id) if self._active[r]), None)
             return None if row is None else int(self._versions[row])
 
+    def versions(self, chunk_ids: Sequence[str]) -> dict[str, int]:
+        """``{chunk_id: active version}`` for the ids that are active (one lock, one lookup pass)."""
+        with self._lock:
+            out: dict[str, int] = {}
+            rest = []
+            for cid in chunk_ids:
+                row = self._d_row_of.get(cid)
+                if row is not None:
+                    out[cid] = int(self._versions[row])
+                elif cid not in out:
+                    rest.append(cid)
+            for cid, rows in zip(rest, self._base.chunk_ids.find_many(rest)):
+                row = next((r for r in rows if self._active[r]), None)
+                if row is not None:
+                    out[cid] = int(self._versions[row])
+            return out
+
 
 def _kernel_choice(kernel: str) -> str:
     """``numba`` or ``numpy``: ``auto`` is the compiled kernel when numba is installed."""

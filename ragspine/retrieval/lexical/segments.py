@@ -211,6 +211,20 @@ class StringTable:
         hi = int(np.searchsorted(keys, np.uint64(h), side="right"))
         return sorted(int(r) for r in self.order[lo:hi] if self[int(r)] == s)
 
+    def find_many(self, strings: Sequence[str]) -> list[list[int]]:
+        """``find`` for each of ``strings`` (one hash pass and one sorted search for all)."""
+        if not len(self) or not strings:
+            return [[] for _ in strings]
+        wanted = np.asarray(stable_hashes(list(strings)), dtype=np.uint64)
+        keys = self.sorted_hashes
+        los = np.searchsorted(keys, wanted, side="left")
+        his = np.searchsorted(keys, wanted, side="right")
+        order = self.order
+        return [
+            sorted(int(r) for r in order[lo:hi] if self[int(r)] == s) if hi > lo else []
+            for s, lo, hi in zip(strings, los.tolist(), his.tolist())
+        ]
+
 
 _KIND = {bool: "b", int: "i", float: "f", str: "s", type(None): "n"}
 

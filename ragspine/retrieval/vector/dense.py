@@ -304,7 +304,7 @@ class DenseLeg:
         version is scored again with the active version's cached vector (or dropped)."""
         index = self.index
         if isinstance(index, VersionedIndex):
-            active = {h.id: index.version_of(h.id) for h in hits}
+            active: dict[str, int | None] = dict(index.versions([h.id for h in hits]))
         else:
             active = dict(index.candidates())
         current = [h for h in hits if active.get(h.id) == h.version]
