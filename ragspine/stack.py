@@ -262,8 +262,9 @@ class Stack:
         return make_postprocessor(self.settings.postprocessor)
 
     # -- libraries and retrievers ---------------------------------------------------------
-    def libraries(self) -> list[LibraryInfo]:
-        return self.db.list_libraries()
+    def libraries(self, library_ids: Sequence[str] | None = None) -> list[LibraryInfo]:
+        """Every library, or only those of ``library_ids`` that exist."""
+        return self.db.list_libraries(library_ids)
 
     def library(self, library_id: str) -> LibraryInfo | None:
         return self.db.get_library(library_id)

@@ -202,8 +202,9 @@ class LibraryCatalog(Protocol):
         no counting, so it costs the same at any library size (queries resolve through it)."""
         ...
 
-    def list_libraries(self) -> list[LibraryInfo]:
-        """Every library (also one that only has chunks), by id."""
+    def list_libraries(self, library_ids: Sequence[str] | None = None) -> list[LibraryInfo]:
+        """Every library (also one that only has chunks), by id; with ``library_ids``, only
+        those of them that exist (what a tenant's listing counts: never the whole database)."""
         ...
 
     def delete_library(self, library_id: str) -> bool:

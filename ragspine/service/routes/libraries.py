@@ -71,7 +71,7 @@ def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tena
 @router.get("", response_model=list[LibraryOut], summary="List the tenant's libraries")
 def list_libraries(ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> list[LibraryOut]:
     libraries = ctx.store.list_libraries(tenant)
-    counts = {info.library_id: info for info in ctx.stack.libraries()} if libraries else {}
+    counts = {info.library_id: info for info in ctx.stack.libraries([lib.library_id for lib in libraries])} if libraries else {}
     return [library_out(lib, counts.get(lib.library_id)) for lib in libraries]
 
 

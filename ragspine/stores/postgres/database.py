@@ -356,12 +356,19 @@ class PostgresDatabase:
         ), {"ids": ids})
         return {r[0]: r[1] for r in rows}
 
-    def list_libraries(self) -> list[LibraryInfo]:
-        """Every library: catalog rows, and libraries that only have chunks."""
+    def list_libraries(self, library_ids: Sequence[str] | None = None) -> list[LibraryInfo]:
+        """Every library: catalog rows, and libraries that only have chunks; with
+        ``library_ids``, only those (counted alone: never the whole database)."""
         import sqlalchemy as sa
 
         self.init_schema()
-        return [_library_info(row) for row in self.read(sa.text(_LIBRARIES + _ORDER))]
+        if library_ids is None:
+            return [_library_info(row) for row in self.read(sa.text(_LIBRARIES + _ORDER))]
+        ids = sorted(set(library_ids))
+        if not ids:
+            return []
+        sql = _LIBRARIES + " WHERE l.library_id = ANY(CAST(:ids AS text[]))" + _ORDER
+        return [_library_info(row) for row in self.read(sa.text(sql), {"ids": ids})]
 
     def persist_dir(self, library_id: str, kind: str) -> str | None:
         """Where a derived index of ``kind`` over ``library_id`` may keep its files on this host:

@@ -67,9 +67,12 @@ def descriptions(db: SQLiteDatabase, library_ids: Sequence[str]) -> dict[str, st
     return out
 
 
-def list_libraries(db: SQLiteDatabase) -> list[LibraryInfo]:
+def list_libraries(db: SQLiteDatabase, library_ids: Sequence[str] | None = None) -> list[LibraryInfo]:
     db.init_schema()
-    return [LibraryInfo(*row) for row in db.query(_LIBRARIES + " ORDER BY l.library_id")]
+    if library_ids is None:
+        return [LibraryInfo(*row) for row in db.query(_LIBRARIES + " ORDER BY l.library_id")]
+    found = (get_library(db, library_id) for library_id in sorted(set(library_ids)))
+    return [info for info in found if info is not None]
 
 
 def delete_library(db: SQLiteDatabase, library_id: str) -> bool:

@@ -232,8 +232,8 @@ class SQLiteDatabase:
     def descriptions(self, library_ids: Sequence[str]) -> dict[str, str]:
         return catalog.descriptions(self, library_ids)
 
-    def list_libraries(self) -> list[LibraryInfo]:
-        return catalog.list_libraries(self)
+    def list_libraries(self, library_ids: Sequence[str] | None = None) -> list[LibraryInfo]:
+        return catalog.list_libraries(self, library_ids)
 
     def delete_library(self, library_id: str) -> bool:
         return catalog.delete_library(self, library_id)

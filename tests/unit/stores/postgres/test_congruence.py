@@ -44,6 +44,8 @@ def _scenario(db: Any) -> list[tuple[str, Any]]:
         "b": lambda: b.iter_chunks(topic="sales"),
         "active set": lambda: sorted(c.chunk_id for c in a.iter_active(batch_size=4)),
         "libraries": lambda: [(i.library_id, i.description, i.documents, i.chunks) for i in db.list_libraries()],
+        "libraries named": lambda: [(i.library_id, i.documents, i.chunks) for i in db.list_libraries(["lib-c", "nope", "lib-a", "lib-a"])],
+        "libraries named none": lambda: db.list_libraries([]),
         "descriptions": lambda: sorted(db.descriptions(["lib-c", "lib-a", "nope", "lib-b", "lib-a"]).items()),
     }
     for value in STANDARD_VALUES:

@@ -35,6 +35,8 @@ def test_list_libraries_counts_active_rows_and_libraries_with_only_chunks(pg_db:
     got = {i.library_id: (i.description, i.documents, i.chunks) for i in pg_db.list_libraries()}
     assert got == {"a-retired": ("", 0, 0), "b-chunks-only": ("", 2, 2), "z-empty": ("nothing yet", 0, 0)}
     assert [i.library_id for i in pg_db.list_libraries()] == ["a-retired", "b-chunks-only", "z-empty"]
+    named = pg_db.list_libraries(["z-empty", "no such library", "b-chunks-only"])
+    assert [(i.library_id, i.documents, i.chunks) for i in named] == [("b-chunks-only", 2, 2), ("z-empty", 0, 0)]
     only = pg_db.get_library("b-chunks-only")
     assert only is not None and (only.documents, only.chunks, only.created_at) == (2, 2, "")
 
