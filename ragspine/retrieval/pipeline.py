@@ -30,6 +30,7 @@ from ragspine.retrieval.chunking.chunk_store import (
     DocumentChunks,
     Fingerprints,
     StoredChunk,
+    StreamingReads,
     fingerprint,
 )
 from ragspine.retrieval.chunking.chunking import (
@@ -172,6 +173,36 @@ class LibraryPipeline:
         else:
             vectors.delete(doc_ids=[doc_id])
         return written
+
+    def replace_docs(self, docs: Sequence[DocumentChunks], *, embed: bool = True) -> int:
+        """:meth:`replace_doc_chunks` for several documents (distinct ids): on a store with
+        :class:`BulkWrites` the rows of all of them are one transaction (all visible, or
+        none), and their vectors follow as one pass; otherwise one replace per document."""
+        store = self.store
+        if len(docs) <= 1 or not isinstance(store, BulkWrites):
+            return sum(self.replace_doc_chunks(d.doc_id, d.chunks, d.valid_as_of, embed=embed) for d in docs)
+        vectors = self.retriever.vector_store
+        doc_ids = [d.doc_id for d in docs]
+        before = {c.chunk_id for c in self.active_chunks(doc_ids)} if vectors is not None and embed else set()
+        written = store.replace_many(docs)
+        if vectors is None:
+            return written
+        if embed and written:
+            self.retriever.refresh()
+            stored = self.active_chunks(doc_ids)
+            self.retriever.ensure_vectors([(c.chunk_id, c.version) for c in stored])
+            gone = before - {c.chunk_id for c in stored}
+            if gone:
+                vectors.delete(sorted(gone))
+        else:
+            vectors.delete(doc_ids=doc_ids)
+        return written
+
+    def active_chunks(self, doc_ids: Sequence[str]) -> list[StoredChunk]:
+        """The active chunks of ``doc_ids`` (one read on a store with :class:`StreamingReads`)."""
+        if isinstance(self.store, StreamingReads):
+            return list(self.store.iter_active_docs(doc_ids))
+        return [c for doc_id in doc_ids for c in self.store.iter_chunks(doc_id=doc_id)]
 
     def ingest_many(
         self,

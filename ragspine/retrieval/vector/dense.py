@@ -26,6 +26,7 @@ float32 dot products in different orders, so near-ties must not decide a ranking
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from ragspine.retrieval.lexical.base import LexicalIndex, VersionedIndex
 from ragspine.retrieval.vector.embedding import EmbeddingBackend, model_namespace
 from ragspine.retrieval.vector.embedding_cache import DeletableCache, EmbeddingCache, embedding_key
 from ragspine.retrieval.vector.gate import DenseGate
-from ragspine.retrieval.vector.vector_store import ProcessLocal, VectorHit, VectorRecord, VectorStore
+from ragspine.retrieval.vector.vector_store import BulkLoads, ProcessLocal, VectorHit, VectorRecord, VectorStore
 
 DEFAULT_EMBED_BATCH = 64
 VECTOR_SCORE_DECIMALS = 6
@@ -119,18 +120,28 @@ class DenseLeg:
         progress bar's rate and ETA are those of the embedding alone."""
         with self._lock:
             missing = self.missing(candidates)
-            if missing:
-                missing = self._look_up(missing, store=True, mark=True)
-            self._missing.difference_update(set(candidates) - set(missing))
-            if expect is not None:
-                expect(len(missing))
-            embedded = 0
-            step = max(self.embed_batch_size * 16, 256)
-            for start in range(0, len(missing), step):
-                check_deadline("embedding chunks")
-                part = missing[start : start + step]
-                embedded += self._fill([cid for cid, _ in part], uncached=True, progress=progress)
-                self._missing.difference_update(part)
+            store = self.vector_store
+            bulk = isinstance(store, BulkLoads)
+            load = store.bulk_load(len(missing)) if isinstance(store, BulkLoads) else contextlib.nullcontext()
+            lacking = list(missing)
+            try:
+                with load:  # a large first load: one transaction, the store's index built once at the end
+                    if missing:
+                        missing = self._look_up(missing, store=True, mark=True)
+                    self._missing.difference_update(set(candidates) - set(missing))
+                    if expect is not None:
+                        expect(len(missing))
+                    embedded = 0
+                    step = max(self.embed_batch_size * 16, 256)
+                    for start in range(0, len(missing), step):
+                        check_deadline("embedding chunks")
+                        part = missing[start : start + step]
+                        embedded += self._fill([cid for cid, _ in part], uncached=True, progress=progress)
+                        self._missing.difference_update(part)
+            except BaseException:
+                if bulk:  # a load that rolled back wrote nothing
+                    self._missing.update(lacking)
+                raise
             return embedded
 
     def missing(self, candidates: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:

@@ -11,7 +11,7 @@ client) and opens each library's store.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Collection, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Collection, ContextManager, Mapping, Protocol, Sequence, runtime_checkable
 
 from ragspine.retrieval.filtering.filters import MetadataFilter
 
@@ -92,6 +92,16 @@ class ProcessLocal(Protocol):
 
     def ids(self) -> list[str]:
         """Every stored id."""
+        ...
+
+
+@runtime_checkable
+class BulkLoads(Protocol):
+    """A store that writes many upserts faster as one load (pgvector: its HNSW index is
+    built once over a first load instead of kept up row by row)."""
+
+    def bulk_load(self, expected: int) -> ContextManager[None]:
+        """The calling thread's upserts inside the block are one load of about ``expected`` vectors."""
         ...
 
 

@@ -13,6 +13,11 @@ definition (``pg_get_indexdef``, so its ``m``/``ef_construction`` are kept) → 
 Readers of that model table wait for the load to commit (they never see it without its
 index); a rollback restores the old index. A table whose HNSW index was dropped on purpose
 (exact search only) is not given one.
+
+:meth:`PgVectorStore.bulk_load` stretches the same plan over many upserts (``ragspine embed``
+of a large library writes its vectors in batches of a few hundred): one transaction holds
+the lock from the drop to the rebuild, so a failure anywhere rolls the whole load back and
+restores the index.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import sqlalchemy as sa
 
 from ragspine.stores.pgvector.converters import COPY_COLUMNS, copy_binary
 
-__all__ = ["COPY_MIN", "REBUILD_MIN", "copy_upsert", "rebuild_pays"]
+__all__ = ["COPY_MIN", "REBUILD_MIN", "copy_upsert", "drop_index", "rebuild_pays", "restore_index"]
 
 #: Smallest batch written with COPY + staging table (smaller ones: one multi-row INSERT).
 COPY_MIN = 64
@@ -46,12 +51,7 @@ def copy_upsert(conn: Any, table: sa.Table, rows: Sequence[Mapping[str, Any]], d
     """Write ``rows`` (distinct chunk ids) with COPY + merge; rebuild the index if asked."""
     from psycopg import sql
 
-    index_def = None
-    if rebuild:
-        conn.execute(sa.text(f"LOCK TABLE {_quoted(conn, table.name)} IN ACCESS EXCLUSIVE MODE"))
-        index_def = _index_def(conn, table)
-        if index_def is not None:
-            conn.execute(sa.text(f"DROP INDEX {_quoted(conn, _index_name(table))}"))
+    index_def = drop_index(conn, table) if rebuild else None
     columns = sql.SQL(", ").join(map(sql.Identifier, COPY_COLUMNS))
     raw = conn.connection.driver_connection
     with raw.cursor() as cur:
@@ -68,12 +68,27 @@ def copy_upsert(conn: Any, table: sa.Table, rows: Sequence[Mapping[str, Any]], d
     conn.execute(merge)
     conn.execute(sa.text(f"DROP TABLE {_quoted(conn, _STAGE)}"))
     if index_def is not None:
-        memory_mb = min(_MEMORY_CAP_MB, 64 + (len(rows) * (4 * dim + 600)) // 2**20)
-        current = conn.execute(sa.text("SELECT pg_size_bytes(current_setting('maintenance_work_mem'))")).scalar_one()
-        if memory_mb * 2**20 > current:
-            conn.execute(sa.select(sa.func.set_config("maintenance_work_mem", f"{memory_mb}MB", True)))
-        conn.execute(sa.text(index_def))
-        conn.execute(sa.text(f"ANALYZE {_quoted(conn, table.name)}"))
+        restore_index(conn, table, index_def, len(rows), dim)
+
+
+def drop_index(conn: Any, table: sa.Table) -> str | None:
+    """Lock the model table (readers wait for the caller's commit) and drop its HNSW index;
+    returns the index's definition (``None``: it had none, dropped on purpose)."""
+    conn.execute(sa.text(f"LOCK TABLE {_quoted(conn, table.name)} IN ACCESS EXCLUSIVE MODE"))
+    index_def = _index_def(conn, table)
+    if index_def is not None:
+        conn.execute(sa.text(f"DROP INDEX {_quoted(conn, _index_name(table))}"))
+    return index_def
+
+
+def restore_index(conn: Any, table: sa.Table, index_def: str, n_rows: int, dim: int) -> None:
+    """Build the dropped index again over the loaded rows (its own definition), then ANALYZE."""
+    memory_mb = min(_MEMORY_CAP_MB, 64 + (n_rows * (4 * dim + 600)) // 2**20)
+    current = conn.execute(sa.text("SELECT pg_size_bytes(current_setting('maintenance_work_mem'))")).scalar_one()
+    if memory_mb * 2**20 > current:
+        conn.execute(sa.select(sa.func.set_config("maintenance_work_mem", f"{memory_mb}MB", True)))
+    conn.execute(sa.text(index_def))
+    conn.execute(sa.text(f"ANALYZE {_quoted(conn, table.name)}"))
 
 
 def _merge(table: sa.Table, stage: Any) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from ragspine.errors import FilterError
@@ -235,6 +237,55 @@ def test_ensure_vectors_reports_progress_and_counts(store, spy):
     assert r.ensure_vectors(r.index.candidates(), progress=seen.append) == len(DOCS)
     assert sum(seen) == len(DOCS)
     assert r.ensure_vectors(r.index.candidates()) == 0
+
+
+class LoadingStore(InProcessVectorStore):
+    """An in-process store that records its bulk loads (pgvector's BulkLoads role) and can
+    roll one back, as a transaction would."""
+
+    def __init__(self, library_id: str) -> None:
+        super().__init__(library_id=library_id)
+        self.loads: list[int] = []
+
+    @contextlib.contextmanager
+    def bulk_load(self, expected: int):
+        self.loads.append(expected)
+        before = set(self.ids())
+        try:
+            yield
+        except BaseException:
+            self.delete([i for i in self.ids() if i not in before])
+            raise
+
+
+def test_sync_vectors_writes_through_one_bulk_load_and_a_failed_one_leaves_them_missing(store):
+    many = {f"d{i:03d}": (f"shipment number {i} was late", {}) for i in range(300)}
+    ingest(store, many)
+    vectors = LoadingStore("lib-a")
+    failing = SpyBackend()
+    real = failing.embed_texts
+    calls = []
+
+    def embed_texts(texts):  # the query (one text) embeds; chunks fail after the first part
+        if len(texts) > 1:
+            calls.append(len(texts))
+            if len(calls) == 17:  # the first batch of the second part (parts of 256)
+                raise RuntimeError("model down")
+        return real(texts)
+
+    failing.embed_texts = embed_texts
+    r = HybridRetriever(store, embedding_backend=failing, vector_store=vectors, embed_batch_size=16)
+    r.search("late shipment")
+    assert r.dense_coverage.missing == 300
+    with pytest.raises(RuntimeError, match="model down"):
+        r.sync_vectors()  # the first 256 were written, then rolled back with the load
+    assert vectors.loads == [300] and vectors.count() == 0
+    r.search("late shipment")
+    assert r.dense_coverage.missing == 300  # nothing claims a vector that was rolled back
+    r = HybridRetriever(store, embedding_backend=SpyBackend(), vector_store=vectors)
+    assert r.sync_vectors() == 300
+    assert vectors.loads[-1] == 300 and vectors.count() == 300
+    assert r.sync_vectors() == 0 and vectors.loads[-1] == 0  # nothing missing: an empty load
 
 
 # -- fusion ----------------------------------------------------------------------------------------

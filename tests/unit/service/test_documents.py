@@ -131,6 +131,41 @@ def test_a_failed_job_keeps_the_previous_version_and_reports_why(client, monkeyp
     assert [(s["text"], s["version"]) for s in snippets] == [("Version one of the gearbox manual.", 1)]
 
 
+def test_a_jobs_documents_are_written_in_groups_and_a_failure_still_names_its_document(client, monkeypatch) -> None:
+    """Groups of documents are one replace each (not one transaction per document); when a
+    group's replace fails the job goes document by document: the documents before the
+    failing one are written, it and the ones after keep their previous version."""
+    from ragspine.service import ingest as ingest_module
+
+    headers = new_tenant(client)
+    new_library(client, headers, "hb")
+    ctx = client.app.state.service
+    index = ctx.index(ctx.store.get_library("acme", "hb"))
+    groups: list[int] = []
+    real = index.replace_docs
+    monkeypatch.setattr(index, "replace_docs", lambda docs, **kw: (groups.append(len(docs)), real(docs, **kw))[1])
+    monkeypatch.setattr(ingest_module, "GROUP_TARGET_S", 60.0)  # sizes grow 1, 2, 4, ... on any machine
+    first = [doc(f"d{i:02d}", f"Part {i} of the gearbox manual, version one.") for i in range(40)]
+    job = ingest(client, headers, "hb", *first)
+    assert job["state"] == "succeeded" and job["chunks"] == 40
+    assert groups == [2, 4, 8, 16, 9]  # the first group (one document) is a plain replace
+    store = index.store
+    real_many = store.replace_many
+
+    def refuse_d17(docs):
+        if any(d.doc_id == "d17" for d in docs):
+            raise RuntimeError("disk full")
+        return real_many(docs)
+
+    monkeypatch.setattr(store, "replace_many", refuse_d17)
+    second = [doc(f"d{i:02d}", f"Part {i} of the gearbox manual, version two.") for i in range(40)]
+    job = ingest(client, headers, "hb", *second)
+    assert job["state"] == "failed" and "'d17'" in job["error"] and "disk full" in job["error"], job
+    assert job["progress"] == "17/40"
+    versions = {c.doc_id: c.version for c in store.iter_chunks()}
+    assert versions == {f"d{i:02d}": 2 if i < 17 else 1 for i in range(40)}
+
+
 def test_jobs_are_private_to_their_tenant(client) -> None:
     acme, globex = new_tenant(client, "acme"), new_tenant(client, "globex")
     new_library(client, acme, "hb")

@@ -114,3 +114,55 @@ def test_a_large_first_load_rebuilds_the_same_index(make_store, pg_engine, monke
         conn.execute(sa.text(f'DROP INDEX "{table.name}_hnsw"'))
     make_store("lib-b", dim=DIM).upsert(records(400))
     assert index_def(pg_engine, store) is None and make_store("lib-b", dim=DIM).count() == 400
+
+
+def test_a_bulk_load_of_many_upserts_builds_the_index_once_and_is_one_transaction(make_store, pg_engine, monkeypatch):
+    """bulk_load: the index is dropped at the start and built again at the end (its own
+    definition), the upserts inside are invisible to other connections until the end, and
+    the vectors all arrive."""
+    monkeypatch.setattr(bulk, "REBUILD_MIN", 200)
+    store = make_store(dim=DIM, hnsw_m=8)
+    table = store.ensure_ready()
+    before = index_def(pg_engine, store)
+    built: list[int] = []
+    real_restore = bulk.restore_index
+    monkeypatch.setattr(bulk, "restore_index", lambda conn, t, d, n, dim: (built.append(n), real_restore(conn, t, d, n, dim)))
+    batch = records(300)
+    with store.bulk_load(300):
+        for start in range(0, 300, 50):
+            store.upsert(batch[start : start + 50])
+        with pg_engine.connect() as conn:  # another reader does not see a half load (it would wait on the lock)
+            conn.execute(sa.text("SET lock_timeout = '100ms'"))
+            with pytest.raises(sa.exc.OperationalError):
+                conn.execute(sa.text(f'SELECT count(*) FROM "{table.name}"'))
+    assert built == [300] and index_def(pg_engine, store) == before
+    assert store.count() == 300
+    hits = store.query(batch[123].vector, top_k=1)
+    assert hits[0].id == batch[123].id
+
+
+def test_a_failing_bulk_load_writes_nothing_and_keeps_the_index(make_store, pg_engine, monkeypatch):
+    monkeypatch.setattr(bulk, "REBUILD_MIN", 200)
+    store = make_store(dim=DIM)
+    before = index_def(pg_engine, store)
+    batch = records(300)
+    with pytest.raises(RuntimeError, match="model failed"):
+        with store.bulk_load(300):
+            store.upsert(batch[:150])
+            raise RuntimeError("model failed")
+    assert store.count() == 0 and index_def(pg_engine, store) == before
+    store.upsert(batch[:10])
+    assert store.count() == 10
+
+
+def test_a_small_or_late_bulk_load_is_plain_upserts(make_store, pg_engine, monkeypatch):
+    monkeypatch.setattr(bulk, "REBUILD_MIN", 200)
+    store = make_store(dim=DIM)
+    with store.bulk_load(199):  # too small to pay: each upsert commits on its own
+        store.upsert(records(20))
+        assert make_store(dim=DIM).count() == 20
+    store.upsert(records(250, prefix="more"))
+    with store.bulk_load(200):  # the table holds more than the load: the index stays live
+        store.upsert(records(30, prefix="late"))
+        assert make_store(dim=DIM).count() == 300
+    assert index_def(pg_engine, store) is not None
