@@ -197,7 +197,9 @@ def _apply(ctx: Any, job_id: str, job: Any, payload: Any) -> tuple[str, dict[str
     if (payload or {}).get("embed"):
         return _embed(ctx, job_id, job)
     docs = list((payload or {}).get("documents", []))
-    written, warnings, current, done, reported = 0, [], None, 0, time.monotonic()
+    warnings: list[str] = []
+    current: str | None = None
+    written, done, reported = 0, 0, time.monotonic()
     try:
         library = ctx.store.library_by_id(job.library_id)
         if library is None:
