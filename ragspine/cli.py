@@ -58,9 +58,15 @@ def _parser() -> argparse.ArgumentParser:
     mode_help = f"retrieval mode: {'|'.join(RETRIEVAL_MODES)} (default: RAGSPINE_RETRIEVAL_MODE)"
     parser.add_argument("--db", help=db_help)
     parser.add_argument("--mode", help=mode_help)
+    parser.add_argument("--contextual", type=str.lower, choices=["none", "header", "on", "off"], help=argparse.SUPPRESS)
     common = _Parser(add_help=False)  # the same two options after the command too
     common.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
     common.add_argument("--mode", default=argparse.SUPPRESS, help=mode_help)
+    common.add_argument(
+        "--contextual", type=str.lower, choices=["none", "header", "on", "off"], default=argparse.SUPPRESS,
+        help="contextual header (title · entity · period · heading) on the text BM25 indexes and the dense leg embeds"
+        " (default: RAGSPINE_CONTEXTUAL)",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     class _Sub:
@@ -154,6 +160,10 @@ def _settings(args: argparse.Namespace, **changes: Any):  # type: ignore[no-unty
     settings = load_settings()
     if args.db:
         changes["chunk_store"] = args.db
+    if getattr(args, "contextual", None):
+        from ragspine.retrieval.contextual import parse_contextual
+
+        changes["contextual"] = parse_contextual(args.contextual)
     return settings.replace(**changes) if changes else settings
 
 
@@ -316,10 +326,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
         libs = stack.libraries()
         stored = sum(stack.db.chunk_store(lib.library_id).count(include_inactive=True) for lib in libs)
         for role, value in stack.describe():
-            print(f"{role + ':':17s}{value}")
-        print(f"{'libraries:':17s}{len(libs)}")
-        print(f"{'documents:':17s}{sum(lib.documents for lib in libs)} active")
-        print(f"{'chunks:':17s}{sum(lib.chunks for lib in libs)} active, {stored} stored (all versions)")
+            print(f"{role + ':':19s}{value}")
+        print(f"{'libraries:':19s}{len(libs)}")
+        print(f"{'documents:':19s}{sum(lib.documents for lib in libs)} active")
+        print(f"{'chunks:':19s}{sum(lib.chunks for lib in libs)} active, {stored} stored (all versions)")
     return 0
 
 
@@ -328,7 +338,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     for role, value in describe_stack(settings, args.mode):
-        print(f"{role + ':':17s}{value}")
+        print(f"{role + ':':19s}{value}")
     print()
     for role, problem in _store_checks(args):
         print(f"{'check ' + role + ':':24s}{problem or 'ok'}")

@@ -79,6 +79,10 @@ SETTINGS: dict[str, Setting] = {
     ),
     "retrieval_mode": Setting("RAGSPINE_RETRIEVAL_MODE", "auto", "auto|hybrid|vector|economy|bm25|lexical"),
     "chunker": _named("RAGSPINE_CHUNKER", "default", "how documents are cut into chunks", CHUNKERS),
+    "contextual": Setting(
+        "RAGSPINE_CONTEXTUAL", "none",
+        "contextual header on the text BM25 indexes and the dense leg embeds: none | header (title · entity · period · heading)",
+    ),
     "reranker": _named("RAGSPINE_RERANKER", "none", "reorders the fused head", RERANKERS),
     "postprocessor": Setting(
         "RAGSPINE_POSTPROCESSOR", "none", f"comma-separated chain after rerank: {POSTPROCESSORS.choices('|')}"
@@ -167,6 +171,7 @@ class Settings:
     lexical_cache_rows: int
     retrieval_mode: str
     chunker: str
+    contextual: str
     reranker: str
     postprocessor: str
     library_router: str
@@ -245,6 +250,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     values["lexical_kernel"] = str(values["lexical_kernel"]).strip().lower()
     if values["lexical_kernel"] not in ("auto", "numba", "numpy"):
         raise ConfigError(f"RAGSPINE_LEXICAL_KERNEL={values['lexical_kernel']!r}: choose auto, numba or numpy")
+    from ragspine.retrieval.contextual import parse_contextual
+
+    values["contextual"] = parse_contextual(values["contextual"])
     if values["lexical_dir"] is None:
         values["lexical_dir"] = os.path.join(values["cache_dir"], "lexical")
     elif values["lexical_dir"].strip().lower() in ("", "none", "off"):

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ragspine.config import Settings, load_settings
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError, RagspineError
 from ragspine.llm.base import LLMProvider, make_llm_provider
-from ragspine.registries import CHUNK_STORES
+from ragspine.registries import CHUNK_STORES, CHUNKERS
 from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker, make_chunker
-from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, ChunkStore, LibraryInfo
-from ragspine.retrieval.lexical.base import LexicalIndex, ResidentIndex, make_lexical_index
+from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, ChunkStore, LibraryInfo, StoredChunk
+from ragspine.retrieval.contextual import make_index_text_fn, parse_contextual
+from ragspine.retrieval.lexical.base import LexicalIndex, ResidentIndex, default_index_text, make_lexical_index
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, NarrativeRetriever
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
@@ -73,9 +74,10 @@ class Stack:
         self._backends: dict[str, EmbeddingBackend | None] = {}  # other specs than the configured one
         self._cache: EmbeddingCache | None = None
         self._connector: VectorStoreConnector | None = None
-        self._pipelines: dict[tuple[str, str, str], LibraryPipeline] = {}  # (library, mode, embedding)
+        self._pipelines: dict[tuple[str, str, str, str, str], LibraryPipeline] = {}  # (library, mode, embedding, chunker, contextual)
         # open lexical indexes, least recently used first (bounded: RAGSPINE_LEXICAL_CACHE_ROWS)
         self._lexical: OrderedDict[str, LexicalIndex] = OrderedDict()
+        self._lexical_text: dict[str, Any] = {}  # library -> the index-text function its lexical index was built with
         self._vectors: dict[tuple[str, str], VectorStore] = {}  # (library, embedding)
         self.chunk_cache = ChunkCache(s.chunk_cache)  # shared by every library's pipeline
         self._closed = False
@@ -248,10 +250,16 @@ class Stack:
         return out
 
     # -- the configured pipeline stages --------------------------------------------------------
-    def chunker(self) -> Chunker:
-        """``RAGSPINE_CHUNKER`` with the configured budget."""
+    def chunker(self, name: str | None = None, backend: EmbeddingBackend | None = None) -> Chunker:
+        """The chunker ``name`` (default ``RAGSPINE_CHUNKER``) with the configured budget;
+        ``semantic`` is given ``backend`` (the library's embedding model) and refuses to
+        run without one."""
         s = self.settings
-        return make_chunker(s.chunker, max_chars=s.chunk_chars, overlap_chars=s.overlap_chars)
+        name = CHUNKERS.canonical(name) if name is not None else s.chunker
+        options: dict[str, Any] = {"max_chars": s.chunk_chars, "overlap_chars": s.overlap_chars}
+        if name == "semantic":
+            options["embedding_backend"] = backend
+        return make_chunker(name, **options)
 
     def reranker(self) -> Reranker | None:
         """``RAGSPINE_RERANKER`` (``listwise`` judges with the stack's LLM provider)."""
@@ -294,19 +302,33 @@ class Stack:
             for pipeline_key in [k for k in self._pipelines if k[0] == library_id]:
                 del self._pipelines[pipeline_key]
             self._lexical.pop(library_id, None)
+            self._lexical_text.pop(library_id, None)
             for vector_key in [k for k in self._vectors if k[0] == library_id]:
                 del self._vectors[vector_key]
         self.chunk_cache.forget_library(library_id)
         return bool(self.db.delete_library(library_id))
 
-    def _lexical_index(self, store: ChunkStore) -> LexicalIndex:
+    def _lexical_index(self, store: ChunkStore, index_text: Callable[[StoredChunk], str] = default_index_text) -> LexicalIndex:
         """The configured LexicalIndex over ``store`` (``RAGSPINE_LEXICAL_INDEX``; ``auto`` is the
-        chunk database's own)."""
-        return make_lexical_index(self.settings.lexical_index, store, settings=self.settings, auto=self.db.default_lexical_index)
+        chunk database's own) indexing ``index_text``."""
+        return make_lexical_index(
+            self.settings.lexical_index, store, settings=self.settings, auto=self.db.default_lexical_index, index_text=index_text,
+        )
 
-    def pipeline(self, library_id: str, *, mode: RetrievalMode | str | None = None, embedding: str | None = None) -> LibraryPipeline:
-        """``library_id``'s pipeline (one per library, mode and embedding backend; defaults:
-        the configured ones). A mode that uses embeddings needs a stack not in economy mode."""
+    def pipeline(
+        self,
+        library_id: str,
+        *,
+        mode: RetrievalMode | str | None = None,
+        embedding: str | None = None,
+        chunker: str | None = None,
+        contextual: str | None = None,
+    ) -> LibraryPipeline:
+        """``library_id``'s pipeline (one per library, mode, embedding backend, chunker and
+        contextual header; defaults: the configured ones). A mode that uses embeddings needs a
+        stack not in economy mode."""
+        chunker_name = CHUNKERS.canonical(chunker) if chunker is not None else self.settings.chunker
+        header = parse_contextual(contextual) if contextual is not None else self.settings.contextual
         resolved = self.mode if mode is None else make_retrieval_mode(mode)
         if resolved.requires_embeddings and not self.mode.uses_embeddings:
             raise ConfigError(f"retrieval mode {resolved.name!r} needs embeddings, but this stack runs in economy mode")
@@ -315,11 +337,11 @@ class Stack:
         backend = self.embedding_backend_for(spec) if resolved.uses_embeddings or mode is None else None
         if backend is None and resolved.requires_embeddings:
             raise ConfigError(f"retrieval mode {resolved.name!r} needs an embedding backend, but the embedding is {spec!r}")
-        key = (library_id, resolved.name, spec) if backend is not None else (library_id, "economy", "")
+        key = (library_id, resolved.name, spec, chunker_name, header) if backend is not None else (library_id, "economy", "", chunker_name, header)
         with self._lock:
             pipeline = self._pipelines.get(key)
             if pipeline is None:
-                pipeline = self._pipelines[key] = self._build_pipeline(library_id, resolved, spec, backend)
+                pipeline = self._pipelines[key] = self._build_pipeline(library_id, resolved, spec, backend, chunker_name, header)
                 self._trim_lexical(keep=library_id)
             elif library_id in self._lexical:
                 self._lexical.move_to_end(library_id)
@@ -344,12 +366,16 @@ class Stack:
     #: The seed-era name of :meth:`pipeline`.
     index = pipeline
 
-    def _build_pipeline(self, library_id: str, mode: RetrievalMode, spec: str, backend: EmbeddingBackend | None) -> LibraryPipeline:
+    def _build_pipeline(
+        self, library_id: str, mode: RetrievalMode, spec: str, backend: EmbeddingBackend | None, chunker: str, contextual: str,
+    ) -> LibraryPipeline:
         s = self.settings
         store = self.db.chunk_store(library_id)
+        index_text = make_index_text_fn(contextual)
         lexical = self._lexical.get(library_id)
-        if lexical is None:
-            lexical = self._lexical[library_id] = self._lexical_index(store)
+        if lexical is None or self._lexical_text.get(library_id) is not index_text:
+            lexical = self._lexical[library_id] = self._lexical_index(store, index_text)
+            self._lexical_text[library_id] = index_text
         vectors = None
         if backend is not None:
             vectors = self._vectors.get((library_id, spec))
@@ -367,13 +393,22 @@ class Stack:
             rewriter=self._rewriter(),
             reranker=self.reranker(),
             postprocessor=self.postprocessor(),
-            chunker=self.chunker(),
+            chunker=self._chunker_or_refusal(chunker, backend),
+            index_text=index_text,
             dense_gate=DenseGate(backend, max_unknown_share=s.dense_max_unknown_share) if backend else None,
             rrf_k=s.rrf_k,
             candidate_k=s.candidate_k,
             embed_batch_size=s.embed_batch_size,
             chunk_cache=self.chunk_cache,
         )
+
+    def _chunker_or_refusal(self, name: str, backend: EmbeddingBackend | None) -> Chunker:
+        """The pipeline's chunker; one that cannot be built here (``semantic`` without an
+        embedding model) refuses every document with its error, and queries still run."""
+        try:
+            return self.chunker(name, backend)
+        except ConfigError as exc:
+            return _RefusingChunker(exc)
 
     def _rewriter(self) -> GlossaryQueryRewriter:
         if not self.settings.glossary:
@@ -416,7 +451,7 @@ class Stack:
             (pipeline,) = pipelines.values()
             return NarrativeIndexRetriever(pipeline, retry_without_filters=retry_without_filters)
         return MultiIndexRetriever(
-            {lib: NarrativeIndexRetriever(p, retry_without_filters=False) for lib, p in pipelines.items()},
+            {lib: NarrativeIndexRetriever(p, retry_without_filters=False, share_expansions=False) for lib, p in pipelines.items()},
             router=make_library_router(self.settings.library_router, provider=self.provider),
             descriptions=descriptions,
             rrf_k=self.settings.rrf_k,
@@ -452,8 +487,19 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
         ("retrieval mode", mode_name),
         ("lexical index", lexical),
         ("chunker", settings.chunker),
+        ("contextual header", "title · entity · period · heading on the index text" if settings.contextual == "header" else "none"),
         ("reranker", settings.reranker),
         ("postprocessor", settings.postprocessor),
         ("library router", settings.library_router),
         ("llm", settings.llm),
     ]
+
+
+class _RefusingChunker:
+    """Stands for a configured chunker that cannot run in this pipeline: chunking raises its error."""
+
+    def __init__(self, error: ConfigError) -> None:
+        self.error = error
+
+    def chunk(self, text: str, doc_id: str, **_: Any) -> list[Any]:
+        raise ConfigError(str(self.error))

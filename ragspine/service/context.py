@@ -41,7 +41,10 @@ class ServiceContext:
 
     def index(self, library: Library, mode: str | None = None) -> Any:
         """The library's index in ``mode`` (default: the library's own mode)."""
-        return self.stack.pipeline(library.library_id, mode=mode or library.retrieval_mode, embedding=library.embedding)
+        return self.stack.pipeline(
+            library.library_id, mode=mode or library.retrieval_mode, embedding=library.embedding,
+            chunker=library.chunker, contextual=library.contextual,
+        )
 
     def close(self) -> None:
         if self.watch is not None:

@@ -32,6 +32,8 @@ OPERATORS = {
 }
 NUMERIC = {"=", "≠", "!=", ">", "<", "≥", "≤", ">=", "<="}
 TIMES = {"before", "after"}
+#: Snippet keys of a parent/window expansion, carried in a record's metadata.
+EXPANSION_KEYS = ("heading", "parent_id", "parent_locator", "prompt_text", "prompt_text_in", "expansion_withheld")
 #: Record metadata keys Dify overwrites with its own values.
 RESERVED_METADATA = ("score", "title", "dataset_id", "dataset_name")
 
@@ -99,6 +101,9 @@ def record(snippet: dict[str, Any], score: float, library_name: str) -> dict[str
         document_id=snippet["doc_id"], chunk_id=snippet["chunk_id"], source_locator=snippet["source_locator"],
         library=library_name, version=snippet.get("version"),
     )
+    for key in EXPANSION_KEYS:  # the child stays the content; its parent/window goes along for the prompt
+        if key in snippet:
+            metadata[key] = snippet[key]
     return {"content": snippet["text"], "score": score, "title": snippet.get("title") or snippet["doc_id"], "metadata": metadata}
 
 

@@ -69,6 +69,10 @@ class LibraryIn(_In):
     description: str = Field("", max_length=4000, description="what the library holds (the keyword router reads it)")
     embedding_model: str | None = Field(None, description="an embedding backend the server offers (default: its RAGSPINE_EMBEDDING), or none")
     retrieval_mode: str | None = Field(None, description="auto | hybrid | vector | economy (default: the server's)")
+    chunker: str | None = Field(None, description="how its documents are cut (a RAGSPINE_CHUNKER name; default: the server's)")
+    contextual: str | None = Field(
+        None, description="none | header: the title · entity · period · heading header on the text BM25 indexes and the dense leg embeds (default: the server's)",
+    )
 
 
 class LibraryOut(BaseModel):
@@ -76,6 +80,8 @@ class LibraryOut(BaseModel):
     description: str
     embedding_model: str
     retrieval_mode: str
+    chunker: str = "default"
+    contextual: str = "none"
     created_at: str
     documents: int = 0
     chunks: int = 0

@@ -54,6 +54,9 @@ service_library = sa.Table(
     sa.Column("embedding", sa.Text, nullable=False, server_default="none"),
     sa.Column("retrieval_mode", sa.Text, nullable=False, server_default="auto"),
     sa.Column("created_at", sa.Float, nullable=False),
+    # chosen when the library is created (NULL in rows older than the columns: default / none)
+    sa.Column("chunker", sa.Text, nullable=True),
+    sa.Column("contextual", sa.Text, nullable=True),
     sa.UniqueConstraint("tenant_id", "name", name="ragspine_service_library_name"),
 )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 import sqlalchemy as sa
@@ -39,8 +39,13 @@ class Unstorable(ValueError):
 
 
 def _row(cls: Any, row: Any) -> Any:
+    """``cls`` from a row; a NULL in a column with a dataclass default (added later) is that default."""
     mapping = row._mapping
-    return cls(**{f.name: mapping[f.name] for f in fields(cls)})
+    values = {}
+    for f in fields(cls):
+        value = mapping[f.name]
+        values[f.name] = f.default if value is None and f.default is not MISSING else value
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ class Library:
     embedding: str
     retrieval_mode: str
     created_at: float
+    chunker: str = "default"
+    contextual: str = "none"
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ factory returns lives in one fresh namespace (so two libraries share tables but 
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, Callable, Protocol
 
@@ -20,7 +21,8 @@ from ragspine.retrieval.chunking.chunk_store import (
     FollowableStore,
     fingerprint,
 )
-from ragspine.retrieval.chunking.chunking import Chunk, chunk_id_for
+from ragspine.retrieval.chunking.chunking import Chunk, chunk_id_for, make_locator
+from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 
 
 class FullChunkStore(FollowableStore, BulkWrites, Fingerprints, Protocol):
@@ -247,7 +249,77 @@ class ChunkStoreBulkTests:
         assert store.fingerprints([]) == {}
 
 
+def _sectioned(doc_id: str, source: str, sensitivity: dict[int, str] | None = None) -> list[Chunk]:
+    """One chunk per paragraph of ``source``, each a child of its ``# heading`` section (the
+    fields a parent-child chunker records): parent id, heading, window text, parent locator."""
+    chunks: list[Chunk] = []
+    sections = [m.start() for m in re.finditer(r"^# ", source, flags=re.M)] + [len(source)]
+    for s_start, s_end in zip(sections, sections[1:]):
+        section = source[s_start:s_end].rstrip()
+        heading = section.splitlines()[0][2:]
+        locator = make_locator(doc_id, s_start, s_start + len(section))
+        for m in re.finditer(r"[^\n]+", section):
+            if m.group().startswith("# "):
+                continue
+            n = len(chunks)
+            start, end = s_start + m.start(), s_start + m.end()
+            chunks.append(Chunk(
+                chunk_id=chunk_id_for(doc_id, n), doc_id=doc_id, text=source[start:end], ordinal=n, char_start=start,
+                char_end=end, source_locator=make_locator(doc_id, start, end), heading=heading,
+                parent_id=f"{doc_id}#sec={s_start},{s_start + len(section)}", window_text=section, parent_locator=locator,
+                sensitivity=(sensitivity or {}).get(n, DEFAULT_SENSITIVITY),
+            ))
+    return chunks
+
+
+HANDBOOK = (
+    "# Leave\nVacation is 25 days a year.\nSick leave days are counted separately.\n\n"
+    "# Pay\nSalary is paid monthly.\nThe bonus pool is decided in March.\n"
+)
+
+
+class ChunkStoreExpansionTests:
+    """Parent/window expansion at the exit, on this store: children keep their own text and
+    locator, the parent block goes once into ``prompt_text``, and no expansion carries the
+    text of a RESTRICTED sibling."""
+
+    def _search(self, store: ChunkStore, query: str) -> list[dict[str, Any]]:
+        from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
+        from ragspine.retrieval.pipeline import LibraryPipeline
+
+        return NarrativeIndexRetriever(LibraryPipeline(store, mode="economy")).retrieve(query, top_k=10)
+
+    def test_children_cite_themselves_and_their_parent_block_comes_once(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-expand")
+        store.replace_doc_chunks("hb", _sectioned("hb", HANDBOOK))
+        snippets = self._search(store, "vacation sick leave days")
+        leave = [s for s in snippets if s.get("heading") == "Leave"]
+        assert sorted(s["chunk_id"] for s in leave) == ["hb#0", "hb#1"]
+        first, second = leave
+        section = HANDBOOK[: HANDBOOK.index("\n\n# Pay")]
+        assert first["prompt_text"] == section and first["parent_locator"] == f"hb#char=0,{len(section)}"
+        assert "prompt_text" not in second and second["prompt_text_in"] == first["chunk_id"]
+        assert second["parent_locator"] == first["parent_locator"]
+        for s in leave:  # the citation is the child's own span
+            start, end = (int(x) for x in s["source_locator"].split("=")[1].split(","))
+            assert s["text"] == HANDBOOK[start:end] and s["text"] in section and s["text"] != section
+
+    def test_no_expansion_carries_a_restricted_siblings_text(self, chunk_store_factory: Factory) -> None:
+        store = chunk_store_factory("lib-expand-restricted")
+        secret = "The bonus pool is decided in March."
+        store.replace_doc_chunks("hb", _sectioned("hb", HANDBOOK, sensitivity={3: "RESTRICTED"}))
+        snippets = self._search(store, "salary bonus pool paid monthly March vacation")
+        ids = [s["chunk_id"] for s in snippets]
+        assert "hb#3" not in ids and "hb#2" in ids and "hb#0" in ids
+        pay = next(s for s in snippets if s["chunk_id"] == "hb#2")
+        assert "prompt_text" not in pay and pay["expansion_withheld"] is True and "prompt_text_in" not in pay
+        leave = next(s for s in snippets if s["chunk_id"] == "hb#0")
+        assert leave.get("prompt_text", "").startswith("# Leave")  # an open section still expands
+        assert all(secret not in str(value) for s in snippets for value in s.values())
+
+
 class ChunkStoreConformance(
+    ChunkStoreExpansionTests,
     ChunkStoreVersioningTests,
     ChunkStoreBulkTests,
     ChunkStorePrefilterTests,

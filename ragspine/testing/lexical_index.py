@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, DocumentChunks
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_document
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
-from ragspine.retrieval.lexical.base import VersionedIndex
+from ragspine.retrieval.lexical.base import VersionedIndex, default_index_text
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.index import LexicalHit, LexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
@@ -65,10 +65,13 @@ def queries(corpus: Sequence[tuple[str, str]], n: int = N_QUERIES) -> list[list[
     return [q for q in out if q]
 
 
-def reference(store: ChunkStore, query: Sequence[str], where: MetadataFilter | None = None) -> dict[str, tuple[float, int]]:
-    """``{chunk_id: (score, version)}`` of the chunks the reference scores above zero."""
+def reference(
+    store: ChunkStore, query: Sequence[str], where: MetadataFilter | None = None, index_text: Callable[[Any], str] = default_index_text,
+) -> dict[str, tuple[float, int]]:
+    """``{chunk_id: (score, version)}`` of the chunks the reference scores above zero (over
+    ``index_text`` of each chunk: its text, or e.g. the contextual header + text)."""
     chunks = store.iter_chunks()
-    scores = bm25_scores(query, [tokenize(c.text) for c in chunks])
+    scores = bm25_scores(query, [tokenize(index_text(c)) for c in chunks])
     return {
         c.chunk_id: (s, c.version)
         for c, s in zip(chunks, scores)
@@ -92,10 +95,13 @@ def assert_ranks_like_reference(got: list[LexicalHit], want: dict[str, tuple[flo
         assert hit.chunk_id == cid or close(ref_score, score), f"#{i}: {hit.chunk_id!r} where the reference ranks {cid!r}"
 
 
-def check_against_reference(index: LexicalIndex, store: ChunkStore, corpus: Sequence[tuple[str, str]], seed: int) -> None:
+def check_against_reference(
+    index: LexicalIndex, store: ChunkStore, corpus: Sequence[tuple[str, str]], seed: int,
+    index_text: Callable[[Any], str] = default_index_text,
+) -> None:
     rng = random.Random(seed)
     for query in queries(corpus):
-        want = reference(store, query)
+        want = reference(store, query, index_text=index_text)
         for top_k in (10, 1, None):
             assert_ranks_like_reference(index.search(query, top_k=top_k), want, top_k)
     filters: list[MetadataFilter | None] = [random_filter(rng) for _ in range(N_FILTERS)]
@@ -107,7 +113,7 @@ def check_against_reference(index: LexicalIndex, store: ChunkStore, corpus: Sequ
     ]
     for i, where in enumerate(filters):
         query = queries(corpus)[i % N_QUERIES]
-        want = reference(store, query, where)
+        want = reference(store, query, where, index_text)
         got = index.search(query, metadata_filter=where, top_k=10)
         assert_ranks_like_reference(got, want, 10)
     for where in filters[-3:] + [None]:

@@ -127,10 +127,10 @@ def test_ingest_directory_with_front_matter_and_meta(capsys, env, corpus, db):
     code, out, _ = run(capsys, "--db", db, "libraries")
     assert code == 0 and re.search(r"^kestrel\t3 docs\t\d+ chunks\tKestrel reports$", out, re.M)
     code, out, _ = run(capsys, "--db", db, "stats")
-    assert code == 0 and "libraries:       1" in out and "documents:       3 active" in out
-    assert "retrieval mode:  auto" in out
+    assert code == 0 and "libraries:         1" in out and "documents:         3 active" in out
+    assert "retrieval mode:    auto" in out
     code, out, _ = run(capsys, "--db", db, "--mode", "bm25", "stats")
-    assert code == 0 and "retrieval mode:  economy" in out and "none (economy mode)" in out
+    assert code == 0 and "retrieval mode:    economy" in out and "none (economy mode)" in out
 
 
 def test_ingest_single_files_title_defaults_and_sensitivity(capsys, env, tmp_path, db):

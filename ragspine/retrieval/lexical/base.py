@@ -100,11 +100,31 @@ def default_index_text(chunk: StoredChunk) -> str:
     return chunk.text
 
 
-def make_lexical_index(spec: str, store: ChunkStore, *, settings: Any = None, auto: str = "memory") -> LexicalIndex:
+#: Saved segments record tokens, so an index text says which saved files are its own: the
+#: chunk text's are the library's directory itself ("" = no subdirectory).
+default_index_text.persist_key = ""  # type: ignore[attr-defined]
+
+
+def make_lexical_index(
+    spec: str, store: ChunkStore, *, settings: Any = None, auto: str = "memory", index_text: Any = None,
+) -> LexicalIndex:
     """The lexical index named ``spec`` (``RAGSPINE_LEXICAL_INDEX``) over ``store``; ``auto`` is
-    the chunk database's own (``auto=``, e.g. ``postgres`` on PostgreSQL)."""
+    the chunk database's own (``auto=``, e.g. ``postgres`` on PostgreSQL). ``index_text``
+    (default: the chunk's text) is what BM25 indexes; PostgreSQL's postings hold the chunk
+    text only, so another index text makes ``auto`` the in-process index and ``postgres`` an error."""
+    from ragspine.errors import ConfigError
     from ragspine.registries import LEXICAL_INDEXES
 
     name = LEXICAL_INDEXES.canonical(spec)
-    index: LexicalIndex = LEXICAL_INDEXES.load(auto if name == "auto" else name)(store, settings)
+    chosen = auto if name == "auto" else name
+    custom = index_text is not None and index_text is not default_index_text
+    if custom and chosen == "postgres":
+        if name != "auto":
+            raise ConfigError(
+                "RAGSPINE_CONTEXTUAL=header changes the text BM25 indexes, and PostgreSQL's postings hold the chunk text"
+                " only: use RAGSPINE_LEXICAL_INDEX=memory (or auto), or RAGSPINE_CONTEXTUAL=none"
+            )
+        chosen = "memory"
+    factory = LEXICAL_INDEXES.load(chosen)
+    index: LexicalIndex = factory(store, settings, index_text=index_text) if custom else factory(store, settings)
     return index

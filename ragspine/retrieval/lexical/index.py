@@ -94,20 +94,25 @@ class InMemoryLexicalIndex:
         self._reset(Segment.empty())
 
     @classmethod
-    def from_config(cls, store: ChunkStore, settings: object = None) -> InMemoryLexicalIndex:
+    def from_config(
+        cls, store: ChunkStore, settings: object = None, *, index_text: Callable[[StoredChunk], str] = default_index_text,
+    ) -> InMemoryLexicalIndex:
         """``RAGSPINE_LEXICAL_INDEX=memory`` (the registry's factory): needs a store with a change log."""
         if not isinstance(store, FollowableStore):
             raise ConfigError(f"the in-process lexical index follows a store's change log, and {type(store).__name__} has none")
-        return cls(store, kernel=getattr(settings, "lexical_kernel", "auto"))
+        return cls(store, kernel=getattr(settings, "lexical_kernel", "auto"), index_text=index_text)
 
     def _where(self, persist: bool | str) -> str | None:
         """Where the base segment is saved: only for the default tokenizer and index text (the
         files record tokens), on a store that offers a directory (a SQLite file)."""
-        if not persist or self._tokenize is not tokenize or self._index_text is not default_index_text or self.include_restricted:
+        variant = getattr(self._index_text, "persist_key", None)  # "" for the chunk text; None: not saved
+        if not persist or self._tokenize is not tokenize or variant is None or self.include_restricted:
             return None
         if isinstance(persist, str):
-            return persist
-        return self.store.persist_dir("lexical") if isinstance(self.store, PersistentStore) else None
+            where: str | None = persist
+        else:
+            where = self.store.persist_dir("lexical") if isinstance(self.store, PersistentStore) else None
+        return os.path.join(where, variant) if where and variant else where
 
     def _reset(self, base: Segment) -> None:
         self._base = base

@@ -10,8 +10,10 @@ dict is built, so neither its text nor its parent/window text can reach a prompt
 
 A snippet carries ``text, doc_id, title, source_locator, chunk_id``, the metadata
 (``metadata`` plus the seed's five fields at top level), ``sensitivity``, ``library_id``,
-``version`` and ``scores = {"bm25", "vector", "fused"}``; ``prompt_text`` (the parent or
-window text, for generation only) when the chunker recorded one; and
+``version`` and ``scores = {"bm25", "vector", "fused"}``; ``parent_id``/``heading`` when the
+chunker set them; ``prompt_text`` (the parent or window text, for generation only) with
+``parent_locator`` when the chunker recorded one — once per parent block, see
+:mod:`~ragspine.retrieval.link.expansion` — and
 ``"filters_dropped": True`` when it was found only after the filters were dropped.
 :meth:`NarrativeIndexRetriever.search` returns the same as a :class:`Retrieval`, whose
 ``filters_dropped`` says it once for the whole answer.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Collection, Protocol
 
 from ragspine.llm.base import LLMProvider
 from ragspine.retrieval.ask_again import ask_again
@@ -30,6 +32,7 @@ from ragspine.retrieval.filtering.automatic import FilterExtractor, safe_extract
 from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
 from ragspine.retrieval.lexical.base import LexicalIndex
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
+from ragspine.retrieval.link.expansion import share_expansions, withheld_extents
 from ragspine.retrieval.metadata import STANDARD_FIELDS
 from ragspine.retrieval.mode import RetrievalMode
 from ragspine.retrieval.pipeline import LibraryPipeline
@@ -86,8 +89,10 @@ class NarrativeRetriever(Protocol):
         ...
 
 
-def to_snippet(result: RetrievalResult) -> dict[str, Any]:
-    """The snippet dict of one result (see the module docstring)."""
+def to_snippet(result: RetrievalResult, withheld: Collection[tuple[str, int, str]] = ()) -> dict[str, Any]:
+    """The snippet dict of one result (see the module docstring); ``withheld``: the
+    ``(doc_id, version, parent_locator)`` expansions that overlap RESTRICTED text
+    (:func:`~ragspine.retrieval.link.expansion.withheld_extents`)."""
     chunk = result.chunk
     scores = result.scores
     meta = chunk.metadata
@@ -113,8 +118,11 @@ def to_snippet(result: RetrievalResult) -> dict[str, Any]:
     if chunk.heading:
         snippet["heading"] = chunk.heading
     if chunk.window_text:
-        snippet["prompt_text"] = chunk.window_text
         snippet["parent_locator"] = chunk.parent_locator
+        if (chunk.doc_id, chunk.version, chunk.parent_locator) in withheld:
+            snippet["expansion_withheld"] = True
+        else:
+            snippet["prompt_text"] = chunk.window_text
     return snippet
 
 
@@ -127,10 +135,12 @@ class NarrativeIndexRetriever:
         *,
         retry_without_filters: bool = True,
         filter_extractor: FilterExtractor | None = None,
+        share_expansions: bool = True,
     ) -> None:
         self.index = index
         self.retry_without_filters = retry_without_filters
         self.filter_extractor = filter_extractor
+        self.share_expansions = share_expansions  # off under a multi-library exit, which shares after fusing
 
     @property
     def library_id(self) -> str:
@@ -149,7 +159,10 @@ class NarrativeIndexRetriever:
             keep=lambda r: not is_restricted(r.chunk.sensitivity),
             retry_without_filters=self.retry_without_filters,
         )
-        snippets = [to_snippet(r) for r in answer.items]
+        withheld = withheld_extents(answer.items, self.index.store)
+        snippets = [to_snippet(r, withheld) for r in answer.items]
+        if self.share_expansions:
+            share_expansions(snippets)
         if answer.filters_dropped:
             for snippet in snippets:
                 snippet["filters_dropped"] = True

@@ -18,6 +18,7 @@ from ragspine.retrieval.ask_again import Page, ask_again
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
 from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
+from ragspine.retrieval.link.expansion import share_expansions
 from ragspine.retrieval.link.narrative_link import (
     DEFAULT_RETRIEVE_TOP_K,
     NarrativeRetriever,
@@ -108,4 +109,4 @@ class MultiIndexRetriever:
             snippet["library_id"] = lib
             snippet["scores"] = {**snippet.get("scores", {}), "fused": fused}
             out.append(snippet)
-        return out
+        return share_expansions(out)  # after fusing: each parent block once across the fused list

@@ -45,7 +45,8 @@ def library_or_404(ctx: ServiceContext, tenant: str, name: str) -> Library:
 def library_out(library: Library, counts: LibraryInfo | None = None) -> LibraryOut:
     return LibraryOut(
         name=library.name, description=library.description, embedding_model=library.embedding,
-        retrieval_mode=library.retrieval_mode, created_at=iso(library.created_at) or "",
+        retrieval_mode=library.retrieval_mode, chunker=library.chunker, contextual=library.contextual,
+        created_at=iso(library.created_at) or "",
         documents=counts.documents if counts is not None else 0, chunks=counts.chunks if counts is not None else 0,
     )
 

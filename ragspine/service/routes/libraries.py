@@ -49,10 +49,27 @@ def resolve_library_settings(ctx: ServiceContext, embedding: str | None, mode: s
     return embedding, resolved.name
 
 
+def resolve_chunking(ctx: ServiceContext, chunker: str | None, contextual: str | None, embedding: str) -> tuple[str, str]:
+    """The library's chunker and contextual header (the server's defaults when not given);
+    ``semantic`` needs the library's embedding model, so it is refused without one."""
+    from ragspine.registries import CHUNKERS
+    from ragspine.retrieval.contextual import parse_contextual
+
+    name = CHUNKERS.canonical(chunker) if chunker is not None else ctx.settings.chunker
+    header = parse_contextual(contextual) if contextual is not None else ctx.settings.contextual
+    if name == "semantic":
+        backend = ctx.stack.embedding_backend_for(embedding) if embedding != "none" else None
+        ctx.stack.chunker(name, backend)  # refuses (ConfigError: 400) without an embedding model
+    return name, header
+
+
 @router.post("", status_code=201, response_model=LibraryOut, summary="Create a library")
 def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
     embedding, mode = resolve_library_settings(ctx, body.embedding_model, body.retrieval_mode)
-    library = Library(catalog_id(tenant, body.name), tenant, body.name, body.description, embedding, mode, time.time())
+    chunker, contextual = resolve_chunking(ctx, body.chunker, body.contextual, embedding)
+    library = Library(
+        catalog_id(tenant, body.name), tenant, body.name, body.description, embedding, mode, time.time(), chunker, contextual,
+    )
     ctx.stack.preflight(library.library_id, mode=mode, embedding=embedding)  # a stack that cannot store it: 503, nothing made
     try:
         ctx.store.add_library(library)
