@@ -25,6 +25,11 @@ Parts (any combination; none selected = quality, speed and embedding):
   fastembed ``TextEmbedding.embed`` on the same model directory, the same texts (SciFact
   abstracts; both truncate at the model's 256 word pieces) and batch size, interleaved batch by
   batch; single-query latency likewise.
+* ``--chunkers NAME[,NAME...]``: chunking quality (``_bench_chunking.py``): each chunker with
+  and without the contextual header, economy and hybrid (``--chunker-modes``), on SciFact at
+  document level and on the article forms of xquad-en, xquad-zh and drcd at passage level
+  (a snippet is a hit when it overlaps the gold paragraph by half the shorter span), next to
+  bm25s over whole documents / the hand-split paragraphs in the same run.
 * ``--scale N[,N...]``: ingest time and chunks/s, query p50/p99 and resident memory of a
   synthetic N-chunk library in economy mode on the embedded default (SQLite + in-process
   index), each N in a fresh process. ``scripts/bench_scale.py`` does the measuring when it is
@@ -605,6 +610,12 @@ def main() -> int:
     parser.add_argument("--all", action="store_true", help=f"quality, speed, embedding and --scale {DEFAULT_SCALE}")
     parser.add_argument("--modes", default="economy,hybrid", help="retrieval modes for --quality")
     parser.add_argument("--chunkings", default="doc", help="doc (one chunk per document) and/or 480 (the default chunker)")
+    parser.add_argument("--chunkers", metavar="NAME[,NAME]", default=None,
+                        help="chunking quality: these chunkers (e.g. default,layout,parent_child,sentence_window,semantic), each with and"
+                        " without the contextual header, in --chunker-modes, on --chunker-sets under --data-root")
+    parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
+    parser.add_argument("--chunker-sets", default="scifact,xquad-en,xquad-zh,drcd", help="dev sets for --chunkers")
+    parser.add_argument("--data-root", type=Path, default=None, help="folder holding the dev sets (default: the --data folder's parent)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions of the speed loop (every query each time)")
     parser.add_argument("--embed-texts", type=int, default=300, help="corpus texts for --embedding")
     parser.add_argument("--embed-reps", type=int, default=3)
@@ -621,7 +632,7 @@ def main() -> int:
     if args.all:
         args.quality = args.speed = args.embedding = True
         args.scale = args.scale or DEFAULT_SCALE
-    if not (args.quality or args.speed or args.embedding or args.scale):
+    if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -641,6 +652,15 @@ def main() -> int:
         results["quality"] = section_quality(args, corpus, queries, qrels)
     if args.scale:
         results["scale"] = section_scale(args)
+    if args.chunkers:
+        import _bench_chunking
+
+        root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
+        results["chunkers"] = _bench_chunking.section(
+            root, [c for c in args.chunkers.split(",") if c], [m for m in args.chunker_modes.split(",") if m],
+            [n for n in args.chunker_sets.split(",") if n], log,
+        )
+        print("\n".join(_bench_chunking.table(results["chunkers"])))
     results["environment"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     results["environment"]["seconds"] = round(time.time() - started, 1)
     rows = table_rows(results)

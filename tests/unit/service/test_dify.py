@@ -188,3 +188,21 @@ def test_an_endpoint_saved_with_a_trailing_slash_still_answers(client, tenant) -
     r = client.post("http://testserver//retrieval", json=body, headers={"Authorization": "Bearer wrong"})
     assert r.status_code == 403 and r.json()["error_code"] == 1002
     assert client.get("http://testserver//v1/libraries/", headers=tenant).status_code == 200
+
+
+def test_a_record_keeps_the_child_as_content_and_carries_its_expansion_in_metadata() -> None:
+    from ragspine.service.dify import record
+
+    snippet = {"text": "Vacation is 25 days.", "doc_id": "hb", "chunk_id": "hb#0", "source_locator": "hb#char=8,28", "version": 1,
+               "metadata": {"topic": "hr"}, "heading": "Leave", "parent_id": "hb#sec=0,60",
+               "parent_locator": "hb#char=0,60", "prompt_text": "# Leave\nVacation is 25 days.\nSick leave is separate."}
+    got = record(snippet, 0.9, "handbook")
+    assert got["content"] == "Vacation is 25 days."
+    assert got["metadata"]["prompt_text"] == snippet["prompt_text"] and got["metadata"]["parent_locator"] == "hb#char=0,60"
+    assert got["metadata"]["heading"] == "Leave" and got["metadata"]["source_locator"] == "hb#char=8,28"
+    sibling = {**snippet, "chunk_id": "hb#1", "prompt_text_in": "hb#0"}
+    del sibling["prompt_text"]
+    meta = record(sibling, 0.8, "handbook")["metadata"]
+    assert meta["prompt_text_in"] == "hb#0" and "prompt_text" not in meta
+    plain = record({k: snippet[k] for k in ("text", "doc_id", "chunk_id", "source_locator", "version", "metadata")}, 0.5, "handbook")
+    assert not {"prompt_text", "parent_locator", "heading"} & set(plain["metadata"])

@@ -130,3 +130,20 @@ def test_a_tenants_listing_counts_only_its_own_libraries(client) -> None:
     listed = client.get("/v1/libraries", headers=mine).json()
     assert [(l["name"], l["chunks"]) for l in listed] == [("a", 0)]
     assert asked == [["mine/a"]]
+
+
+def test_a_librarys_chunker_and_header_are_chosen_at_creation_and_kept(client) -> None:
+    headers = new_tenant(client)
+    lib = new_library(client, headers, "plain", retrieval_mode="economy")
+    assert (lib["chunker"], lib["contextual"]) == ("default", "none")  # the server's defaults
+    lib = new_library(client, headers, "headed", contextual="on", retrieval_mode="economy")
+    assert (lib["chunker"], lib["contextual"]) == ("default", "header")
+    shown = client.get("/v1/libraries/headed", headers=headers).json()
+    assert (shown["chunker"], shown["contextual"]) == ("default", "header")
+    ingest(client, headers, "headed", doc("d1", "Margins held.", title="Kestrel quarterly report"))
+    ingest(client, headers, "plain", doc("d1", "Margins held.", title="Kestrel quarterly report"))
+    assert [s["chunk_id"] for s in retrieve(client, headers, "kestrel", libraries=["headed"]).json()["snippets"]] == ["d1#0"]
+    assert retrieve(client, headers, "kestrel", libraries=["plain"]).json()["snippets"] == []  # the title is not indexed there
+    for body, word in (({"chunker": "no-such-chunker"}, "chunker"), ({"contextual": "summary"}, "RAGSPINE_CONTEXTUAL")):
+        r = client.post("/v1/libraries", json={"name": "bad", **body}, headers=headers)
+        assert r.status_code == 400 and word in r.json()["detail"], r.text
