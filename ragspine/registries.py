@@ -68,7 +68,20 @@ EMBEDDING_BACKENDS = Registry("embedding backend", env="RAGSPINE_EMBEDDING", ent
 }, aliases={"fastembed": "onnx", "minilm": "onnx", "sentence-transformers": "st"})
 CHUNKERS = Registry("chunker", env="RAGSPINE_CHUNKER", entries={
     "default": Entry("ragspine.retrieval.chunking.chunking:ParagraphChunker", "paragraphs packed to a character budget (the seed's)"),
-})
+    "layout": Entry("ragspine.retrieval.chunking.layout:LayoutAwareChunker", "sections at Markdown, numbered and 一、/（一） headings, paragraphs packed inside"),
+    "parent_child": Entry(
+        "ragspine.retrieval.chunking.domain_presets:ParentChildChunker", "layout sections as parents: small chunks carry their section's window"
+    ),
+    "sentence_window": Entry(
+        "ragspine.retrieval.chunking.sentence_window:SentenceWindowChunker", "one chunk per sentence, its neighbours as the window"
+    ),
+    "semantic": Entry(
+        "ragspine.retrieval.chunking.semantic:SemanticChunker", "sentences grouped until embedding similarity drops (needs an embedding model)"
+    ),
+    "laws": Entry("ragspine.retrieval.chunking.domain_presets:LawsChunker", "statutes: a parent per 第N条 article, its 款/项 lines the chunks"),
+    "qa": Entry("ragspine.retrieval.chunking.domain_presets:QAChunker", "FAQs: a parent per question (Q:/问：/…?) and its answer"),
+    "book": Entry("ragspine.retrieval.chunking.domain_presets:BookChunker", "books: parents at 第N章/节/回, Chapter N, Markdown and numbered headings"),
+}, aliases={"small_to_big": "parent_child"})
 RERANKERS = Registry("reranker", env="RAGSPINE_RERANKER", entries={
     "none": Entry(None, "keep the fused order"),
     "listwise": Entry("ragspine.retrieval.rerank.listwise_rerank:listwise_reranker", "an LLM judge orders the head (needs an LLM provider)"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from ragspine.retrieval.metadata import Scalar, validate_metadata
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
@@ -103,14 +103,7 @@ def chunk_document(
     ``source`` names the document in locators (default ``doc_id``); ``source_offset`` is
     added to every offset when ``text`` is a slice of a larger file (e.g. after front matter).
     """
-    if max_chars <= 0:
-        raise ValueError(f"max_chars must be > 0, got {max_chars}")
-    if overlap_chars < 0:
-        raise ValueError(f"overlap_chars must be >= 0, got {overlap_chars}")
-    if overlap_chars >= max_chars:
-        raise ValueError(
-            f"overlap_chars ({overlap_chars}) must be smaller than max_chars ({max_chars})"
-        )
+    check_budget(max_chars, overlap_chars)
     meta = validate_metadata(metadata)
     where = source if source is not None else doc_id
     chunks: list[Chunk] = []
@@ -133,13 +126,33 @@ def chunk_document(
     return chunks
 
 
+def check_budget(max_chars: int, overlap_chars: int) -> None:
+    """The budget rules every chunker shares: ``ValueError`` naming the bad option."""
+    if max_chars <= 0:
+        raise ValueError(f"max_chars must be > 0, got {max_chars}")
+    if overlap_chars < 0:
+        raise ValueError(f"overlap_chars must be >= 0, got {overlap_chars}")
+    if overlap_chars >= max_chars:
+        raise ValueError(
+            f"overlap_chars ({overlap_chars}) must be smaller than max_chars ({max_chars})"
+        )
+
+
 def chunk_spans(text: str, *, max_chars: int, overlap_chars: int) -> list[tuple[int, int]]:
     """The ``(start, end)`` spans :func:`chunk_document` cuts, in document order."""
+    return pack_spans(text, paragraph_spans(text), max_chars=max_chars, overlap_chars=overlap_chars)
+
+
+def pack_spans(
+    text: str, units: Iterable[tuple[int, int]], *, max_chars: int, overlap_chars: int
+) -> list[tuple[int, int]]:
+    """Steps 2 and 3 of the module's algorithm over ``units``: trimmed, ordered, disjoint
+    spans of ``text`` (the paragraphs, for :func:`chunk_spans`)."""
     spans: list[tuple[int, int]] = []
-    current: tuple[int, int] | None = None  # packed paragraphs being accumulated
+    current: tuple[int, int] | None = None  # packed units being accumulated
     last_packed_end: int | None = None  # end of the previous packed chunk (overlap source)
 
-    for p_start, p_end in paragraph_spans(text):
+    for p_start, p_end in units:
         if p_end - p_start > max_chars:
             if current is not None:
                 spans.append(current)
@@ -201,10 +214,7 @@ def _split_oversize(text: str, start: int, end: int, max_chars: int) -> list[tup
     pieces: list[tuple[int, int]] = []
     for s_start, s_end in _sentence_spans(text, start, end):
         if s_end - s_start > max_chars:
-            for cut in range(s_start, s_end, max_chars):
-                piece = _hard_piece(text, cut, min(cut + max_chars, s_end))
-                if piece[1] > piece[0]:
-                    pieces.append(piece)
+            pieces.extend(hard_cut(text, s_start, s_end, max_chars))
         elif pieces and s_end - pieces[-1][0] <= max_chars:
             pieces[-1] = (pieces[-1][0], s_end)
         else:
@@ -212,8 +222,24 @@ def _split_oversize(text: str, start: int, end: int, max_chars: int) -> list[tup
     return pieces
 
 
+def hard_cut(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:
+    """``text[start:end]`` cut every ``max_chars`` characters, each piece trimmed (none empty)."""
+    pieces = []
+    for cut in range(start, end, max_chars):
+        piece = _hard_piece(text, cut, min(cut + max_chars, end))
+        if piece[1] > piece[0]:
+            pieces.append(piece)
+    return pieces
+
+
 def _hard_piece(text: str, start: int, end: int) -> tuple[int, int]:
     return next(iter(_trimmed(text, start, end)), (start, start))
+
+
+def sentence_spans(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """Trimmed sentences of ``text[start:end]``: cut after each run of terminators
+    ``。！？；.!?;`` and the closing quotes or brackets that follow it."""
+    return _sentence_spans(text, start, end)
 
 
 def _sentence_spans(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
