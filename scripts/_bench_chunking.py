@@ -82,16 +82,16 @@ def passage_scores(relevance: list[list[int]]) -> dict[str, float]:
     return {"ndcg@10": round(ndcg / n, 4), "recall@100": round(recall / n, 4)}
 
 
-def _pipeline(workdir: Path, name: str, chunker: str, contextual: str, mode: str, backend: Any) -> Any:
+def _pipeline(workdir: Path, name: str, chunker: str, contextual: str, mode: str, backend: Any, chars: int) -> Any:
     from ragspine.retrieval.chunking.base import make_chunker
     from ragspine.retrieval.contextual import make_index_text_fn
     from ragspine.retrieval.pipeline import LibraryPipeline
     from ragspine.stores.sqlite import SQLiteChunkStore
 
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"max_chars": chars, "overlap_chars": min(80, chars // 6)}
     if chunker == "semantic":
         options["embedding_backend"] = backend
-    store = SQLiteChunkStore(workdir / f"{name}-{chunker}-{contextual}-{mode}-{os.getpid()}.db", library_id=name)
+    store = SQLiteChunkStore(workdir / f"{name}-{chunker}-{chars}-{contextual}-{mode}-{os.getpid()}.db", library_id=name)
     return LibraryPipeline(
         store, mode=mode, embedding_backend=backend if mode != "economy" else None,
         chunker=make_chunker(chunker, **options), index_text=make_index_text_fn(contextual),
@@ -117,7 +117,15 @@ def _run(pipe: Any, docs: list[tuple[str, str, str]], queries: dict[str, str], s
             "embed_s": round(embed_s, 1), "query_ms": round(1000 * query_s / max(len(queries), 1), 2)}
 
 
-def scifact(data: Path, configs: list[tuple[str, str, str]], backend: Any, log: Callable[[str], None]) -> dict[str, Any]:
+Config = tuple[str, int, str, str]  # chunker, max_chars, contextual, mode
+
+
+def _label(config: Config) -> str:
+    chunker, chars, contextual, mode = config
+    return f"{chunker}/{chars} {contextual} {mode}"
+
+
+def scifact(data: Path, configs: list[Config], backend: Any, log: Callable[[str], None]) -> dict[str, Any]:
     corpus, queries, qrels = load_beir(data)
     rows = {}
     with open(data / "corpus.jsonl", encoding="utf-8") as fh:
@@ -126,31 +134,35 @@ def scifact(data: Path, configs: list[tuple[str, str, str]], backend: Any, log: 
             rows[str(row["_id"])] = (str(row["_id"]), row.get("title", ""), row["text"])
     out: dict[str, Any] = {"bm25s whole documents": evaluate(run_bm25s(corpus, queries), qrels)}
     with tempfile.TemporaryDirectory(prefix="ragspine-chunking-") as tmp:
-        for chunker, contextual, mode in configs:
-            log(f"  chunkers: scifact {chunker} contextual={contextual} {mode} ...")
-            pipe = _pipeline(Path(tmp), "scifact", chunker, contextual, mode, backend)
+        for config in configs:
+            chunker, chars, contextual, mode = config
+            log(f"  chunkers: scifact {_label(config)} ...")
+            pipe = _pipeline(Path(tmp), "scifact", chunker, contextual, mode, backend, chars)
             run = _run(pipe, list(rows.values()), queries,
                        lambda qid, snippets: list(dict.fromkeys(s["doc_id"] for s in snippets))[:DEPTH])
-            out[f"{chunker} {contextual} {mode}"] = {**evaluate(run.pop("results"), qrels), **run}
+            out[_label(config)] = {**evaluate(run.pop("results"), qrels), **run}
     return out
 
 
-def passages(data: Path, configs: list[tuple[str, str, str]], backend: Any, log: Callable[[str], None]) -> dict[str, Any]:
+def passages(data: Path, configs: list[Config], backend: Any, log: Callable[[str], None]) -> dict[str, Any]:
     articles, queries, gold = load_articles(data)
     corpus, para_queries, qrels = load_beir(data)
     out: dict[str, Any] = {"bm25s hand-split paragraphs": evaluate(run_bm25s(corpus, para_queries), qrels)}
     docs = [(str(a["_id"]), a.get("title", ""), a["text"]) for a in articles]
     with tempfile.TemporaryDirectory(prefix="ragspine-chunking-") as tmp:
-        for chunker, contextual, mode in configs:
-            log(f"  chunkers: {data.name} {chunker} contextual={contextual} {mode} ...")
-            pipe = _pipeline(Path(tmp), data.name, chunker, contextual, mode, backend)
+        for config in configs:
+            chunker, chars, contextual, mode = config
+            log(f"  chunkers: {data.name} {_label(config)} ...")
+            pipe = _pipeline(Path(tmp), data.name, chunker, contextual, mode, backend, chars)
             run = _run(pipe, docs, queries, lambda qid, snippets: passage_hits(snippets, gold[qid]))
-            out[f"{chunker} {contextual} {mode}"] = {**passage_scores(list(run.pop("results").values())), **run}
+            out[_label(config)] = {**passage_scores(list(run.pop("results").values())), **run}
     return out
 
 
-def section(data_root: Path, chunkers: list[str], modes: list[str], sets: list[str], log: Callable[[str], None]) -> dict[str, Any]:
-    """Every (chunker, contextual, mode) on every set found under ``data_root``."""
+def section(
+    data_root: Path, chunkers: list[str], modes: list[str], sets: list[str], log: Callable[[str], None], budgets: list[int] | None = None,
+) -> dict[str, Any]:
+    """Every (chunker, budget, contextual, mode) on every set found under ``data_root``."""
     backend = None
     if any(m != "economy" for m in modes):
         from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
@@ -158,7 +170,7 @@ def section(data_root: Path, chunkers: list[str], modes: list[str], sets: list[s
         backend = make_embedding_backend("auto")
         if backend is None:
             raise SystemExit("hybrid runs need the [embed-onnx] extra: scripts/install embed-onnx,test")
-    configs = [(c, h, m) for m in modes for c in chunkers for h in ("none", "header")
+    configs = [(c, b, h, m) for m in modes for c in chunkers for b in (budgets or [480]) for h in ("none", "header")
                if not (c == "semantic" and m == "economy")]  # semantic needs the embedding model
     out: dict[str, Any] = {}
     for name in sets:

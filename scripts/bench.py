@@ -614,6 +614,7 @@ def main() -> int:
                         help="chunking quality: these chunkers (e.g. default,layout,parent_child,sentence_window,semantic), each with and"
                         " without the contextual header, in --chunker-modes, on --chunker-sets under --data-root")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
+    parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
     parser.add_argument("--chunker-sets", default="scifact,xquad-en,xquad-zh,drcd", help="dev sets for --chunkers")
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding the dev sets (default: the --data folder's parent)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions of the speed loop (every query each time)")
@@ -658,7 +659,7 @@ def main() -> int:
         root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
         results["chunkers"] = _bench_chunking.section(
             root, [c for c in args.chunkers.split(",") if c], [m for m in args.chunker_modes.split(",") if m],
-            [n for n in args.chunker_sets.split(",") if n], log,
+            [n for n in args.chunker_sets.split(",") if n], log, [int(b) for b in args.chunk_chars.split(",") if b],
         )
         print("\n".join(_bench_chunking.table(results["chunkers"])))
     results["environment"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None

@@ -15,12 +15,14 @@ RAGSpine's own backends run these in ``tests/conformance/test_store_backends.py`
 """
 
 from ragspine.testing.chunk_store import ChunkStoreConformance
+from ragspine.testing.chunker import ChunkerConformance
 from ragspine.testing.embedding_cache import EmbeddingCacheConformance
 from ragspine.testing.lexical_index import LexicalIndexConformance
 from ragspine.testing.random_filters import random_filter, random_metadata
 from ragspine.testing.vector_store import VectorStoreConformance
 
 __all__ = [
+    "ChunkerConformance",
     "ChunkStoreConformance",
     "EmbeddingCacheConformance",
     "LexicalIndexConformance",

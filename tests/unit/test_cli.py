@@ -701,3 +701,47 @@ def test_the_file_size_limit_is_a_setting(capsys, env, tmp_path, db, monkeypatch
     assert_one_line_error(err, "over the 50-byte limit", "RAGSPINE_MAX_FILE_BYTES")
     monkeypatch.setenv("RAGSPINE_MAX_FILE_BYTES", "1000")
     assert run(capsys, "--db", db, "ingest", str(tmp_path / "big.md"), "--library", "kb")[0] == 0
+
+
+HANDBOOK_MD = """---
+title: Employee Handbook
+entity: ACME
+---
+# Vacation
+
+Full-time employees receive 25 vacation days per year.
+
+Unused days carry over until March 31.
+
+# Pay
+
+Salaries are paid monthly.
+"""
+
+
+def test_ingest_with_a_chunker_and_query_with_the_header(capsys, env, tmp_path, db):
+    path = tmp_path / "handbook.md"
+    path.write_text(HANDBOOK_MD, encoding="utf-8")
+    code, _, err = run(capsys, "--db", db, "--mode", "economy", "ingest", str(path), "--library", "hb", "--chunker", "parent_child")
+    assert code == 0, err
+    source = path.read_text(encoding="utf-8")
+    snippets = query_json(capsys, db, "--mode", "economy", "query", "carry over days", "--library", "hb")
+    top = snippets[0]
+    assert top["heading"] == "Vacation" and top["text"].startswith("# Vacation")
+    start, end = (int(x) for x in top["source_locator"].split("#char=")[1].split(","))
+    p_start, p_end = (int(x) for x in top["parent_locator"].split("#char=")[1].split(","))
+    assert source[start:end] == top["text"] and source[p_start:p_end] == top["prompt_text"]
+    assert query_json(capsys, db, "--mode", "economy", "query", "acme", "--library", "hb") == []  # only in the front matter
+    headed = query_json(capsys, db, "--mode", "economy", "query", "acme", "--library", "hb", "--contextual", "header")
+    assert {s["heading"] for s in headed} == {"Vacation", "Pay"} and all("ACME" not in s["text"] for s in headed)
+
+
+def test_the_semantic_chunker_is_refused_without_an_embedding_model(capsys, env, tmp_path, db):
+    path = tmp_path / "a.md"
+    path.write_text("One sentence. Another sentence.", encoding="utf-8")
+    code, _, err = run(capsys, "--db", db, "--mode", "economy", "ingest", str(path), "--library", "x", "--chunker", "semantic")
+    assert code == 2
+    assert_one_line_error(err, "semantic", "embedding")
+    assert active_versions(db) == {}  # nothing written
+    code, out, err = run(capsys, "--db", db, "--mode", "hybrid", "ingest", str(path), "--library", "x", "--chunker", "semantic")
+    assert code == 0, err
