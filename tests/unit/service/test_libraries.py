@@ -147,3 +147,22 @@ def test_a_librarys_chunker_and_header_are_chosen_at_creation_and_kept(client) -
     for body, word in (({"chunker": "no-such-chunker"}, "chunker"), ({"contextual": "summary"}, "RAGSPINE_CONTEXTUAL")):
         r = client.post("/v1/libraries", json={"name": "bad", **body}, headers=headers)
         assert r.status_code == 400 and word in r.json()["detail"], r.text
+
+
+def test_a_parent_child_library_answers_children_with_one_parent_block(client) -> None:
+    headers = new_tenant(client)
+    new_library(client, headers, "hb", chunker="parent_child", retrieval_mode="economy")
+    first = "Full-time employees receive twenty-five vacation days per calendar year, counted from the hiring date. " * 3
+    second = "Unused vacation days carry over until March 31 of the next year, then they expire without payment. " * 3
+    text = f"# Vacation\n\n{first.strip()}\n\n{second.strip()}\n\n# Pay\n\nSalaries are paid monthly."
+    ingest(client, headers, "hb", doc("hb", text))
+    snippets = retrieve(client, headers, "vacation days year", libraries=["hb"]).json()["snippets"]
+    vacation = [s for s in snippets if s.get("heading") == "Vacation"]
+    assert len(vacation) == 2, snippets
+    carrier, other = vacation
+    section = text[: text.index("\n\n# Pay")]
+    assert carrier["prompt_text"] == section and carrier["parent_locator"] == f"hb#char=0,{len(section)}"
+    assert other["prompt_text_in"] == carrier["chunk_id"] and "prompt_text" not in other
+    for s in vacation:
+        start, end = (int(x) for x in s["source_locator"].split("#char=")[1].split(","))
+        assert s["text"] == text[start:end] and len(s["text"]) < len(section)
