@@ -9,7 +9,8 @@ never part of a heading). The building blocks:
 * :data:`MARKDOWN` — ``#`` .. ``######``, up to 3 spaces of indentation, a space, a title;
   the text is the title without the marks (nor a closing run of ``#``);
 * :data:`NUMBERED` — ``1.``, ``1.2``, ``2.3.1`` (at least one dot), a space, a title that
-  does not start with a digit, on a short line (:func:`short_line`);
+  does not start with a digit, on a short line (:func:`short_line`); a single-level ``1.``
+  line next to another list item is a list item, not a heading (:func:`in_a_list`);
 * :data:`CHINESE` — ``一、标题``, ``（一）标题``, ``(一)`` on a short line;
 * :func:`short_line` — a line whose title (after the prefix) has at most
   :data:`MAX_HEADING_CHARS` characters and does not end in a sentence terminator, a comma or a
@@ -54,6 +55,25 @@ def heading_pattern(*alternatives: str) -> re.Pattern[str]:
 def heading_text(match: re.Match[str]) -> str:
     """The heading's text: the first group that matched (else the whole match), stripped."""
     return next((group for group in match.groups() if group is not None), match.group(0)).strip()
+
+
+_LIST_ITEM = re.compile(SP + "*(?:\\d{1,3}[.)]|[-*+•])" + SP + "+\\S")
+_SINGLE_LEVEL = re.compile(SP + "*\\d{1,3}\\." + SP)
+
+
+def in_a_list(text: str, line_start: int) -> bool:
+    """Whether the single-level numbered line at ``line_start`` (``1. Install``) is an item of
+    a list — the line just before or just after it (no blank line between) is a list item
+    too — rather than a heading. Multi-level numbers (``1.2``) are never list items here."""
+    if not _SINGLE_LEVEL.match(text, line_start):
+        return False
+    prev_end = line_start - 1  # the "\n" ending the previous line
+    if prev_end > 0:
+        prev_start = text.rfind("\n", 0, prev_end) + 1
+        if _LIST_ITEM.match(text, prev_start, prev_end):
+            return True
+    next_start = text.find("\n", line_start)
+    return next_start >= 0 and bool(_LIST_ITEM.match(text, next_start + 1))
 
 
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)

@@ -40,6 +40,7 @@ from ragspine.retrieval.chunking.headings import (
     fenced_ranges,
     heading_pattern,
     heading_text,
+    in_a_list,
 )
 
 
@@ -71,6 +72,8 @@ class LayoutAwareChunker(SpanChunker):
             while i < len(fences) and fences[i][1] <= pos:
                 i += 1
             if i < len(fences) and fences[i][0] <= pos:
+                continue
+            if in_a_list(text, pos):  # "1. Install" followed by "2. Run": a list, not sections
                 continue
             yield pos, heading_text(match)
 

@@ -141,3 +141,12 @@ def test_bad_budgets_raise_value_error() -> None:
     with pytest.raises(ValueError, match="overlap_chars"):
         LayoutAwareChunker(max_chars=10, overlap_chars=10)
     assert re.fullmatch(r"LayoutAwareChunker\(max_chars=480, overlap_chars=80\)", repr(LayoutAwareChunker()))
+
+
+def test_a_numbered_list_is_not_a_run_of_sections() -> None:
+    from ragspine.retrieval.chunking.layout import LayoutAwareChunker
+
+    text = "# Setup\n\nSteps:\n1. Install the package\n2. Run it\r\n3. Check\n\n1. Introduction\n\nText here.\n\n2.1 Details\nMore."
+    assert [h for _, h in LayoutAwareChunker().headings(text)] == ["Setup", "1. Introduction", "2.1 Details"]
+    chunks = LayoutAwareChunker().chunk(text, "d")
+    assert any("1. Install the package\n2. Run it" in c.text and c.heading == "Setup" for c in chunks)
