@@ -318,6 +318,21 @@ class ChunkStoreExpansionTests:
         assert all(secret not in str(value) for s in snippets for value in s.values())
 
 
+    def test_restricted_spans_are_the_active_restricted_rows_only(self, chunk_store_factory: Factory) -> None:
+        from ragspine.retrieval.chunking.chunk_store import RestrictedSpans
+
+        store = chunk_store_factory("lib-restricted-spans")
+        if not isinstance(store, RestrictedSpans):
+            pytest.skip("this store has no restricted_spans read (the exit falls back to reading whole documents)")
+        store.replace_doc_chunks("hb", _sectioned("hb", HANDBOOK, sensitivity={1: "restricted", 3: "RESTRICTED"}))
+        store.replace_doc_chunks("open", _sectioned("open", HANDBOOK))
+        got = store.restricted_spans(["hb", "open", "missing"])
+        hb = {c.chunk_id: c for c in store.iter_chunks(doc_id="hb")}
+        assert got == {("hb", 1): [(hb["hb#1"].char_start, hb["hb#1"].char_end), (hb["hb#3"].char_start, hb["hb#3"].char_end)]}
+        store.replace_doc_chunks("hb", _sectioned("hb", HANDBOOK))  # a new version without them
+        assert store.restricted_spans(["hb"]) == {} and store.restricted_spans([]) == {}
+
+
 class ChunkStoreConformance(
     ChunkStoreExpansionTests,
     ChunkStoreVersioningTests,

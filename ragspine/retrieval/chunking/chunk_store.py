@@ -163,6 +163,15 @@ class Fingerprints(Protocol):
 
 
 @runtime_checkable
+class RestrictedSpans(Protocol):
+    def restricted_spans(self, doc_ids: Sequence[str]) -> dict[tuple[str, int], list[tuple[int, int]]]:
+        """``{(doc_id, version): [(char_start, char_end), ...]}`` of the active RESTRICTED
+        chunks of ``doc_ids`` (one read that returns only those rows: what an exit checks
+        before it hands a parent or window text to a prompt)."""
+        ...
+
+
+@runtime_checkable
 class StreamingReads(Protocol):
     def iter_active(self, batch_size: int = 5000) -> Iterator[StoredChunk]:
         """Every active chunk, in pages of ``batch_size`` (one statement per page)."""

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk, StreamingReads
+from ragspine.retrieval.chunking.chunk_store import ChunkStore, RestrictedSpans, StoredChunk, StreamingReads
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
 
@@ -52,15 +52,18 @@ def withheld_extents(results: Sequence[RetrievalResult], store: ChunkStore) -> s
     if not expanding:
         return set()
     doc_ids = sorted({c.doc_id for c in expanding})
-    siblings: Iterable[StoredChunk]
-    if isinstance(store, StreamingReads):
-        siblings = store.iter_active_docs(doc_ids)
-    else:
-        siblings = [c for d in doc_ids for c in store.iter_chunks(doc_id=d)]
     restricted: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    for c in siblings:
-        if is_restricted(c.sensitivity):
-            restricted.setdefault((c.doc_id, c.version), []).append((c.char_start, c.char_end))
+    if isinstance(store, RestrictedSpans):  # only the RESTRICTED rows are read
+        restricted = store.restricted_spans(doc_ids)
+    else:
+        siblings: Iterable[StoredChunk]
+        if isinstance(store, StreamingReads):
+            siblings = store.iter_active_docs(doc_ids)
+        else:
+            siblings = [c for d in doc_ids for c in store.iter_chunks(doc_id=d)]
+        for c in siblings:
+            if is_restricted(c.sensitivity):
+                restricted.setdefault((c.doc_id, c.version), []).append((c.char_start, c.char_end))
     out = set()
     for c in expanding:
         spans = restricted.get((c.doc_id, c.version))

@@ -183,6 +183,25 @@ class PostgresChunkStore:
             rows = self.db.read(statement, {"library_id": self.library_id, "doc_ids": wanted[start : start + 500]})
             yield from map(row_to_stored, rows)
 
+    def restricted_spans(self, doc_ids: Sequence[str]) -> dict[tuple[str, int], list[tuple[int, int]]]:
+        """See :class:`~ragspine.retrieval.chunking.chunk_store.RestrictedSpans` (one statement)."""
+        import sqlalchemy as sa
+
+        from ragspine.stores.postgres.writes import RESTRICTED_SQL
+
+        self.init_schema()
+        wanted = sorted({d for d in doc_ids if isinstance(d, str) and pg_storable(d)})
+        if not wanted:
+            return {}
+        rows = self.db.read(sa.text(
+            "SELECT doc_id, version, char_start, char_end FROM ragspine_chunk WHERE library_id = :library_id AND active"
+            f" AND doc_id = ANY(CAST(:doc_ids AS text[])) AND {RESTRICTED_SQL} ORDER BY char_start, char_end"
+        ), {"library_id": self.library_id, "doc_ids": wanted})
+        out: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for doc_id, version, c0, c1 in rows:
+            out.setdefault((doc_id, int(version)), []).append((int(c0), int(c1)))
+        return out
+
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         """The active rows for ``chunk_ids`` in the order asked (one statement, one snapshot)."""
         import sqlalchemy as sa

@@ -167,6 +167,23 @@ class SQLiteChunkStore:
         )
         return [row_to_stored(row) for row in rows]
 
+    def restricted_spans(self, doc_ids: Sequence[str]) -> dict[tuple[str, int], list[tuple[int, int]]]:
+        """See :class:`~ragspine.retrieval.chunking.chunk_store.RestrictedSpans`."""
+        self.init_schema()
+        wanted = list(dict.fromkeys(doc_ids))
+        out: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for start in range(0, len(wanted), _BATCH):
+            part = wanted[start : start + _BATCH]
+            rows = self.db.query(
+                "SELECT doc_id, version, char_start, char_end FROM narrative_chunk WHERE library_id = ? AND active = 1"
+                f" AND doc_id IN ({', '.join('?' * len(part))}) AND upper(trim(sensitivity, ' ' || char(9, 10, 13))) = 'RESTRICTED'"
+                " ORDER BY doc_id, version, char_start, char_end",
+                (self.library_id, *part),
+            )
+            for doc_id, version, c0, c1 in rows:
+                out.setdefault((doc_id, int(version)), []).append((int(c0), int(c1)))
+        return out
+
     def iter_active(self, batch_size: int = 5000) -> Iterator[StoredChunk]:
         """All active chunks, streamed in pages of ``batch_size`` (keyset pagination)."""
         self.init_schema()
