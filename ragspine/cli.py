@@ -223,11 +223,19 @@ def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dic
     from ragspine.retrieval.chunking.chunk_store import DocumentChunks
 
     index = stack.pipeline(args.library)
+    chunkers: dict[str, Any] = {}
+
+    def chunker_for(name: str | None) -> Any:  # front matter `chunker:` picks a file's own
+        if name is None or name == stack.settings.chunker:
+            return index.chunker
+        if name not in chunkers:
+            chunkers[name] = stack.chunker(name, index.embedding_backend)
+        return chunkers[name]
 
     def planned() -> Iterator[DocumentChunks]:  # streamed: one file in memory at a time
         for path, root in files:
             doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=args.max_file_bytes)
-            yield DocumentChunks(doc.doc_id, index.chunker.chunk(
+            yield DocumentChunks(doc.doc_id, chunker_for(doc.chunker).chunk(
                 doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
                 source=doc.source, source_offset=doc.body_offset,
             ), doc.valid_as_of)

@@ -46,6 +46,7 @@ class SourceDocument:
     sensitivity: str = DEFAULT_SENSITIVITY
     valid_as_of: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    chunker: str | None = None  # front matter ``chunker:`` (a RAGSPINE_CHUNKER name): this file's own
 
 
 def collect_files(
@@ -121,7 +122,21 @@ def read_document(
         sensitivity=parse_sensitivity(front.get("sensitivity") if front.get("sensitivity") is not None else sensitivity, where),
         valid_as_of=str(_plain(front.get("valid_as_of")) or ""),
         metadata=metadata,
+        chunker=_chunker_name(front.get("chunker"), where),
     )
+
+
+def _chunker_name(value: Any, where: str) -> str | None:
+    """Front matter ``chunker:`` as a registry name (``None``: not given)."""
+    if value is None:
+        return None
+    from ragspine.errors import ConfigError
+    from ragspine.registries import CHUNKERS
+
+    try:
+        return CHUNKERS.canonical(str(value))
+    except ConfigError as exc:
+        raise IngestError(f"{where}: front matter chunker: {exc}") from None
 
 
 def decode_document(raw: bytes, where: str) -> tuple[dict[str, Any], str, int]:

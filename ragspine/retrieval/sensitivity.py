@@ -13,7 +13,7 @@ from __future__ import annotations
 RESTRICTED_SENSITIVITY = "RESTRICTED"
 DEFAULT_SENSITIVITY = "INTERNAL"
 #: The document fields (front matter keys, upload fields); anything else is metadata.
-DOCUMENT_FIELDS = ("doc_id", "title", "sensitivity", "valid_as_of")
+DOCUMENT_FIELDS = ("doc_id", "title", "sensitivity", "valid_as_of", "chunker")
 MAX_SENSITIVITY_CHARS = 64
 
 

@@ -76,6 +76,11 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) ->
     name = filename or "upload.txt"
     front_matter, body, offset = decode_document(raw, name)
     front, extra_front = split_document_fields(front_matter, name)
+    if front.get("chunker") is not None:
+        raise IngestError(
+            f"{name}: front matter chunker: a service library's chunker is chosen when the library is created"
+            " (POST /v1/libraries with \"chunker\"); remove it from the front matter"
+        )
     meta: dict[str, Any] = {k: _plain(v) for k, v in extra_front.items()}
     if fields.get("metadata"):
         try:

@@ -745,3 +745,20 @@ def test_the_semantic_chunker_is_refused_without_an_embedding_model(capsys, env,
     assert active_versions(db) == {}  # nothing written
     code, out, err = run(capsys, "--db", db, "--mode", "hybrid", "ingest", str(path), "--library", "x", "--chunker", "semantic")
     assert code == 0, err
+
+
+def test_front_matter_chooses_a_files_chunker(capsys, env, tmp_path, db):
+    statute = "---\nchunker: laws\n---\n第一条　为了规范数据处理活动，制定本法。\n第二条　依照本法第一条的规定处理。\n"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "law.txt").write_text(statute, encoding="utf-8")
+    (tmp_path / "docs" / "plain.txt").write_text("第一条　这一行不是法律。\n第二条　只是文本。\n", encoding="utf-8")
+    code, _, err = run(capsys, "--db", db, "--mode", "economy", "ingest", str(tmp_path / "docs"), "--library", "law")
+    assert code == 0, err
+    law = query_json(capsys, db, "--mode", "economy", "query", "数据处理", "--library", "law")
+    assert law[0]["doc_id"] == "law.txt" and law[0]["heading"] == "第一条" and "prompt_text" in law[0]
+    plain = query_json(capsys, db, "--mode", "economy", "query", "文本", "--library", "law")
+    assert plain[0]["doc_id"] == "plain.txt" and "heading" not in plain[0]  # the default chunker: no sections
+    (tmp_path / "bad.txt").write_text("---\nchunker: nope\n---\ntext\n", encoding="utf-8")
+    code, _, err = run(capsys, "--db", db, "ingest", str(tmp_path / "bad.txt"), "--library", "law")
+    assert code == 2
+    assert_one_line_error(err, "bad.txt", "chunker", "nope")

@@ -213,3 +213,11 @@ def test_upload_with_a_case_variant_key_is_restricted(client) -> None:
     assert r.status_code == 202, r.text
     assert wait_job(client, headers, r.json()["job_id"])["state"] == "succeeded"
     assert client.post("/v1/retrieve", json={"query": "zanzibar board memo"}, headers=headers).json()["snippets"] == []
+
+
+def test_an_upload_cannot_choose_its_own_chunker(client) -> None:
+    headers = new_tenant(client)
+    new_library(client, headers, "hb")
+    r = client.post("/v1/libraries/hb/documents/upload", files={"file": ("a.md", b"---\nchunker: laws\n---\ntext\n", "text/markdown")},
+                    headers=headers)
+    assert r.status_code == 422 and "chunker" in r.text and "POST /v1/libraries" in r.text, r.text
