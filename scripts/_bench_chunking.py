@@ -86,6 +86,7 @@ def _pipeline(workdir: Path, name: str, chunker: str, contextual: str, mode: str
     from ragspine.retrieval.chunking.base import make_chunker
     from ragspine.retrieval.contextual import make_index_text_fn
     from ragspine.retrieval.pipeline import LibraryPipeline
+    from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
     from ragspine.stores.sqlite import SQLiteChunkStore
 
     options: dict[str, Any] = {"max_chars": chars, "overlap_chars": min(80, chars // 6)}
@@ -95,7 +96,13 @@ def _pipeline(workdir: Path, name: str, chunker: str, contextual: str, mode: str
     return LibraryPipeline(
         store, mode=mode, embedding_backend=backend if mode != "economy" else None,
         chunker=make_chunker(chunker, **options), index_text=make_index_text_fn(contextual),
+        embedding_cache=_CACHE.setdefault(name, InMemoryEmbeddingCache(max_items=2_000_000)) if mode != "economy" else None,
     )
+
+
+#: One embedding cache per dev set, shared by its configurations: a chunk whose id and index
+#: text another configuration already embedded is not embedded again (the keys cover both).
+_CACHE: dict[str, Any] = {}
 
 
 def _run(pipe: Any, docs: list[tuple[str, str, str]], queries: dict[str, str], score: Callable[[str, list[dict]], Any]) -> dict[str, Any]:
