@@ -92,6 +92,32 @@ def server_env(mode: str, workdir: str, admin: str, args: argparse.Namespace) ->
     return env
 
 
+def reuse_in_mode(env: dict[str, str], shown: dict, mode: str) -> None:
+    """A library is created with the server's mode and embedding model and keeps them; a
+    reused one made by a run in another mode is switched in the service catalog (this
+    benchmark's own database), so a hybrid run over an economy run's library is hybrid."""
+    embedding = env["RAGSPINE_EMBEDDING"]
+    if shown["retrieval_mode"] == mode and shown["embedding_model"] == embedding:
+        return
+    import sqlalchemy as sa
+
+    from ragspine.config import load_settings
+    from ragspine.stack import Stack
+
+    with Stack(load_settings(env)) as stack:
+        from ragspine.service.schema import service_library
+        from ragspine.service.store import ServiceStore
+
+        store = ServiceStore.for_stack(stack)
+        try:
+            with store._write() as conn:
+                conn.execute(sa.update(service_library).where(service_library.c.library_id == "load/load")
+                             .values(retrieval_mode=mode, embedding=embedding))
+        finally:
+            store.close()
+    print(f"reused library switched to mode={mode} embedding={embedding} (it was {shown['retrieval_mode']}/{shown['embedding_model']})")
+
+
 def preload(env: dict[str, str], library_id: str, documents: Iterable[dict], n: int) -> float:
     """Write the corpus straight through the stack (``NarrativeIndex.ingest_many``, then
     ``sync_vectors`` when the mode has a dense leg): what a bulk load does, minutes at 1M
@@ -259,7 +285,10 @@ def main() -> int:
                 r = http.post("/v1/libraries", json={"name": "load", "description": "synthetic"})
                 if not (r.status_code == 409 and args.reuse):
                     r.raise_for_status()
-                chunks = http.get("/v1/libraries/load").json()["chunks"]
+                shown = http.get("/v1/libraries/load").json()
+                chunks = shown["chunks"]
+                if args.reuse:
+                    reuse_in_mode(env, shown, args.mode)
                 how = "through the API"
                 if args.reuse and chunks == args.chunks:
                     ingest_s, how = 0.0, "reused"
