@@ -45,12 +45,15 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
-def withheld_extents(results: Sequence[RetrievalResult], store: ChunkStore) -> set[tuple[str, int, str]]:
+def withheld_extents(results: Sequence[RetrievalResult], store: ChunkStore | None) -> set[tuple[str, int, str]]:
     """``(doc_id, version, parent_locator)`` of the results' expansions that overlap a
-    RESTRICTED chunk of the same document version (one read for all their documents)."""
+    RESTRICTED chunk of the same document version (one read for all their documents);
+    without a store to check against, every expansion (fails closed)."""
     expanding = [r.chunk for r in results if r.chunk.window_text]
     if not expanding:
         return set()
+    if store is None:
+        return {(c.doc_id, c.version, c.parent_locator) for c in expanding}
     doc_ids = sorted({c.doc_id for c in expanding})
     restricted: dict[tuple[str, int], list[tuple[int, int]]] = {}
     if isinstance(store, RestrictedSpans):  # only the RESTRICTED rows are read

@@ -159,7 +159,7 @@ class NarrativeIndexRetriever:
             keep=lambda r: not is_restricted(r.chunk.sensitivity),
             retry_without_filters=self.retry_without_filters,
         )
-        withheld = withheld_extents(answer.items, self.index.store)
+        withheld = withheld_extents(answer.items, getattr(self.index, "store", None))
         snippets = [to_snippet(r, withheld) for r in answer.items]
         if self.share_expansions:
             share_expansions(snippets)
