@@ -209,34 +209,6 @@ def _overlap_start(
     return start
 
 
-def unit_spans_bounded(text: str, units: Iterable[tuple[int, int]], *, max_chars: int, min_chars: int) -> list[tuple[int, int]]:
-    """Chunks that never cross a unit boundary: each unit (a paragraph) is a chunk, one over
-    ``max_chars`` is split at sentence terminators (then hard-cut), and a unit shorter than
-    ``min_chars`` (a heading line, a one-line lead-in) joins the unit after it — or, at the
-    end, the chunk before it — while the result fits ``max_chars``. No overlap: the
-    boundaries are the document's own."""
-    spans: list[tuple[int, int]] = []
-    pending: tuple[int, int] | None = None  # short units waiting to join the next one
-    for u_start, u_end in units:
-        start = pending[0] if pending is not None else u_start
-        if pending is not None and u_end - start > max_chars:  # cannot join: the short run stands alone
-            spans.append(pending)
-            start = u_start
-        pending = None
-        if u_end - start > max_chars:
-            spans.extend(_split_oversize(text, start, u_end, max_chars))
-        elif u_end - start < min_chars:
-            pending = (start, u_end)
-        else:
-            spans.append((start, u_end))
-    if pending is not None:
-        if spans and pending[1] - spans[-1][0] <= max_chars and pending[0] >= spans[-1][1]:
-            spans[-1] = (spans[-1][0], pending[1])
-        else:
-            spans.append(pending)
-    return spans
-
-
 def _split_oversize(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:
     """Sentence-packed, then hard-cut, non-overlapping sub-spans of one long paragraph."""
     pieces: list[tuple[int, int]] = []

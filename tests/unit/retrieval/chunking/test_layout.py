@@ -151,18 +151,3 @@ def test_a_numbered_list_is_not_a_run_of_sections() -> None:
     chunks = LayoutAwareChunker().chunk(text, "d")
     assert any("1. Install the package\n2. Run it" in c.text and c.heading == "Setup" for c in chunks)
 
-
-def test_unit_bounded_spans_keep_paragraphs_whole_and_join_short_ones() -> None:
-    from ragspine.retrieval.chunking.chunking import paragraph_spans, unit_spans_bounded
-
-    text = "## Leave\n\n" + "A" * 50 + ".\n\nShort.\n\n" + "B. " * 20 + "\n\n" + "D. " * 45 + "\n\n" + "C" * 30
-    units = list(paragraph_spans(text))
-    spans = unit_spans_bounded(text, units, max_chars=100, min_chars=12)
-    texts = [text[a:b] for a, b in spans]
-    assert texts[0] == "## Leave\n\n" + "A" * 50 + "."  # the heading line joined the paragraph after it
-    assert texts[1].startswith("Short.\n\nB.")  # a short paragraph joins the next one
-    assert all(len(t) <= 100 for t in texts) and texts[-1].endswith("C" * 30)
-    assert all(a >= prev_b for (_, prev_b), (a, _) in zip(spans, spans[1:]))  # no overlap
-    for a, b in spans:  # never across a paragraph boundary except a short one joining
-        inner = [u for u in units if a < u[0] and u[1] <= b]
-        assert all(u2[1] - u2[0] < 12 or u2 == inner[-1] for u2 in inner)
