@@ -158,33 +158,20 @@ class LibraryPipeline:
         lacks go — so the document never leaves the dense leg (until they are written, a
         search scores the new version with its cached vectors). Without ``embed`` the old
         vectors go at once."""
-        vectors = self.retriever.vector_store
-        before = {c.chunk_id for c in self.store.iter_chunks(doc_id=doc_id)} if vectors is not None and embed else set()
-        written = self.store.replace_doc_chunks(doc_id, chunks, valid_as_of=valid_as_of)
-        if vectors is None:
-            return written
-        if embed and written:
-            self.retriever.refresh()
-            stored = self.store.iter_chunks(doc_id=doc_id)
-            self.retriever.ensure_vectors([(c.chunk_id, c.version) for c in stored])
-            gone = before - {c.chunk_id for c in stored}
-            if gone:
-                vectors.delete(sorted(gone))
-        else:
-            vectors.delete(doc_ids=[doc_id])
-        return written
+        return self.replace_docs([DocumentChunks(doc_id, chunks, valid_as_of)], embed=embed)
 
     def replace_docs(self, docs: Sequence[DocumentChunks], *, embed: bool = True) -> int:
         """:meth:`replace_doc_chunks` for several documents (distinct ids): on a store with
         :class:`BulkWrites` the rows of all of them are one transaction (all visible, or
         none), and their vectors follow as one pass; otherwise one replace per document."""
         store = self.store
-        if len(docs) <= 1 or not isinstance(store, BulkWrites):
-            return sum(self.replace_doc_chunks(d.doc_id, d.chunks, d.valid_as_of, embed=embed) for d in docs)
         vectors = self.retriever.vector_store
         doc_ids = [d.doc_id for d in docs]
         before = {c.chunk_id for c in self.active_chunks(doc_ids)} if vectors is not None and embed else set()
-        written = store.replace_many(docs)
+        if len(docs) > 1 and isinstance(store, BulkWrites):
+            written = store.replace_many(docs)
+        else:
+            written = sum(store.replace_doc_chunks(d.doc_id, d.chunks, valid_as_of=d.valid_as_of) for d in docs)
         if vectors is None:
             return written
         if embed and written:

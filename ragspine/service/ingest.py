@@ -121,6 +121,7 @@ def plan(chunker: Chunker, doc: Mapping[str, Any]) -> list[Chunk]:
 
 
 def active_version(store: Any, doc_id: str) -> int:
+    """The document's active version (0: none)."""
     return max((c.version for c in store.iter_chunks(doc_id=doc_id)), default=0)
 
 
@@ -219,7 +220,12 @@ def _apply(ctx: Any, job_id: str, job: Any, payload: Any) -> tuple[str, dict[str
                 current = doc["doc_id"]
                 planned.append((doc, plan(index.chunker, doc)))
             current = None
-            rows = _apply_batch(index, planned, warnings) if len(planned) > 1 else None
+            rows = None
+            if len(planned) > 1:
+                try:
+                    rows = _write_group(index, planned, warnings)
+                except Exception:  # nothing written: document by document names the one that fails
+                    rows = None
             if rows is not None:
                 written, done = written + rows, done + len(planned)
                 _count(ctx, "ingest_documents", "succeeded", len(planned))
@@ -227,7 +233,7 @@ def _apply(ctx: Any, job_id: str, job: Any, payload: Any) -> tuple[str, dict[str
             else:  # one document, or the group could not be written at once: document by document
                 for doc, chunks in planned:
                     current = doc["doc_id"]
-                    written += _apply_one(index, doc, chunks, warnings)
+                    written += _write_group(index, [(doc, chunks)], warnings)
                     done += 1
                     _count(ctx, "ingest_documents", "succeeded")
                     _count(ctx, "ingest_chunks", None, len(chunks))
@@ -246,41 +252,23 @@ def _apply(ctx: Any, job_id: str, job: Any, payload: Any) -> tuple[str, dict[str
     return "succeeded", {"warning": "; ".join(warnings) or None, "done": done, "chunks": written}
 
 
-def _apply_batch(index: Any, planned: Sequence[tuple[Mapping[str, Any], list[Chunk]]], warnings: list[str]) -> int | None:
-    """Replace a group of documents in one transaction, their vectors computed into the
-    cache first. Rows written (a failure of the vector write after the commit is a
-    warning); ``None`` when nothing was written — the model or the replace failed — and the
-    caller goes document by document, which writes the ones before the failing document and
-    names it, as a job always did."""
+def _write_group(index: Any, planned: Sequence[tuple[Mapping[str, Any], list[Chunk]]], warnings: list[str]) -> int:
+    """Replace the documents of ``planned`` in one transaction, their vectors computed into
+    the cache first (a failing model stops here, nothing written). Rows written; a failure of
+    the vector write after the commit is a warning (the documents are searchable); when the
+    replace itself failed — nothing changed — its error is raised."""
     from ragspine.retrieval.chunking.chunk_store import DocumentChunks
 
-    try:
-        index.retriever.warm_cache([c for _, chunks in planned for c in chunks])
-    except Exception:
-        return None
+    index.retriever.warm_cache([c for _, chunks in planned for c in chunks])
     doc_ids = [doc["doc_id"] for doc, _ in planned]
     before = active_versions(index, doc_ids)
     try:
         return int(index.replace_docs([DocumentChunks(doc["doc_id"], chunks, doc["valid_as_of"]) for doc, chunks in planned]))
     except Exception as exc:
         if active_versions(index, doc_ids) == before:
-            return None
+            raise  # the replace itself failed: the previous versions are still active
         warnings.extend(f"{d}: vectors not stored yet ({_reason(exc)}); run `ragspine embed` or POST .../embed" for d in doc_ids)
         return sum(len(chunks) for _, chunks in planned)
-
-
-def _apply_one(index: Any, doc: Mapping[str, Any], chunks: list[Chunk], warnings: list[str]) -> int:
-    """One document's replace (see the module docstring); rows written."""
-    current = doc["doc_id"]
-    index.retriever.warm_cache(chunks)  # a failing model stops here, nothing written
-    before = active_version(index.store, current)
-    try:
-        return int(index.replace_doc_chunks(current, chunks, valid_as_of=doc["valid_as_of"]))
-    except Exception as exc:
-        if active_version(index.store, current) == before:
-            raise  # the replace itself failed: the previous version is still active
-        warnings.append(f"{current}: vectors not stored yet ({_reason(exc)}); run `ragspine embed` or POST .../embed")
-        return len(chunks)
 
 
 def _embed(ctx: Any, job_id: str, job: Any) -> tuple[str, dict[str, Any]]:

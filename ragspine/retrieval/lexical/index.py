@@ -564,22 +564,18 @@ class InMemoryLexicalIndex:
 
     def version_of(self, chunk_id: str) -> int | None:
         """The active version of ``chunk_id``, or ``None`` when it is not active."""
-        with self._lock:
-            row = self._d_row_of.get(chunk_id)
-            if row is None:
-                row = next((r for r in self._base.chunk_ids.find(chunk_id) if self._active[r]), None)
-            return None if row is None else int(self._versions[row])
+        return self.versions([chunk_id]).get(chunk_id)
 
     def versions(self, chunk_ids: Sequence[str]) -> dict[str, int]:
         """``{chunk_id: active version}`` for the ids that are active (one lock, one lookup pass)."""
         with self._lock:
             out: dict[str, int] = {}
             rest = []
-            for cid in chunk_ids:
+            for cid in dict.fromkeys(chunk_ids):
                 row = self._d_row_of.get(cid)
                 if row is not None:
                     out[cid] = int(self._versions[row])
-                elif cid not in out:
+                else:
                     rest.append(cid)
             for cid, rows in zip(rest, self._base.chunk_ids.find_many(rest)):
                 row = next((r for r in rows if self._active[r]), None)

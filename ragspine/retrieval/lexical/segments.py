@@ -203,13 +203,7 @@ class StringTable:
 
     def find(self, s: str) -> list[int]:
         """Every entry equal to ``s`` (ascending)."""
-        if not len(self):
-            return []
-        h = int(stable_hashes([s])[0])
-        keys = self.sorted_hashes
-        lo = int(np.searchsorted(keys, np.uint64(h), side="left"))
-        hi = int(np.searchsorted(keys, np.uint64(h), side="right"))
-        return sorted(int(r) for r in self.order[lo:hi] if self[int(r)] == s)
+        return self.find_many([s])[0]
 
     def find_many(self, strings: Sequence[str]) -> list[list[int]]:
         """``find`` for each of ``strings`` (one hash pass and one sorted search for all)."""

@@ -148,7 +148,7 @@ def test_a_jobs_documents_are_written_in_groups_and_a_failure_still_names_its_do
     first = [doc(f"d{i:02d}", f"Part {i} of the gearbox manual, version one.") for i in range(40)]
     job = ingest(client, headers, "hb", *first)
     assert job["state"] == "succeeded" and job["chunks"] == 40
-    assert groups == [2, 4, 8, 16, 9]  # the first group (one document) is a plain replace
+    assert groups == [1, 2, 4, 8, 16, 9]  # one replace per group, sizes doubling from one document
     store = index.store
     real_many = store.replace_many
 
