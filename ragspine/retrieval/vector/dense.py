@@ -120,28 +120,23 @@ class DenseLeg:
         progress bar's rate and ETA are those of the embedding alone."""
         with self._lock:
             missing = self.missing(candidates)
-            store = self.vector_store
-            bulk = isinstance(store, BulkLoads)
-            load = store.bulk_load(len(missing)) if isinstance(store, BulkLoads) else contextlib.nullcontext()
-            lacking = list(missing)
-            try:
-                with load:  # a large first load: one transaction, the store's index built once at the end
-                    if missing:
-                        missing = self._look_up(missing, store=True, mark=True)
-                    self._missing.difference_update(set(candidates) - set(missing))
-                    if expect is not None:
-                        expect(len(missing))
-                    embedded = 0
-                    step = max(self.embed_batch_size * 16, 256)
-                    for start in range(0, len(missing), step):
-                        check_deadline("embedding chunks")
-                        part = missing[start : start + step]
-                        embedded += self._fill([cid for cid, _ in part], uncached=True, progress=progress)
-                        self._missing.difference_update(part)
-            except BaseException:
-                if bulk:  # a load that rolled back wrote nothing
-                    self._missing.update(lacking)
-                raise
+            if missing:
+                store = self.vector_store
+                # cached vectors are a first load without a model call: one bulk load (pgvector
+                # builds its index once); the model's batches below go as plain upserts, so no
+                # lock on the model table is held while a model embeds
+                with store.bulk_load(len(missing)) if isinstance(store, BulkLoads) else contextlib.nullcontext():
+                    missing = self._look_up(missing, store=True, mark=True)
+            self._missing.difference_update(set(candidates) - set(missing))
+            if expect is not None:
+                expect(len(missing))
+            embedded = 0
+            step = max(self.embed_batch_size * 16, 256)
+            for start in range(0, len(missing), step):
+                check_deadline("embedding chunks")
+                part = missing[start : start + step]
+                embedded += self._fill([cid for cid, _ in part], uncached=True, progress=progress)
+                self._missing.difference_update(part)
             return embedded
 
     def missing(self, candidates: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:

@@ -14,10 +14,10 @@ Readers of that model table wait for the load to commit (they never see it witho
 index); a rollback restores the old index. A table whose HNSW index was dropped on purpose
 (exact search only) is not given one.
 
-:meth:`PgVectorStore.bulk_load` stretches the same plan over many upserts (``ragspine embed``
-of a large library writes its vectors in batches of a few hundred): one transaction holds
-the lock from the drop to the rebuild, so a failure anywhere rolls the whole load back and
-restores the index.
+:meth:`PgVectorStore.bulk_load` stretches the same plan over many upserts (the dense leg
+refilling a large first load from the embedding cache, in batches): one transaction holds
+the lock from the drop (at the first write) to the rebuild, so a failure anywhere rolls the
+whole load back and restores the index.
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ class PgVectorStore:
         self.pgvector_version: str | None = None
         self._table: sa.Table | None = None
         self._lock = threading.Lock()
-        self._bulk = threading.local()  # .conn: this thread's bulk_load transaction
+        self._bulk = threading.local()  # this thread's bulk_load: .conn, .dropped, .index_def
 
     def __repr__(self) -> str:
         mode = "exact" if self.exact else f"hnsw ef_search={self.ef_search} iterative_scan={self.iterative_scan}"
@@ -185,6 +185,8 @@ class PgVectorStore:
         batch = list(rows.values())
         loading = getattr(self._bulk, "conn", None)
         if loading is not None:  # inside this thread's bulk_load: its transaction, no index to keep up
+            if not self._bulk.dropped:  # the first write locks the table and drops the index
+                self._bulk.index_def, self._bulk.dropped = bulk.drop_index(loading, table), True
             self._write(loading, table, batch, rebuild=False)
             return
         rebuild = False
@@ -209,10 +211,12 @@ class PgVectorStore:
     def bulk_load(self, expected: int) -> Iterator[None]:
         """This thread's upserts inside the block are one load of about ``expected`` vectors.
         Into a model table holding no more rows than that (a first load), the HNSW index is
-        dropped at the start and built once over the loaded rows at the end, all in one
+        dropped at the first upsert and built once over the loaded rows at the end, all in one
         transaction: inserting a million vectors into a live index ran at ~480 rows/s.
-        Readers of the model table wait for the load to commit; an error anywhere rolls all
-        of it back (the index too). Otherwise (a small load, a full table) upserts go as usual."""
+        Readers of the model table wait for the load to commit, so the block should only
+        write (the dense leg puts its cached vectors here, never a model's batches); an error
+        anywhere rolls all of it back (the index too); a block that writes nothing locks and
+        rebuilds nothing. Otherwise (a small load, a full table) upserts go as usual."""
         if expected < bulk.REBUILD_MIN or getattr(self._bulk, "conn", None) is not None:
             yield
             return
@@ -223,14 +227,13 @@ class PgVectorStore:
             yield
             return
         with self._transaction("pgvector bulk load") as conn:
-            index_def = bulk.drop_index(conn, table)
-            self._bulk.conn = conn
+            self._bulk.conn, self._bulk.dropped, self._bulk.index_def = conn, False, None
             try:
                 yield
             finally:
                 self._bulk.conn = None
-            if index_def is not None:
-                bulk.restore_index(conn, table, index_def, expected, self.dim)
+            if self._bulk.index_def is not None:
+                bulk.restore_index(conn, table, self._bulk.index_def, expected, self.dim)
 
     def query(
         self,

@@ -240,33 +240,45 @@ def test_ensure_vectors_reports_progress_and_counts(store, spy):
 
 
 class LoadingStore(InProcessVectorStore):
-    """An in-process store that records its bulk loads (pgvector's BulkLoads role) and can
-    roll one back, as a transaction would."""
+    """An in-process store that records its bulk loads (pgvector's BulkLoads role), says
+    whether one is open, and rolls one back on an error, as a transaction would."""
 
-    def __init__(self, library_id: str) -> None:
+    def __init__(self, library_id: str, *, fail_writes: bool = False) -> None:
         super().__init__(library_id=library_id)
         self.loads: list[int] = []
+        self.loading = False
+        self.fail_writes = fail_writes
 
     @contextlib.contextmanager
     def bulk_load(self, expected: int):
         self.loads.append(expected)
         before = set(self.ids())
+        self.loading = True
         try:
             yield
         except BaseException:
             self.delete([i for i in self.ids() if i not in before])
             raise
+        finally:
+            self.loading = False
+
+    def upsert(self, records):
+        super().upsert(records)
+        if self.fail_writes and self.loading:
+            raise RuntimeError("disk full")
 
 
-def test_sync_vectors_writes_through_one_bulk_load_and_a_failed_one_leaves_them_missing(store):
+def test_a_model_never_embeds_inside_a_bulk_load_and_cached_vectors_refill_through_one(store):
     many = {f"d{i:03d}": (f"shipment number {i} was late", {}) for i in range(300)}
     ingest(store, many)
     vectors = LoadingStore("lib-a")
+    cache = InMemoryEmbeddingCache()
     failing = SpyBackend()
     real = failing.embed_texts
     calls = []
 
     def embed_texts(texts):  # the query (one text) embeds; chunks fail after the first part
+        assert not vectors.loading, "a model batch ran while the model table was locked"
         if len(texts) > 1:
             calls.append(len(texts))
             if len(calls) == 17:  # the first batch of the second part (parts of 256)
@@ -274,18 +286,26 @@ def test_sync_vectors_writes_through_one_bulk_load_and_a_failed_one_leaves_them_
         return real(texts)
 
     failing.embed_texts = embed_texts
-    r = HybridRetriever(store, embedding_backend=failing, vector_store=vectors, embed_batch_size=16)
+    r = HybridRetriever(store, embedding_backend=failing, vector_store=vectors, embedding_cache=cache, embed_batch_size=16)
     r.search("late shipment")
     assert r.dense_coverage.missing == 300
     with pytest.raises(RuntimeError, match="model down"):
-        r.sync_vectors()  # the first 256 were written, then rolled back with the load
-    assert vectors.loads == [300] and vectors.count() == 0
+        r.sync_vectors()
+    assert vectors.loads == [300] and vectors.count() == 256  # nothing cached to refill; the first part is kept
     r.search("late shipment")
-    assert r.dense_coverage.missing == 300  # nothing claims a vector that was rolled back
-    r = HybridRetriever(store, embedding_backend=SpyBackend(), vector_store=vectors)
-    assert r.sync_vectors() == 300
-    assert vectors.loads[-1] == 300 and vectors.count() == 300
-    assert r.sync_vectors() == 0 and vectors.loads[-1] == 0  # nothing missing: an empty load
+    assert r.dense_coverage.missing == 44
+    spy = SpyBackend()
+    assert HybridRetriever(store, embedding_backend=spy, vector_store=vectors, embedding_cache=cache).sync_vectors() == 44
+    assert vectors.count() == 300
+    fresh, broken = LoadingStore("lib-a"), LoadingStore("lib-a", fail_writes=True)  # a new store, the same cache
+    spy.reset()
+    with pytest.raises(RuntimeError, match="disk full"):
+        HybridRetriever(store, embedding_backend=spy, vector_store=broken, embedding_cache=cache).sync_vectors()
+    assert broken.count() == 0 and spy.embedded == []  # the refill rolled back, and no model was asked
+    refill = HybridRetriever(store, embedding_backend=spy, vector_store=fresh, embedding_cache=cache)
+    assert refill.sync_vectors() == 0 and spy.embedded == []  # every vector came from the cache ...
+    assert fresh.loads == [300] and fresh.count() == 300  # ... through one bulk load
+    assert refill.sync_vectors() == 0 and fresh.loads == [300]  # nothing missing: no load at all
 
 
 # -- fusion ----------------------------------------------------------------------------------------

@@ -166,3 +166,17 @@ def test_a_small_or_late_bulk_load_is_plain_upserts(make_store, pg_engine, monke
         store.upsert(records(30, prefix="late"))
         assert make_store(dim=DIM).count() == 300
     assert index_def(pg_engine, store) is not None
+
+
+def test_a_bulk_load_that_writes_nothing_locks_and_rebuilds_nothing(make_store, pg_engine, monkeypatch):
+    monkeypatch.setattr(bulk, "REBUILD_MIN", 200)
+    store = make_store(dim=DIM)
+    table = store.ensure_ready()
+    before = index_def(pg_engine, store)
+    rebuilt: list[int] = []
+    monkeypatch.setattr(bulk, "restore_index", lambda *a: rebuilt.append(1))
+    with store.bulk_load(300):
+        with pg_engine.connect() as conn:  # no lock taken yet: another reader goes on
+            conn.execute(sa.text("SET lock_timeout = '100ms'"))
+            assert conn.execute(sa.text(f'SELECT count(*) FROM "{table.name}"')).scalar_one() == 0
+    assert rebuilt == [] and index_def(pg_engine, store) == before
