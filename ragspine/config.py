@@ -102,6 +102,11 @@ SETTINGS: dict[str, Setting] = {
     "candidate_k": Setting("RAGSPINE_CANDIDATE_K", 100, "depth of each ranking fed to RRF", int),
     "chunk_chars": Setting("RAGSPINE_CHUNK_CHARS", 480, "chunk budget in characters", int),
     "overlap_chars": Setting("RAGSPINE_OVERLAP_CHARS", 80, "overlap between packed chunks", int),
+    "chunk_packing": Setting(
+        "RAGSPINE_CHUNK_PACKING", "pack",
+        "pack paragraphs (a statute's lines) up to the budget, or keep every unit its own chunk: pack | unit "
+        "(default, layout, parent_child, laws, qa, book)",
+    ),
     "embed_batch_size": Setting("RAGSPINE_EMBED_BATCH_SIZE", 64, "texts per embedding call", int),
     "chunk_cache": Setting(
         "RAGSPINE_CHUNK_CACHE", 10_000, "recently fetched chunks kept per process, by version (0 = off)", int
@@ -185,6 +190,7 @@ class Settings:
     candidate_k: int
     chunk_chars: int
     overlap_chars: int
+    chunk_packing: str
     embed_batch_size: int
     chunk_cache: int
     data_dir: str
@@ -247,6 +253,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     values["pg_postings"] = str(values["pg_postings"]).strip().lower()
     if values["pg_postings"] not in ("auto", "on", "off"):
         raise ConfigError(f"RAGSPINE_PG_POSTINGS={values['pg_postings']!r}: choose auto, on or off")
+    values["chunk_packing"] = str(values["chunk_packing"]).strip().lower()
+    if values["chunk_packing"] not in ("pack", "unit"):
+        raise ConfigError(f"RAGSPINE_CHUNK_PACKING={values['chunk_packing']!r}: choose pack or unit")
     values["lexical_kernel"] = str(values["lexical_kernel"]).strip().lower()
     if values["lexical_kernel"] not in ("auto", "numba", "numpy"):
         raise ConfigError(f"RAGSPINE_LEXICAL_KERNEL={values['lexical_kernel']!r}: choose auto, numba or numpy")

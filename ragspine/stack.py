@@ -257,6 +257,13 @@ class Stack:
         s = self.settings
         name = CHUNKERS.canonical(name) if name is not None else s.chunker
         options: dict[str, Any] = {"max_chars": s.chunk_chars, "overlap_chars": s.overlap_chars}
+        if s.chunk_packing != "pack":
+            if name in ("sentence_window", "semantic"):
+                raise ConfigError(
+                    f"RAGSPINE_CHUNK_PACKING={s.chunk_packing} does not apply to RAGSPINE_CHUNKER={name} "
+                    "(it cuts at sentences): unset RAGSPINE_CHUNK_PACKING or choose another chunker"
+                )
+            options["packing"] = s.chunk_packing
         if name == "semantic":
             options["embedding_backend"] = backend
         return make_chunker(name, **options)

@@ -90,9 +90,12 @@ def _pipeline(workdir: Path, name: str, chunker: str, contextual: str, mode: str
     from ragspine.stores.sqlite import SQLiteChunkStore
 
     options: dict[str, Any] = {"max_chars": chars, "overlap_chars": min(80, chars // 6)}
+    chunker, _, packing = chunker.partition(":")  # "layout:unit": RAGSPINE_CHUNK_PACKING=unit
+    if packing:
+        options["packing"] = packing
     if chunker == "semantic":
         options["embedding_backend"] = backend
-    store = SQLiteChunkStore(workdir / f"{name}-{chunker}-{chars}-{contextual}-{mode}-{os.getpid()}.db", library_id=name)
+    store = SQLiteChunkStore(workdir / f"{name}-{chunker}-{packing}-{chars}-{contextual}-{mode}-{os.getpid()}.db", library_id=name)
     return LibraryPipeline(
         store, mode=mode, embedding_backend=backend if mode != "economy" else None,
         chunker=make_chunker(chunker, **options), index_text=make_index_text_fn(contextual),

@@ -611,7 +611,7 @@ def main() -> int:
     parser.add_argument("--modes", default="economy,hybrid", help="retrieval modes for --quality")
     parser.add_argument("--chunkings", default="doc", help="doc (one chunk per document) and/or 480 (the default chunker)")
     parser.add_argument("--chunkers", metavar="NAME[,NAME]", default=None,
-                        help="chunking quality: these chunkers (e.g. default,layout,parent_child,sentence_window,semantic), each with and"
+                        help="chunking quality: these chunkers (e.g. default,layout,parent_child,sentence_window,semantic; NAME:unit = RAGSPINE_CHUNK_PACKING=unit), each with and"
                         " without the contextual header, in --chunker-modes, on --chunker-sets under --data-root")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")

@@ -14,12 +14,19 @@ from ragspine.testing.chunker import ChunkerConformance, check_chunks, check_cov
 
 
 def factory_for(name: str):
-    options = {"embedding_backend": DeterministicEmbeddingBackend(dim=64)} if name == "semantic" else {}
+    name, _, packing = name.partition(":")  # "layout:unit": RAGSPINE_CHUNK_PACKING=unit
+    options: dict = {"embedding_backend": DeterministicEmbeddingBackend(dim=64)} if name == "semantic" else {}
+    if packing:
+        options["packing"] = packing
     return lambda max_chars, overlap_chars: make_chunker(name, max_chars=max_chars, overlap_chars=overlap_chars, **options)
 
 
+#: The chunkers that take ``packing`` (RAGSPINE_CHUNK_PACKING), with every unit its own chunk.
+UNIT_PACKED = ["default:unit", "layout:unit", "parent_child:unit", "laws:unit", "qa:unit", "book:unit"]
+
+
 class TestRegisteredChunkers(ChunkerConformance):
-    @pytest.fixture(params=CHUNKERS.names())
+    @pytest.fixture(params=CHUNKERS.names() + UNIT_PACKED)
     def chunker_factory(self, request):
         return factory_for(request.param)
 

@@ -388,3 +388,22 @@ def _chunk(doc_id: str, text: str):
     from tests.helpers import make_chunk
 
     return make_chunk(doc_id, 0, text)
+
+
+def test_chunk_packing_reaches_every_packing_chunker_and_is_off_by_default(settings) -> None:
+    text = "# Guide\n\nOne.\n\nTwo.\n\nThree."
+    with Stack(settings(RAGSPINE_CHUNKER="parent_child")) as stack:
+        assert stack.settings.chunk_packing == "pack"
+        assert [c.text for c in stack.chunker().chunk(text, "d")] == [text]
+    with Stack(settings(RAGSPINE_CHUNKER="parent_child", RAGSPINE_CHUNK_PACKING="unit")) as stack:
+        chunks = stack.chunker().chunk(text, "d")
+        assert [c.text for c in chunks] == ["# Guide\n\nOne.", "Two.", "Three."]
+        assert {c.window_text for c in chunks} == {text}  # the parent is still the whole section
+        assert [c.text for c in stack.chunker("default").chunk(text, "d")] == ["# Guide", "One.", "Two.", "Three."]
+        with pytest.raises(ConfigError, match="RAGSPINE_CHUNK_PACKING=unit does not apply to RAGSPINE_CHUNKER=sentence_window"):
+            stack.chunker("sentence_window")
+
+
+def test_chunk_packing_is_validated(settings) -> None:
+    with pytest.raises(ConfigError, match="RAGSPINE_CHUNK_PACKING='paragraph': choose pack or unit"):
+        settings(RAGSPINE_CHUNK_PACKING="paragraph")

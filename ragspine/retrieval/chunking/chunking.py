@@ -97,17 +97,19 @@ def chunk_document(
     source_offset: int = 0,
     max_chars: int = DEFAULT_CHUNK_CHARS,
     overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+    keep_units: bool = False,
 ) -> list[Chunk]:
     """Split ``text`` into chunks of at most ``max_chars`` characters.
 
     ``source`` names the document in locators (default ``doc_id``); ``source_offset`` is
     added to every offset when ``text`` is a slice of a larger file (e.g. after front matter).
+    ``keep_units``: every paragraph is its own chunk (see :func:`pack_spans`).
     """
     check_budget(max_chars, overlap_chars)
     meta = validate_metadata(metadata)
     where = source if source is not None else doc_id
     chunks: list[Chunk] = []
-    for start, end in chunk_spans(text, max_chars=max_chars, overlap_chars=overlap_chars):
+    for start, end in chunk_spans(text, max_chars=max_chars, overlap_chars=overlap_chars, keep_units=keep_units):
         ordinal = len(chunks)
         chunks.append(
             Chunk(
@@ -126,6 +128,18 @@ def chunk_document(
     return chunks
 
 
+#: ``RAGSPINE_CHUNK_PACKING``: ``pack`` a section's units (paragraphs; a statute's lines) up to
+#: the budget, or keep every ``unit`` its own chunk.
+PACKINGS = ("pack", "unit")
+
+
+def check_packing(packing: str) -> str:
+    """``packing`` if it is one of :data:`PACKINGS`, else a ``ValueError`` naming them."""
+    if packing not in PACKINGS:
+        raise ValueError(f"packing must be one of {', '.join(PACKINGS)}, got {packing!r}")
+    return packing
+
+
 def check_budget(max_chars: int, overlap_chars: int) -> None:
     """The budget rules every chunker shares: ``ValueError`` naming the bad option."""
     if max_chars <= 0:
@@ -138,17 +152,27 @@ def check_budget(max_chars: int, overlap_chars: int) -> None:
         )
 
 
-def chunk_spans(text: str, *, max_chars: int, overlap_chars: int) -> list[tuple[int, int]]:
+def chunk_spans(text: str, *, max_chars: int, overlap_chars: int, keep_units: bool = False) -> list[tuple[int, int]]:
     """The ``(start, end)`` spans :func:`chunk_document` cuts, in document order."""
-    return pack_spans(text, paragraph_spans(text), max_chars=max_chars, overlap_chars=overlap_chars)
+    return pack_spans(text, paragraph_spans(text), max_chars=max_chars, overlap_chars=overlap_chars, keep_units=keep_units)
 
 
 def pack_spans(
-    text: str, units: Iterable[tuple[int, int]], *, max_chars: int, overlap_chars: int
+    text: str, units: Iterable[tuple[int, int]], *, max_chars: int, overlap_chars: int, keep_units: bool = False
 ) -> list[tuple[int, int]]:
     """Steps 2 and 3 of the module's algorithm over ``units``: trimmed, ordered, disjoint
-    spans of ``text`` (the paragraphs, for :func:`chunk_spans`)."""
+    spans of ``text`` (the paragraphs, for :func:`chunk_spans`).
+
+    ``keep_units`` (``RAGSPINE_CHUNK_PACKING=unit``): no packing — every unit is its own
+    chunk, and a unit over ``max_chars`` is split exactly as packing splits it."""
     spans: list[tuple[int, int]] = []
+    if keep_units:
+        for p_start, p_end in units:
+            if p_end - p_start > max_chars:
+                spans.extend(_split_oversize(text, p_start, p_end, max_chars))
+            else:
+                spans.append((p_start, p_end))
+        return spans
     current: tuple[int, int] | None = None  # packed units being accumulated
     last_packed_end: int | None = None  # end of the previous packed chunk (overlap source)
 
@@ -256,13 +280,17 @@ class ParagraphChunker:
 
     name = "default"
 
-    def __init__(self, *, max_chars: int = DEFAULT_CHUNK_CHARS, overlap_chars: int = DEFAULT_OVERLAP_CHARS) -> None:
+    def __init__(
+        self, *, max_chars: int = DEFAULT_CHUNK_CHARS, overlap_chars: int = DEFAULT_OVERLAP_CHARS, packing: str = "pack"
+    ) -> None:
         chunk_document("", max_chars=max_chars, overlap_chars=overlap_chars)  # the seed's ValueErrors, now
         self.max_chars = max_chars
         self.overlap_chars = overlap_chars
+        self.packing = check_packing(packing)
 
     def __repr__(self) -> str:
-        return f"ParagraphChunker(max_chars={self.max_chars}, overlap_chars={self.overlap_chars})"
+        tail = f", packing={self.packing!r}" if self.packing != "pack" else ""
+        return f"ParagraphChunker(max_chars={self.max_chars}, overlap_chars={self.overlap_chars}{tail})"
 
     def chunk(
         self,
@@ -278,4 +306,5 @@ class ParagraphChunker:
         return chunk_document(
             text, doc_id, title=title, metadata=metadata, sensitivity=sensitivity, source=source,
             source_offset=source_offset, max_chars=self.max_chars, overlap_chars=self.overlap_chars,
+            keep_units=self.packing == "unit",
         )

@@ -11,7 +11,8 @@ Contract:
    section without a heading. The heading line belongs to its section: the section's first
    chunk starts with it.
 2. Each section's units (:meth:`~LayoutAwareChunker.unit_spans`: its blank-line paragraphs)
-   are packed with the default's budget, overlap and sentence-terminator split
+   are packed (or, ``packing="unit"``, each kept its own chunk) with the default's budget,
+   overlap and sentence-terminator split
    (:func:`~ragspine.retrieval.chunking.chunking.pack_spans` on the section's text, offsets
    shifted), so a chunk never crosses a section boundary and an overlap never reaches into the
    previous section.
@@ -32,7 +33,13 @@ from dataclasses import dataclass
 from typing import ClassVar, Iterable, Iterator
 
 from ragspine.retrieval.chunking.assemble import ChunkExtra, Doc, Piece, SpanChunker
-from ragspine.retrieval.chunking.chunking import pack_spans, paragraph_spans
+from ragspine.retrieval.chunking.chunking import (
+    DEFAULT_CHUNK_CHARS,
+    DEFAULT_OVERLAP_CHARS,
+    check_packing,
+    pack_spans,
+    paragraph_spans,
+)
 from ragspine.retrieval.chunking.headings import (
     CHINESE,
     MARKDOWN,
@@ -61,6 +68,16 @@ class LayoutAwareChunker(SpanChunker):
     name = "layout"
     #: Heading lines (see :mod:`~ragspine.retrieval.chunking.headings` for the conventions).
     heading_pattern: ClassVar[re.Pattern[str]] = heading_pattern(MARKDOWN, NUMBERED, CHINESE)
+
+    def __init__(
+        self, *, max_chars: int = DEFAULT_CHUNK_CHARS, overlap_chars: int = DEFAULT_OVERLAP_CHARS, packing: str = "pack"
+    ) -> None:
+        super().__init__(max_chars=max_chars, overlap_chars=overlap_chars)
+        self.packing = check_packing(packing)
+
+    def __repr__(self) -> str:
+        tail = f", packing={self.packing!r}" if self.packing != "pack" else ""
+        return f"{super().__repr__()[:-1]}{tail})"
 
     def headings(self, text: str) -> Iterator[tuple[int, str]]:
         """``(line start, heading text)`` of every heading line, in document order: the
@@ -109,9 +126,21 @@ class LayoutAwareChunker(SpanChunker):
 
     def section_spans(self, section: Section) -> list[tuple[int, int]]:
         """The chunk spans of one section, in offsets of ``section.text``: its units packed
-        like the default chunker's paragraphs. (Keeping each paragraph its own chunk was
-        measured on the dev sets and never did better than packing: see the README.)"""
-        return pack_spans(section.text, self.unit_spans(section), max_chars=self.max_chars, overlap_chars=self.overlap_chars)
+        like the default chunker's paragraphs, or (``packing="unit"``) each unit its own
+        chunk, split like the default when over the budget — a section's heading line goes
+        with its first paragraph when both fit."""
+        units = list(self.unit_spans(section))
+        keep = self.packing == "unit"
+        if keep and len(units) > 1 and self._heading_only(section, units[0]) and units[1][1] - units[0][0] <= self.max_chars:
+            units[:2] = [(units[0][0], units[1][1])]  # a heading line is never a chunk alone when text follows
+        return pack_spans(section.text, units, max_chars=self.max_chars, overlap_chars=self.overlap_chars, keep_units=keep)
+
+    @staticmethod
+    def _heading_only(section: Section, unit: tuple[int, int]) -> bool:
+        """Whether ``unit`` is the section's heading line and nothing else (a Markdown or
+        numbered heading; not a statute's ``第一条 ……`` line, which holds the article's text)."""
+        text = section.text[unit[0]:unit[1]]
+        return bool(section.heading) and "\n" not in text and text.strip("# \t") == section.heading
 
     def pieces(self, doc: Doc) -> Iterator[Piece]:
         for section in self.sections(doc):

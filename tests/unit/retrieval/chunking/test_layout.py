@@ -151,3 +151,40 @@ def test_a_numbered_list_is_not_a_run_of_sections() -> None:
     chunks = LayoutAwareChunker().chunk(text, "d")
     assert any("1. Install the package\n2. Run it" in c.text and c.heading == "Setup" for c in chunks)
 
+
+
+def test_unit_packing_keeps_every_paragraph_its_own_chunk_and_the_heading_with_the_first() -> None:
+    text = "# Guide\n\nIntro one.\n\nIntro two.\n\n## Next\nLine right under.\n\nSecond.\n\n第一条　总则。\n\n附则。"
+    packed = LayoutAwareChunker(max_chars=480, overlap_chars=80).chunk(text, "d")
+    unit = LayoutAwareChunker(max_chars=480, overlap_chars=80, packing="unit").chunk(text, "d")
+    assert [c.text for c in packed] == ["# Guide\n\nIntro one.\n\nIntro two.", "## Next\nLine right under.\n\nSecond.\n\n第一条　总则。\n\n附则。"]
+    assert [(c.heading, c.text) for c in unit] == [
+        ("Guide", "# Guide\n\nIntro one."),  # the heading line joins its first paragraph
+        ("Guide", "Intro two."),
+        ("Next", "## Next\nLine right under."),
+        ("Next", "Second."),
+        ("Next", "第一条　总则。"),
+        ("Next", "附则。"),
+    ]
+    for c in unit:
+        assert text[c.char_start:c.char_end] == c.text
+
+
+def test_unit_packing_splits_an_oversize_paragraph_like_packing_does() -> None:
+    long = " ".join(f"Sentence {i} is here." for i in range(40))
+    text = f"Short.\n\n{long}"
+    packed = [c.text for c in LayoutAwareChunker(max_chars=120, overlap_chars=0).chunk(text, "d")]
+    unit = [c.text for c in LayoutAwareChunker(max_chars=120, overlap_chars=0, packing="unit").chunk(text, "d")]
+    assert unit[0] == "Short." and unit[1:] == [t for t in packed if t != "Short."]
+    assert all(len(t) <= 120 for t in unit)
+
+
+def test_unit_packing_a_lone_heading_stays_when_its_paragraph_does_not_fit() -> None:
+    text = "# Title\n\n" + "x" * 50
+    chunks = LayoutAwareChunker(max_chars=50, overlap_chars=0, packing="unit").chunk(text, "d")
+    assert [c.text for c in chunks] == ["# Title", "x" * 50]
+
+
+def test_packing_is_validated() -> None:
+    with pytest.raises(ValueError, match="packing must be one of pack, unit"):
+        LayoutAwareChunker(packing="paragraphs")
