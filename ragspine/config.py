@@ -84,8 +84,20 @@ SETTINGS: dict[str, Setting] = {
         "contextual header on the text BM25 indexes and the dense leg embeds: none | header (title · entity · period · heading)",
     ),
     "reranker": _named("RAGSPINE_RERANKER", "none", "reorders the fused head", RERANKERS),
+    "rerank_depth": Setting("RAGSPINE_RERANK_DEPTH", 50, "fused candidates a reranker sees (then top_k are kept)", int),
+    "cross_encoder_dir": Setting(
+        "RAGSPINE_CROSS_ENCODER_DIR", None, "cross-encoder model directory (model.onnx + tokenizer.json) for RAGSPINE_RERANKER=cross_encoder/auto"
+    ),
+    "colbert_dir": Setting(
+        "RAGSPINE_COLBERT_DIR", None, "ColBERT ONNX directory for RAGSPINE_RERANKER=colbert (default: the packaged MiniLM's token states)"
+    ),
     "postprocessor": Setting(
         "RAGSPINE_POSTPROCESSOR", "none", f"comma-separated chain after rerank: {POSTPROCESSORS.choices('|')}"
+    ),
+    "mmr_lambda": Setting("RAGSPINE_MMR_LAMBDA", 0.5, "mmr: relevance weight λ in [0, 1] (1 = relevance order)", float),
+    "context_chars": Setting("RAGSPINE_CONTEXT_CHARS", 0, "lost_in_middle: character budget of the results kept (0 = top_k only)", int),
+    "compression_chars": Setting(
+        "RAGSPINE_COMPRESSION_CHARS", 480, "compression: a result's prompt_text keeps at most this many characters of sentences", int
     ),
     "library_router": _named("RAGSPINE_LIBRARY_ROUTER", "none", "which libraries a query searches", LIBRARY_ROUTERS),
     "filter_extractor": _named("RAGSPINE_FILTER_EXTRACTOR", "none", "automatic filters from the query", FILTER_EXTRACTORS),
@@ -178,7 +190,13 @@ class Settings:
     chunker: str
     contextual: str
     reranker: str
+    rerank_depth: int
+    cross_encoder_dir: str | None
+    colbert_dir: str | None
     postprocessor: str
+    mmr_lambda: float
+    context_chars: int
+    compression_chars: int
     library_router: str
     filter_extractor: str
     llm: str
@@ -279,15 +297,16 @@ def _check_ranges(values: dict[str, Any]) -> None:
     def bad(name: str, why: str) -> ConfigError:
         return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
 
-    for name in ("chunk_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "max_file_bytes", "ingest_workers",
+    for name in ("chunk_chars", "rerank_depth", "compression_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "max_file_bytes", "ingest_workers",
                  "lexical_cache_rows", "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
             raise bad(name, "must be positive")
     if not 0 <= values["overlap_chars"] < values["chunk_chars"]:
         raise bad("overlap_chars", f"must be >= 0 and below RAGSPINE_CHUNK_CHARS ({values['chunk_chars']})")
-    if not 0.0 <= values["dense_max_unknown_share"] <= 1.0:
-        raise bad("dense_max_unknown_share", "must be within [0, 1]")
-    for name in ("embedding_cache_ttl", "chunk_cache"):
+    for name in ("dense_max_unknown_share", "mmr_lambda"):
+        if not 0.0 <= values[name] <= 1.0:
+            raise bad(name, "must be within [0, 1]")
+    for name in ("embedding_cache_ttl", "chunk_cache", "context_chars"):
         if values[name] < 0:
             raise bad(name, "must be >= 0")
 

@@ -85,9 +85,29 @@ CHUNKERS = Registry("chunker", env="RAGSPINE_CHUNKER", entries={
 RERANKERS = Registry("reranker", env="RAGSPINE_RERANKER", entries={
     "none": Entry(None, "keep the fused order"),
     "listwise": Entry("ragspine.retrieval.rerank.listwise_rerank:listwise_reranker", "an LLM judge orders the head (needs an LLM provider)"),
-})
+    "cross_encoder": Entry(
+        "ragspine.retrieval.rerank.cross_encoder:cross_encoder_reranker",
+        "a local ONNX cross-encoder scores (query, passage) pairs (RAGSPINE_CROSS_ENCODER_DIR)", extra="embed-onnx",
+    ),
+    "auto": Entry(
+        "ragspine.retrieval.rerank.cross_encoder:auto_reranker",
+        "the cross-encoder when RAGSPINE_CROSS_ENCODER_DIR is set, else none", extra="embed-onnx",
+    ),
+    "colbert": Entry(
+        "ragspine.retrieval.rerank.late_interaction:colbert_reranker",
+        "MaxSim late interaction over token vectors (default: the packaged MiniLM's token states; RAGSPINE_COLBERT_DIR)",
+        extra="embed-onnx",
+    ),
+}, aliases={"ce": "cross_encoder"})
 POSTPROCESSORS = Registry("postprocessor", env="RAGSPINE_POSTPROCESSOR", entries={
     "none": Entry(None, "results as reranked"),
+    "mmr": Entry("ragspine.retrieval.postprocess.mmr:MMRPostprocessor", "maximal marginal relevance: relevant and not redundant"),
+    "lost_in_middle": Entry(
+        "ragspine.retrieval.postprocess.lost_in_middle:LostInTheMiddle", "the best results at the head and the tail of a character budget"
+    ),
+    "compression": Entry(
+        "ragspine.retrieval.postprocess.compression:ExtractiveCompressor", "prompt_text keeps only the sentences that match the query best"
+    ),
 })
 LIBRARY_ROUTERS = Registry("library router", env="RAGSPINE_LIBRARY_ROUTER", entries={
     "none": Entry(None, "search every library"),

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 from ragspine.config import Settings, load_settings
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError, RagspineError
 from ragspine.llm.base import LLMProvider, make_llm_provider
-from ragspine.registries import CHUNK_STORES, CHUNKERS
+from ragspine.registries import CHUNK_STORES, CHUNKERS, RERANKERS
 from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker, make_chunker
 from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, ChunkStore, LibraryInfo, StoredChunk
@@ -79,6 +79,7 @@ class Stack:
         self._lexical: OrderedDict[str, LexicalIndex] = OrderedDict()
         self._lexical_text: dict[str, Any] = {}  # library -> the index-text function its lexical index was built with
         self._vectors: dict[tuple[str, str], VectorStore] = {}  # (library, embedding)
+        self._rerankers: dict[str, Reranker | None] = {}  # a model reranker loads its model once
         self.chunk_cache = ChunkCache(s.chunk_cache)  # shared by every library's pipeline
         self._closed = False
 
@@ -268,13 +269,24 @@ class Stack:
             options["embedding_backend"] = backend
         return make_chunker(name, **options)
 
-    def reranker(self) -> Reranker | None:
-        """``RAGSPINE_RERANKER`` (``listwise`` judges with the stack's LLM provider)."""
-        name = self.settings.reranker
-        return make_reranker(name, provider=self.provider) if name != "none" else None
+    def reranker(self, name: str | None = None) -> Reranker | None:
+        """``name`` (default ``RAGSPINE_RERANKER``): ``listwise`` judges with the stack's LLM
+        provider; the model rerankers are built once per stack and shared by its pipelines."""
+        name = RERANKERS.canonical(name) if name is not None else self.settings.reranker
+        if name == "none":
+            return None
+        with self._lock:
+            if name not in self._rerankers:
+                self._rerankers[name] = make_reranker(name, provider=self.provider, settings=self.settings)
+            return self._rerankers[name]
 
-    def postprocessor(self) -> Postprocessor | None:
-        return make_postprocessor(self.settings.postprocessor)
+    def postprocessor(self, spec: str | None = None) -> Postprocessor | None:
+        """The chain ``spec`` (default ``RAGSPINE_POSTPROCESSOR``) with the configured options."""
+        s = self.settings
+        return make_postprocessor(
+            s.postprocessor if spec is None else spec,
+            mmr_lambda=s.mmr_lambda, context_chars=s.context_chars, compression_chars=s.compression_chars,
+        )
 
     # -- libraries and retrievers ---------------------------------------------------------
     def libraries(self, library_ids: Sequence[str] | None = None) -> list[LibraryInfo]:
@@ -399,6 +411,7 @@ class Stack:
             lexical_index=lexical,
             rewriter=self._rewriter(),
             reranker=self.reranker(),
+            rerank_depth=s.rerank_depth,
             postprocessor=self.postprocessor(),
             chunker=self._chunker_or_refusal(chunker, backend),
             index_text=index_text,

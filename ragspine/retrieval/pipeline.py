@@ -17,6 +17,7 @@ This was ``NarrativeIndex`` (the seed's name, still importable from
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -46,7 +47,7 @@ from ragspine.retrieval.lexical.hybrid import DEFAULT_CANDIDATE_K, HybridRetriev
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.postprocess.base import Postprocessor
 from ragspine.retrieval.query.base import QueryRewriter
-from ragspine.retrieval.rerank.base import Reranker, rerank_open_subset
+from ragspine.retrieval.rerank.base import DEFAULT_RERANK_DEPTH, Reranker, rerank_open_subset
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.dense import DenseCoverage
@@ -84,6 +85,7 @@ class LibraryPipeline:
         mode: RetrievalMode | str | None = None,
         rewriter: QueryRewriter | None = None,
         reranker: Reranker | None = None,
+        rerank_depth: int = DEFAULT_RERANK_DEPTH,
         postprocessor: Postprocessor | None = None,
         lexical_index: LexicalIndex | None = None,
         dense_gate: DenseGate | None = None,
@@ -106,7 +108,12 @@ class LibraryPipeline:
         self.store = store
         self.library_id = store.library_id
         self.rewriter = rewriter
+        if rerank_depth < 1:
+            raise ConfigError(f"rerank_depth must be >= 1, got {rerank_depth}")
         self.reranker = reranker
+        self.rerank_depth = rerank_depth
+        #: ``observer(reranker, seconds)`` after each rerank (the service's latency histogram).
+        self.rerank_observer: Callable[[Reranker, float], None] | None = None
         self.postprocessor = postprocessor
         self.chunker: Chunker = chunker if chunker is not None else ParagraphChunker(max_chars=chunk_chars, overlap_chars=overlap_chars)
         self.retriever = HybridRetriever(
@@ -281,14 +288,19 @@ class LibraryPipeline:
         """One pass of the pipeline: up to ``want`` results, reranked and postprocessed (no
         retries: raises :class:`~ragspine.retrieval.ask_again.StaleRanking` unless
         ``skip_stale``)."""
-        page = self.retriever.search_once(self.queries(query), want, metadata_filter, skip_stale)
+        staged = self.reranker is not None or self.postprocessor is not None
+        fetch = max(want, self.rerank_depth) if staged else want  # rerank and postprocess before truncating
+        page = self.retriever.search_once(self.queries(query), fetch, metadata_filter, skip_stale)
         results = page.items
         if self.reranker is not None:
             reranker = self.reranker
-            results = rerank_open_subset(results, lambda items: reranker.rerank(query, items))
+            started = time.perf_counter()
+            results = rerank_open_subset(results, lambda items: reranker.rerank(query, items), top_n=self.rerank_depth)
+            if self.rerank_observer is not None:
+                self.rerank_observer(reranker, time.perf_counter() - started)
         if self.postprocessor is not None:
-            results = self.postprocessor.process(query, results)
-        return Page(results[:want], page.exhausted)
+            results = self.postprocessor.process(query, results, top_k=want)
+        return Page(results[:want], page.exhausted and len(results) <= want)
 
     def retrieve(self, query: str, *, top_k: int = 10, metadata_filter: Any = None, **fields: Any) -> list[RetrievalResult]:
         """The Python API's entry point: ``metadata_filter`` (any form ``parse_filter`` reads)

@@ -9,11 +9,14 @@ from ragspine.retrieval.chunking.chunk_store import StoredChunk
 
 @dataclass(frozen=True)
 class RetrievalResult:
-    """A retrieved chunk with its scores (``{"bm25", "vector", "fused"}``) and library."""
+    """A retrieved chunk with its scores (``{"bm25", "vector", "fused"}``, ``rerank`` after a
+    model reranker) and library. ``prompt_text``: set only by a postprocessor (extractive
+    compression) — what the prompt carries instead of the chunk's expansion; never evidence."""
 
     chunk: StoredChunk
     scores: dict[str, float] = field(default_factory=dict)
     library_id: str = ""
+    prompt_text: str | None = None
 
     @property
     def chunk_id(self) -> str:

@@ -80,8 +80,8 @@ def withheld_extents(results: Sequence[RetrievalResult], store: ChunkStore | Non
 
 def expansion_key(snippet: dict[str, Any]) -> tuple[Any, ...] | None:
     """What makes two snippets' expansions the same block (``None``: no expansion)."""
-    if "prompt_text" not in snippet:
-        return None
+    if "prompt_text" not in snippet or "parent_locator" not in snippet:
+        return None  # no expansion (a compression of the chunk's own text is its own)
     return (snippet.get("library_id"), snippet.get("doc_id"), snippet.get("version"), snippet.get("parent_locator"))
 
 

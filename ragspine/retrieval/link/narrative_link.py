@@ -117,12 +117,16 @@ def to_snippet(result: RetrievalResult, withheld: Collection[tuple[str, int, str
         snippet["parent_id"] = chunk.parent_id
     if chunk.heading:
         snippet["heading"] = chunk.heading
+    if "rerank" in scores:
+        snippet["scores"]["rerank"] = float(scores["rerank"])
     if chunk.window_text:
         snippet["parent_locator"] = chunk.parent_locator
         if (chunk.doc_id, chunk.version, chunk.parent_locator) in withheld:
-            snippet["expansion_withheld"] = True
+            snippet["expansion_withheld"] = True  # and no compressed form of it either
         else:
-            snippet["prompt_text"] = chunk.window_text
+            snippet["prompt_text"] = chunk.window_text if result.prompt_text is None else result.prompt_text
+    elif result.prompt_text is not None:  # a compression of the chunk's own text
+        snippet["prompt_text"] = result.prompt_text
     return snippet
 
 

@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: Fused candidates a reranker sees (``RAGSPINE_RERANK_DEPTH``); ``top_k`` are kept after it.
+DEFAULT_RERANK_DEPTH = 50
+
 
 @runtime_checkable
 class Reranker(Protocol):
@@ -31,15 +34,23 @@ def _sensitivity(result: Any) -> str:
     return str(result.chunk.sensitivity)
 
 
+def _identity(result: Any) -> Any:
+    chunk = getattr(result, "chunk", None)
+    return (chunk.chunk_id, chunk.version) if chunk is not None else id(result)
+
+
 def rerank_open_subset(
     results: Sequence[T],
     reorder: Callable[[list[T]], list[T]],
     *,
     top_n: int | None = None,
     sensitivity: Callable[[T], str] = _sensitivity,
+    identity: Callable[[T], Any] = _identity,
 ) -> list[T]:
     """Apply ``reorder`` to the non-RESTRICTED results of the head; RESTRICTED ones keep
-    their positions and are never passed to ``reorder``. Any error → the input order."""
+    their positions and are never passed to ``reorder``. Any error → the input order.
+    ``reorder`` may return new objects (a result with a ``rerank`` score) but never another
+    set of results: ``identity`` (a result's chunk id and version) must match one to one."""
     results = list(results)
     head_len = len(results) if top_n is None else min(top_n, len(results))
     head, tail = results[:head_len], results[head_len:]
@@ -52,7 +63,7 @@ def rerank_open_subset(
     except Exception as exc:  # the judge/reranker failed: keep RRF order
         log.warning("reranker failed, keeping fused order: %s", exc)
         return results
-    if sorted(map(id, reordered)) != sorted(map(id, open_items)):
+    if sorted(map(identity, reordered)) != sorted(map(identity, open_items)):
         log.warning("reranker returned a different set of results, keeping fused order")
         return results
     merged = list(head)

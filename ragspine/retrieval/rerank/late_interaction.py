@@ -1,0 +1,81 @@
+"""``RAGSPINE_RERANKER=colbert``: late-interaction reranking, MaxSim over token vectors.
+
+The query and each candidate are encoded to per-token vectors (the ``last_hidden_state`` of an
+ONNX encoder, special tokens dropped, L2-normalized); the ``rerank`` score is
+:func:`~ragspine.retrieval.rerank.maxsim.maxsim`. No trained ColBERT model can be had
+offline, so the default encoder is the packaged all-MiniLM-L6-v2 (its token states, not a
+ColBERT-trained projection); ``RAGSPINE_COLBERT_DIR`` names a real ColBERT ONNX export
+(``model.onnx`` whose first output is the token vectors, + ``tokenizer.json``). A candidate's
+token vectors are kept in a bounded per-process cache by its text, so a repeated candidate is
+encoded once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from typing import Any, Sequence
+
+import numpy as np
+
+from ragspine.retrieval.rerank.maxsim import maxsim_many
+from ragspine.retrieval.rerank.onnx_model import DEFAULT_MAX_TOKENS, OnnxTextModel
+from ragspine.retrieval.rerank.scored import ScoreReranker
+
+DEFAULT_CACHE = 4096
+
+
+class MaxSimScorer:
+    """A :class:`~ragspine.retrieval.rerank.scored.PairScorer`: MaxSim of token states."""
+
+    def __init__(self, model: OnnxTextModel, *, cache_size: int = DEFAULT_CACHE) -> None:
+        self.model = model
+        self.cache_size = cache_size
+        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"MaxSimScorer({self.model!r})"
+
+    def _docs(self, texts: Sequence[str]) -> list[np.ndarray]:
+        keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
+        with self._lock:
+            found = {k: self._cache[k] for k in keys if k in self._cache}
+        todo = list(dict.fromkeys(k for k in keys if k not in found))
+        if todo:
+            first = {k: i for i, k in reversed(list(enumerate(keys)))}
+            for k, states in zip(todo, self.model.token_states([texts[first[k]] for k in todo])):
+                found[k] = states
+            with self._lock:
+                for k in todo:
+                    self._cache[k] = found[k]
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return [found[k] for k in keys]
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        (q,) = self.model.token_states([query])
+        return maxsim_many(q, self._docs(texts))
+
+
+def colbert_reranker(
+    *, model_dir: str | os.PathLike[str] | None = None, settings: Any = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+    batch_size: int = 32, threads: int | None = None, cache_size: int = DEFAULT_CACHE, **_: Any,
+) -> ScoreReranker:
+    """The registry's ``colbert`` factory (see the module docstring); the encoder is
+    ``model_dir``, else ``settings`` (default: the environment's) ``colbert_dir``, else the
+    packaged MiniLM."""
+    if model_dir is None:
+        if settings is None:
+            from ragspine.config import load_settings
+
+            settings = load_settings()
+        model_dir = settings.colbert_dir
+        if not model_dir:
+            from ragspine.retrieval.vector.onnx_backend import packaged_model_dir
+
+            model_dir = packaged_model_dir(settings.cache_dir)
+    model = OnnxTextModel(model_dir, max_tokens=max_tokens, batch_size=batch_size, threads=threads)
+    return ScoreReranker(MaxSimScorer(model, cache_size=cache_size), name="colbert")

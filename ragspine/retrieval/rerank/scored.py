@@ -1,0 +1,61 @@
+"""``ScoreReranker``: a :class:`Reranker` from a model that scores (query, passage) pairs.
+
+``PairScorer.score(query, texts) -> scores`` (one float per text, higher = more relevant) is
+all a model reranker implements; this class orders by it and records it:
+
+* the order is by score, ties in the fused order (a stable sort), so equal scores never
+  shuffle results;
+* each reordered result carries its score as ``scores["rerank"]``; ``fused`` and every
+  other score stay as they were;
+* a wrong number of scores or a non-finite one is an error — the caller
+  (:func:`~ragspine.retrieval.rerank.base.rerank_open_subset`) then keeps the fused order.
+
+The text a model sees is :func:`candidate_text`: the chunk's title and its text. It only ever
+sees the open subset of the head (RESTRICTED results never reach ``rerank``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol, Sequence, runtime_checkable
+
+from ragspine.retrieval.types import RetrievalResult
+
+
+@runtime_checkable
+class PairScorer(Protocol):
+    def score(self, query: str, texts: Sequence[str]) -> Sequence[float]:
+        """One relevance score per text, in order."""
+        ...
+
+
+def candidate_text(result: RetrievalResult) -> str:
+    """What a model reranker reads of a result: ``title`` + newline + ``text`` (the text alone
+    when there is no title or the text already starts with it)."""
+    chunk = result.chunk
+    title = (chunk.title or "").strip()
+    if not title or chunk.text.lstrip().startswith(title):
+        return chunk.text
+    return f"{title}\n{chunk.text}"
+
+
+class ScoreReranker:
+    """See the module docstring; ``name`` is the registry name (``cross_encoder``, ...)."""
+
+    def __init__(self, scorer: PairScorer, *, name: str) -> None:
+        self.scorer = scorer
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ScoreReranker({self.scorer!r}, name={self.name!r})"
+
+    def rerank(self, query: str, results: list[RetrievalResult]) -> list[RetrievalResult]:
+        if not results:
+            return []
+        scores = [float(s) for s in self.scorer.score(query, [candidate_text(r) for r in results])]
+        if len(scores) != len(results):
+            raise ValueError(f"{self.name}: {len(scores)} scores for {len(results)} results")
+        if not all(math.isfinite(s) for s in scores):
+            raise ValueError(f"{self.name}: a non-finite score")
+        order = sorted(range(len(results)), key=lambda i: -scores[i])  # stable: ties keep the fused order
+        return [results[i].with_scores(rerank=scores[i]) for i in order]
