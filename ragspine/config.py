@@ -111,6 +111,9 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_DENSE_MAX_UNKNOWN_SHARE", 0.30, "dense gate threshold (see vector/gate.py)", float
     ),
     "rrf_k": Setting("RAGSPINE_RRF_K", 60, "Reciprocal Rank Fusion constant", int),
+    "fusion_weights": Setting(
+        "RAGSPINE_FUSION_WEIGHTS", None, "weighted RRF, e.g. bm25=1,vector=0.5 (unset: every leg 1, the seed's RRF)"
+    ),
     "candidate_k": Setting("RAGSPINE_CANDIDATE_K", 100, "depth of each ranking fed to RRF", int),
     "chunk_chars": Setting("RAGSPINE_CHUNK_CHARS", 480, "chunk budget in characters", int),
     "overlap_chars": Setting("RAGSPINE_OVERLAP_CHARS", 80, "overlap between packed chunks", int),
@@ -205,6 +208,7 @@ class Settings:
     glossary: str | None
     dense_max_unknown_share: float
     rrf_k: int
+    fusion_weights: str | None
     candidate_k: int
     chunk_chars: int
     overlap_chars: int
@@ -271,6 +275,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     values["pg_postings"] = str(values["pg_postings"]).strip().lower()
     if values["pg_postings"] not in ("auto", "on", "off"):
         raise ConfigError(f"RAGSPINE_PG_POSTINGS={values['pg_postings']!r}: choose auto, on or off")
+    from ragspine.retrieval.fusion.weights import format_weights, parse_weights
+
+    weights = parse_weights(values["fusion_weights"])
+    values["fusion_weights"] = format_weights(weights) if weights else None
     values["chunk_packing"] = str(values["chunk_packing"]).strip().lower()
     if values["chunk_packing"] not in ("pack", "unit"):
         raise ConfigError(f"RAGSPINE_CHUNK_PACKING={values['chunk_packing']!r}: choose pack or unit")

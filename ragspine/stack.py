@@ -26,6 +26,7 @@ from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker, make_chunker
 from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, ChunkStore, LibraryInfo, StoredChunk
 from ragspine.retrieval.contextual import make_index_text_fn, parse_contextual
+from ragspine.retrieval.fusion.weights import parse_weights
 from ragspine.retrieval.lexical.base import LexicalIndex, ResidentIndex, default_index_text, make_lexical_index
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, NarrativeRetriever
@@ -412,6 +413,7 @@ class Stack:
             rewriter=self._rewriter(),
             reranker=self.reranker(),
             rerank_depth=s.rerank_depth,
+            leg_weights=parse_weights(s.fusion_weights),
             postprocessor=self.postprocessor(),
             chunker=self._chunker_or_refusal(chunker, backend),
             index_text=index_text,

@@ -613,6 +613,13 @@ def main() -> int:
     parser.add_argument("--chunkers", metavar="NAME[,NAME]", default=None,
                         help="chunking quality: these chunkers (e.g. default,layout,parent_child,sentence_window,semantic; NAME:unit = RAGSPINE_CHUNK_PACKING=unit), each with and"
                         " without the contextual header, in --chunker-modes, on --chunker-sets under --data-root")
+    parser.add_argument("--fusion", action="store_true",
+                        help="fusion weights and rerankers: BM25, dense, RRF, weighted RRF and each --fusion-rerankers on --fusion-sets")
+    parser.add_argument("--fusion-sets", default="scifact,nq-open,xquad-en,xquad-zh,drcd", help="dev sets for --fusion (BEIR form)")
+    parser.add_argument("--fusion-backends", default="onnx", help="embedding backends for --fusion (RAGSPINE_EMBEDDING names)")
+    parser.add_argument("--fusion-weights", default="0.5,0.75,1.5,2,3", help="dense-leg RRF weights for --fusion (BM25's is 1)")
+    parser.add_argument("--fusion-rerankers", default="colbert", help="rerankers for --fusion (RAGSPINE_RERANKER names; '' = none)")
+    parser.add_argument("--rerank-depth", type=int, default=50, help="fused candidates each --fusion-rerankers reranker sees")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
     parser.add_argument("--chunker-sets", default="scifact,xquad-en,xquad-zh,drcd", help="dev sets for --chunkers")
@@ -633,7 +640,7 @@ def main() -> int:
     if args.all:
         args.quality = args.speed = args.embedding = True
         args.scale = args.scale or DEFAULT_SCALE
-    if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers):
+    if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -653,6 +660,16 @@ def main() -> int:
         results["quality"] = section_quality(args, corpus, queries, qrels)
     if args.scale:
         results["scale"] = section_scale(args)
+    if args.fusion:
+        import _bench_fusion
+
+        root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
+        results["fusion"] = _bench_fusion.section(
+            root, [n for n in args.fusion_sets.split(",") if n], [b for b in args.fusion_backends.split(",") if b],
+            [float(w) for w in args.fusion_weights.split(",") if w], [r for r in args.fusion_rerankers.split(",") if r],
+            args.rerank_depth, log,
+        )
+        print("\n".join(_bench_fusion.table(results["fusion"])))
     if args.chunkers:
         import _bench_chunking
 

@@ -42,6 +42,7 @@ from ragspine.retrieval.chunking.chunking import (
 )
 from ragspine.retrieval.filtering.filters import MetadataFilter, combine_filters
 from ragspine.retrieval.fusion import DEFAULT_RRF_K
+from ragspine.retrieval.fusion.weights import LegWeights, effective_weights
 from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
 from ragspine.retrieval.lexical.hybrid import DEFAULT_CANDIDATE_K, HybridRetriever
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
@@ -97,6 +98,7 @@ class LibraryPipeline:
         embed_batch_size: int = 64,
         index_text: Callable[[StoredChunk], str] = default_index_text,
         chunk_cache: ChunkCache | None = None,
+        leg_weights: LegWeights | None = None,
     ) -> None:
         if mode is None:
             mode = "hybrid" if embedding_backend is not None else "economy"
@@ -129,6 +131,7 @@ class LibraryPipeline:
             embed_batch_size=embed_batch_size,
             index_text=index_text,
             chunk_cache=chunk_cache,
+            leg_weights=leg_weights,
         )
 
     @property
@@ -281,8 +284,11 @@ class LibraryPipeline:
         """The fused score of a chunk ranked first by every ranking ``retrieve(query)`` feeds to
         RRF (each leg of each query variant): ``n / (rrf_k + 1)``. A result's
         ``scores["fused"]`` divided by it is in [0, 1] — 1 means "first for every ranker"."""
-        rankings = sum(len(self.retriever.legs_for(q)) for q in self.queries(query))
-        return rankings / (self.retriever.rrf_k + 1)
+        legs = [leg for q in self.queries(query) for leg in self.retriever.legs_for(q)]
+        weights = effective_weights(self.retriever.leg_weights)
+        if weights is None or len(legs) < 2:
+            return len(legs) / (self.retriever.rrf_k + 1)
+        return sum(weights.get(leg, 1.0) for leg in legs) / (self.retriever.rrf_k + 1)
 
     def search_once(self, query: str, want: int, metadata_filter: MetadataFilter | None, skip_stale: bool = False) -> Page[RetrievalResult]:
         """One pass of the pipeline: up to ``want`` results, reranked and postprocessed (no

@@ -27,6 +27,7 @@ from ragspine.retrieval.chunking.chunk_store import ChunkStore, FollowableStore,
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.filtering.filters import MetadataFilter, combine_filters
 from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
+from ragspine.retrieval.fusion.weights import LegWeights, effective_weights
 from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
@@ -71,8 +72,10 @@ class HybridRetriever:
         embed_batch_size: int = DEFAULT_EMBED_BATCH,
         index_text: Callable[[StoredChunk], str] = default_index_text,
         chunk_cache: ChunkCache | None = None,
+        leg_weights: LegWeights | None = None,
     ) -> None:
         self.store = store
+        self.leg_weights = leg_weights  # weighted RRF; None: the seed's RRF (see fusion/weights.py)
         self.chunk_cache = chunk_cache if chunk_cache is not None else ChunkCache()
         self.library_id = store.library_id
         if lexical_index is None:
@@ -181,21 +184,25 @@ class HybridRetriever:
     def _fuse(self, legs_per_query: Iterable[Legs], top_k: int, stale: str) -> tuple[list[RetrievalResult], bool]:
         """:meth:`fuse`, and whether every fused candidate was looked at (none left over)."""
         rankings: list[list[str]] = []
+        ranking_legs: list[str] = []
         best: dict[str, dict[str, float]] = {}  # leg -> chunk_id -> its best score over the queries
         scored: dict[str, int] = {}
         for legs in legs_per_query:
             scored.update(legs.versions)
             for leg, ranking in legs.items():
                 rankings.append([cid for cid, _ in ranking])
+                ranking_legs.append(leg)
                 top = best.setdefault(leg, {})
                 for cid, score in ranking:
                     if cid not in top or score > top[cid]:
                         top[cid] = score
         bm25, vector = best.get("bm25", {}), best.get("vector", {})
+        leg_weights = effective_weights(self.leg_weights)
+        weights = None if leg_weights is None else [leg_weights.get(leg, 1.0) for leg in ranking_legs]
         if len(rankings) == 1:  # RRF of one ranking is that ranking, with 1/(k + rank) as score
             ordered = list(rrf_fuse(rankings, k=self.rrf_k).items())
         else:
-            ordered = sort_fused(rrf_fuse(rankings, k=self.rrf_k))
+            ordered = sort_fused(rrf_fuse(rankings, k=self.rrf_k, weights=weights))
         results: list[RetrievalResult] = []
         doc_version: dict[str, int] = {}  # one version of a document per answer
         pos = 0

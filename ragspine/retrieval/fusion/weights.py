@@ -1,0 +1,85 @@
+"""Leg weights of the fusion (weighted RRF): ``bm25=1,vector=0.5``.
+
+A search's fused score of a chunk is ``sum over rankings of weight(leg) / (k + rank)``
+(:func:`~ragspine.retrieval.fusion.rrf.rrf_fuse`). The weights come, most specific first, from
+the request (:func:`request_weights`, which the service sets from ``/v1/retrieve``), the
+library (its pipeline's ``leg_weights``: a service library's ``fusion_weights``), else
+``RAGSPINE_FUSION_WEIGHTS``. Unset everywhere, no weights are applied at all: RRF is computed
+exactly as the seed computes it.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator, Mapping
+
+from ragspine.errors import ConfigError
+
+LEGS = ("bm25", "vector")
+#: The most a weight may be (a request cannot make one leg a thousand times the other).
+MAX_WEIGHT = 100.0
+
+LegWeights = Mapping[str, float]
+
+_REQUEST: ContextVar[LegWeights | None] = ContextVar("ragspine_fusion_weights", default=None)
+
+
+def parse_weights(spec: str | Mapping[str, object] | None, *, where: str = "RAGSPINE_FUSION_WEIGHTS") -> dict[str, float] | None:
+    """``"bm25=1,vector=0.5"`` (or a mapping) as ``{leg: weight}``; ``None``/``""`` → ``None``.
+    An unknown leg, a bad number, a negative or too large weight, or all weights zero →
+    ``ConfigError`` naming ``where``."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        if not spec.strip() or spec.strip().lower() in ("none", "default"):
+            return None
+        pairs: list[tuple[str, object]] = []
+        for part in spec.split(","):
+            if not part.strip():
+                continue
+            name, sep, value = part.partition("=")
+            if not sep:
+                raise ConfigError(f"{where}={spec!r}: write leg=weight pairs, e.g. bm25=1,vector=0.5")
+            pairs.append((name.strip().lower(), value.strip()))
+    else:
+        pairs = [(str(k).strip().lower(), v) for k, v in spec.items()]
+    out: dict[str, float] = {}
+    for name, raw in pairs:
+        if name not in LEGS:
+            raise ConfigError(f"{where}: unknown leg {name!r}; legs are {', '.join(LEGS)}")
+        try:
+            weight = float(raw) if isinstance(raw, (int, float, str)) else float("nan")
+        except ValueError:
+            weight = float("nan")
+        if weight != weight:
+            raise ConfigError(f"{where}: the weight of {name!r} is not a number: {raw!r}")
+        if not math.isfinite(weight) or not 0.0 <= weight <= MAX_WEIGHT:
+            raise ConfigError(f"{where}: the weight of {name!r} must be within 0..{MAX_WEIGHT:g}, got {raw!r}")
+        out[name] = weight
+    if out and not any(out.values()):
+        raise ConfigError(f"{where}: at least one leg needs a weight above 0")
+    return out or None
+
+
+def format_weights(weights: LegWeights | None) -> str:
+    """``"bm25=1,vector=0.5"`` (``"none"`` for no weights)."""
+    return ",".join(f"{k}={v:g}" for k, v in weights.items()) if weights else "none"
+
+
+@contextmanager
+def request_weights(weights: LegWeights | None) -> Iterator[None]:
+    """Within the block, every fusion of this context uses ``weights`` (``None``: the
+    library's or the configured ones)."""
+    token = _REQUEST.set(weights)
+    try:
+        yield
+    finally:
+        _REQUEST.reset(token)
+
+
+def effective_weights(library: LegWeights | None) -> LegWeights | None:
+    """The request's weights if set, else ``library``'s."""
+    request = _REQUEST.get()
+    return request if request is not None else library

@@ -1,0 +1,133 @@
+"""Fusion weights and rerankers for ``scripts/bench.py --fusion``, on every BEIR-form dev set.
+
+Each set's ``corpus.jsonl`` is ingested one chunk per document (title + text, as the README's
+reference figures take them) into a hybrid library with a chosen embedding backend (MiniLM by
+default, ``--fusion-backends`` for others). For each query the two legs are run once through
+the project's ``HybridRetriever.rankings`` (the dense gate applies: a query it will not embed
+has no dense leg), then fused offline:
+
+* ``bm25`` and ``dense`` alone, ``rrf`` (equal weights, today's default) and weighted RRF with
+  the dense leg's weight in ``--fusion-weights`` (BM25's weight 1);
+* each reranker of ``--fusion-rerankers`` over the top ``--rerank-depth`` of today's fusion,
+  through ``ScoreReranker`` (what ``RAGSPINE_RERANKER`` runs), with its per-query latency.
+
+nDCG@10, Recall@100 and R@1 (the gold item first) are computed with the same code as the rest
+of the bench. The rankings are what the pipeline fuses, so a figure here is what a user gets
+with that configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _benchlib import evaluate, load_beir, percentile
+
+SETS = ("scifact", "nq-open", "xquad-en", "xquad-zh", "drcd")
+
+
+def _legs(data: Path, backend: Any, workdir: Path, log: Callable[[str], None]) -> tuple[dict[str, dict[str, list[str]]], dict[str, str], dict[str, set[str]], dict[str, str], dict[str, Any]]:
+    from ragspine.retrieval.chunking.chunking import ParagraphChunker
+    from ragspine.retrieval.pipeline import LibraryPipeline
+    from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
+    from ragspine.retrieval.vector.gate import DenseGate
+    from ragspine.stores.sqlite import SQLiteChunkStore
+
+    corpus, queries, qrels = load_beir(data)
+    store = SQLiteChunkStore(workdir / f"{data.name}-{os.getpid()}-{id(backend)}.db", library_id=data.name)
+    pipe = LibraryPipeline(store, mode="hybrid", embedding_backend=backend, embedding_cache=InMemoryEmbeddingCache(max_items=10_000_000),
+                           chunker=ParagraphChunker(max_chars=1_000_000, overlap_chars=0), dense_gate=DenseGate(backend))
+    t0 = time.perf_counter()
+    for doc_id, text in corpus.items():
+        pipe.ingest_text(doc_id, text, embed=False)
+    pipe.retriever.refresh()
+    embedded = pipe.sync_vectors()
+    embed_s = time.perf_counter() - t0
+    log(f"  fusion: {data.name}: {len(corpus)} documents, {embedded} embedded in {embed_s:.0f} s")
+    legs: dict[str, dict[str, list[str]]] = {}
+    for qid, text in queries.items():
+        found = pipe.retriever.rankings(text, depth=100)
+        legs[qid] = {leg: [cid.rsplit("#", 1)[0] for cid, _ in ranking] for leg, ranking in found.items()}
+    texts = {doc_id: text for doc_id, text in corpus.items()}
+    store.close()
+    return legs, queries, qrels, texts, {"documents": len(corpus), "queries": len(queries), "embedded": embedded, "embed_s": round(embed_s, 1)}
+
+
+def _r_at_1(runs: dict[str, list[str]], qrels: dict[str, set[str]]) -> float:
+    return sum(1.0 for q, ranked in runs.items() if ranked and ranked[0] in qrels[q]) / max(len(runs), 1)
+
+
+def _figures(runs: dict[str, list[str]], qrels: dict[str, set[str]]) -> dict[str, float]:
+    return {**evaluate(runs, qrels), "r@1": _r_at_1(runs, qrels)}
+
+
+def _fuse(legs: dict[str, list[str]], dense_weight: float | None) -> list[str]:
+    from ragspine.retrieval.fusion import rrf_fuse, sort_fused
+
+    names = list(legs)
+    if len(names) == 1:
+        return legs[names[0]]
+    weights = None if dense_weight is None else [dense_weight if n == "vector" else 1.0 for n in names]
+    return [k for k, _ in sort_fused(rrf_fuse([legs[n] for n in names], weights=weights))]
+
+
+def section(
+    data_root: Path, sets: list[str], backends: list[str], weights: list[float], rerankers: list[str], depth: int, log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Every set × backend: the legs, the fusion weights, the rerankers (see the docstring)."""
+    from ragspine.retrieval.chunking.chunk_store import StoredChunk
+    from ragspine.retrieval.rerank.base import make_reranker
+    from ragspine.retrieval.types import RetrievalResult
+    from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
+
+    out: dict[str, Any] = {}
+    built = {name: make_reranker(name) for name in rerankers}
+    with tempfile.TemporaryDirectory(prefix="ragspine-fusion-") as tmp:
+        for backend_name in backends:
+            backend = make_embedding_backend(backend_name)
+            if backend is None:
+                raise SystemExit(f"--fusion needs an embedding backend; {backend_name!r} gave none (scripts/install embed-onnx,test)")
+            for name in sets:
+                data = data_root / name
+                if not (data / "corpus.jsonl").exists():
+                    log(f"  fusion: {data} not found, skipped")
+                    continue
+                legs, queries, qrels, texts, info = _legs(data, backend, Path(tmp), log)
+                rows: dict[str, Any] = {"info": {**info, "dense_queries": sum("vector" in v for v in legs.values())}}
+                rows["bm25"] = _figures({q: v.get("bm25", []) for q, v in legs.items()}, qrels)
+                rows["dense"] = _figures({q: v.get("vector", []) for q, v in legs.items()}, qrels)
+                rows["rrf"] = _figures({q: _fuse(v, None) for q, v in legs.items()}, qrels)
+                for w in weights:
+                    rows[f"rrf dense×{w:g}"] = _figures({q: _fuse(v, w) for q, v in legs.items()}, qrels)
+                fused = {q: _fuse(v, None) for q, v in legs.items()}
+                for rname, reranker in built.items():
+                    if reranker is None:
+                        continue
+                    runs, times = {}, []
+                    for qid, ranked in fused.items():
+                        head = [RetrievalResult(StoredChunk(chunk_id=f"{d}#0", doc_id=d, text=texts[d]), {"fused": 1.0 / (i + 1)})
+                                for i, d in enumerate(ranked[:depth])]
+                        t0 = time.perf_counter()
+                        order = reranker.rerank(queries[qid], head)
+                        times.append(1000 * (time.perf_counter() - t0))
+                        runs[qid] = [r.chunk.doc_id for r in order] + ranked[depth:]
+                    rows[f"rrf + {rname}@{depth}"] = {**_figures(runs, qrels), "rerank_ms_p50": round(percentile(times, 50), 1),
+                                                      "rerank_ms_p95": round(percentile(times, 95), 1)}
+                    log(f"  fusion: {name} {rname}@{depth}: p50 {percentile(times, 50):.0f} ms")
+                out[f"{name} / {backend_name}"] = rows
+    return out
+
+
+def table(results: dict[str, Any]) -> list[str]:
+    """Markdown rows: set / backend | configuration | nDCG@10 | Recall@100 | R@1 | rerank ms p50."""
+    lines = ["| set / backend | configuration | nDCG@10 | Recall@100 | R@1 | rerank ms p50 |", "|---|---|---|---|---|---|"]
+    for name, rows in results.items():
+        for config, f in rows.items():
+            if config == "info":
+                continue
+            lines.append(f"| {name} | {config} | {f['ndcg@10']:.3f} | {f['recall@100']:.3f} | {f['r@1']:.3f} | {f.get('rerank_ms_p50', '')} |")
+    return lines

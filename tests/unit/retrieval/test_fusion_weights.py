@@ -1,0 +1,88 @@
+"""Weighted RRF: the seed's arithmetic when unweighted, weights by hand, parsing, and the
+request > library > configuration precedence through a real pipeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragspine.config import load_settings
+from ragspine.errors import ConfigError
+from ragspine.retrieval.fusion import rrf_fuse
+from ragspine.retrieval.fusion.weights import format_weights, parse_weights, request_weights
+from ragspine.retrieval.pipeline import LibraryPipeline
+from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
+from ragspine.stores.sqlite import SQLiteChunkStore
+
+
+def test_unit_weights_are_the_seed_rrf_exactly() -> None:
+    rankings = [["a", "b", "c"], ["c", "a", "d"]]
+    assert rrf_fuse(rankings, k=60, weights=[1.0, 1.0]) == rrf_fuse(rankings, k=60)
+
+
+def test_weights_by_hand() -> None:
+    fused = rrf_fuse([["a", "b"], ["b", "a"]], k=1, weights=[2.0, 0.5])
+    assert fused == {"a": 2.0 / 2 + 0.5 / 3, "b": 2.0 / 3 + 0.5 / 2}
+    assert rrf_fuse([["a"], ["b"]], k=0, weights=[0.0, 1.0]) == {"a": 0.0, "b": 1.0}
+    with pytest.raises(ValueError, match="1 RRF weights for 2 rankings"):
+        rrf_fuse([["a"], ["b"]], weights=[1.0])
+    with pytest.raises(ValueError, match=">= 0"):
+        rrf_fuse([["a"], ["b"]], weights=[1.0, -1.0])
+
+
+def test_parse_weights() -> None:
+    assert parse_weights("bm25=1, vector=0.5") == {"bm25": 1.0, "vector": 0.5}
+    assert parse_weights({"VECTOR": 2}) == {"vector": 2.0}
+    assert parse_weights(None) is None and parse_weights("") is None and parse_weights("none") is None
+    for bad, why in (("dense=1", "unknown leg 'dense'"), ("bm25", "leg=weight"), ("bm25=x", "not a number"),
+                     ("vector=-1", "within 0..100"), ("vector=1e9", "within 0..100"), ("bm25=0,vector=0", "above 0")):
+        with pytest.raises(ConfigError, match=why):
+            parse_weights(bad)
+    assert format_weights({"bm25": 1.0, "vector": 0.5}) == "bm25=1,vector=0.5" and format_weights(None) == "none"
+    assert load_settings({"RAGSPINE_FUSION_WEIGHTS": "vector=0.50"}).fusion_weights == "vector=0.5"
+    with pytest.raises(ConfigError, match="RAGSPINE_FUSION_WEIGHTS"):
+        load_settings({"RAGSPINE_FUSION_WEIGHTS": "vector=much"})
+
+
+DOCS = {
+    # BM25 prefers "lex" (the query's words verbatim); the hashing "dense" leg prefers "sem"
+    "lex": "alpha beta gamma alpha beta gamma",
+    "sem": "alpha beta delta epsilon",
+    "other": "zeta eta theta",
+}
+
+
+@pytest.fixture
+def pipeline(tmp_path):
+    def make(weights=None):
+        store = SQLiteChunkStore(tmp_path / f"w{len(list(tmp_path.iterdir()))}.db", library_id="w")
+        pipe = LibraryPipeline(store, mode="hybrid", embedding_backend=DeterministicEmbeddingBackend(dim=64), leg_weights=weights)
+        for doc_id, text in DOCS.items():
+            pipe.ingest_text(doc_id, text)
+        return pipe
+
+    return make
+
+
+def fused(pipe, query="alpha beta gamma"):
+    return {r.chunk.doc_id: r.scores["fused"] for r in pipe.retrieve(query, top_k=3)}
+
+
+def test_the_pipeline_fuses_with_the_library_weights_and_a_request_overrides_them(pipeline) -> None:
+    plain = pipeline()
+    seed = fused(plain)
+    legs = plain.retriever.rankings("alpha beta gamma", depth=10)
+    rank = {leg: {cid.split("#")[0]: i for i, (cid, _) in enumerate(r, start=1)} for leg, r in legs.items()}
+
+    def by_hand(wb: float, wv: float) -> dict[str, float]:
+        def part(leg: str, w: float, d: str) -> float:
+            return w / (60 + rank[leg][d]) if d in rank[leg] else 0.0
+
+        return {d: part("bm25", wb, d) + part("vector", wv, d) for d in seed}
+
+    assert seed == pytest.approx(by_hand(1, 1))
+    assert fused(pipeline({"vector": 3.0})) == pytest.approx(by_hand(1, 3))
+    with request_weights({"bm25": 0.0, "vector": 1.0}):
+        assert fused(plain) == pytest.approx(by_hand(0, 1))  # the request wins over the library's none
+        assert plain.max_fused_score("alpha beta gamma") == pytest.approx(1 / 61)
+    assert fused(plain) == seed  # and only within its block
+    assert plain.max_fused_score("alpha beta gamma") == pytest.approx(2 / 61)
