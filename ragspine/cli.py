@@ -28,7 +28,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 from ragspine import __version__
 from ragspine.config import describe, filter_limits, load_settings
 from ragspine.errors import RagspineError
-from ragspine.registries import CHUNKERS
+from ragspine.registries import CHUNKERS, POSTPROCESSORS, RERANKERS
 from ragspine.retrieval.filtering.filters import (
     OPERATORS,
     FilterCondition,
@@ -112,6 +112,11 @@ def _parser() -> argparse.ArgumentParser:
         help="when nothing matches the filters, return nothing (default: search once more without them, and say so)",
     )
     query.add_argument("--json", action="store_true", help="print the snippets as JSON")
+    query.add_argument("--reranker", type=str.lower, choices=RERANKERS.names() + list(RERANKERS.aliases),
+                       help="reorder the fused head (default: RAGSPINE_RERANKER)")
+    query.add_argument("--rerank-depth", type=_positive_int, metavar="N", help="fused candidates the reranker and postprocessors see (default: RAGSPINE_RERANK_DEPTH)")
+    query.add_argument("--postprocessor", metavar="A,B", help=f"chain after rerank: {POSTPROCESSORS.choices(', ')} (default: RAGSPINE_POSTPROCESSOR)")
+    query.add_argument("--fusion-weights", metavar="LEG=W,...", help="weighted RRF, e.g. bm25=1,vector=0.5 (default: RAGSPINE_FUSION_WEIGHTS)")
 
     embed = sub.add_parser("embed", help="compute the vectors a library lacks (after `ingest --no-embed`, a failed vector write)")
     embed.add_argument("--library", action="append", help="library to embed (repeatable; default: all)")
@@ -291,12 +296,26 @@ def cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ranking_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """``ragspine query``'s ranking flags as setting changes, checked (a bad one names itself)."""
+    from ragspine.retrieval.ranking import Ranking
+
+    settings = _settings(args)
+    ranking = Ranking.of(
+        args.reranker or settings.reranker, args.postprocessor or settings.postprocessor,
+        args.fusion_weights if args.fusion_weights is not None else settings.fusion_weights,
+        args.rerank_depth or settings.rerank_depth,
+    )
+    return {"reranker": ranking.reranker, "postprocessor": ranking.postprocessor, "fusion_weights": ranking.fusion_weights,
+            "rerank_depth": ranking.rerank_depth}
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     if args.top_k <= 0:
         raise CliError(f"--top-k must be positive, got {args.top_k}")
     filters = MetadataFilter(tuple(FilterCondition(f, op, _parse_value(op, v)) for f, op, v in args.filter))
     filter_limits(_settings(args)).check(filters)
-    with _stack(args) as stack:
+    with _stack(args, **_ranking_changes(args)) as stack:
         retriever = stack.retriever(args.library, retry_without_filters=not args.strict_filters)
         answer = retriever.search(args.query, filters=filters or None, top_k=args.top_k)
     snippets = answer.snippets
@@ -314,7 +333,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     for rank, s in enumerate(snippets, 1):
         sc = s["scores"]
         print(f"{rank}. [{s['library_id']}] {s['title']}  ({s['doc_id']})")
-        print(f"   cite: {s['source_locator']}   fused {sc['fused']:.4f}  bm25 {sc['bm25']:.3f}  vector {sc['vector']:.3f}")
+        rerank = f"  rerank {sc['rerank']:.3f}" if "rerank" in sc else ""
+        print(f"   cite: {s['source_locator']}   fused {sc['fused']:.4f}  bm25 {sc['bm25']:.3f}  vector {sc['vector']:.3f}{rerank}")
         print("   " + " ".join(s["text"].split())[:300])
     return 0
 

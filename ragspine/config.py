@@ -311,6 +311,10 @@ def _check_ranges(values: dict[str, Any]) -> None:
             raise bad(name, "must be positive")
     if not 0 <= values["overlap_chars"] < values["chunk_chars"]:
         raise bad("overlap_chars", f"must be >= 0 and below RAGSPINE_CHUNK_CHARS ({values['chunk_chars']})")
+    from ragspine.retrieval.ranking import MAX_RERANK_DEPTH
+
+    if values["rerank_depth"] > MAX_RERANK_DEPTH:
+        raise bad("rerank_depth", f"must be at most {MAX_RERANK_DEPTH}")
     for name in ("dense_max_unknown_share", "mmr_lambda"):
         if not 0.0 <= values[name] <= 1.0:
             raise bad(name, "must be within [0, 1]")

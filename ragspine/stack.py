@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ragspine.config import Settings, load_settings
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError, RagspineError
@@ -33,6 +33,7 @@ from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever, Narr
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.pipeline import LibraryPipeline
 from ragspine.retrieval.postprocess.base import Postprocessor, make_postprocessor
+from ragspine.retrieval.ranking import Ranking, Stages
 from ragspine.retrieval.rerank.base import Reranker, make_reranker
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.routing.routers import make_library_router
@@ -75,7 +76,8 @@ class Stack:
         self._backends: dict[str, EmbeddingBackend | None] = {}  # other specs than the configured one
         self._cache: EmbeddingCache | None = None
         self._connector: VectorStoreConnector | None = None
-        self._pipelines: dict[tuple[str, str, str, str, str], LibraryPipeline] = {}  # (library, mode, embedding, chunker, contextual)
+        # (library, mode, embedding, chunker, contextual, ranking)
+        self._pipelines: dict[tuple[str, str, str, str, str, Ranking], LibraryPipeline] = {}
         # open lexical indexes, least recently used first (bounded: RAGSPINE_LEXICAL_CACHE_ROWS)
         self._lexical: OrderedDict[str, LexicalIndex] = OrderedDict()
         self._lexical_text: dict[str, Any] = {}  # library -> the index-text function its lexical index was built with
@@ -281,6 +283,22 @@ class Stack:
                 self._rerankers[name] = make_reranker(name, provider=self.provider, settings=self.settings)
             return self._rerankers[name]
 
+    def ranking(
+        self, reranker: str | None = None, postprocessor: str | None = None, fusion_weights: str | Mapping[str, object] | None = None,
+        rerank_depth: int | None = None,
+    ) -> Ranking:
+        """A :class:`Ranking` checked and in canonical form; what is not given is the configured one."""
+        s = self.settings
+        return Ranking.of(
+            s.reranker if reranker is None else reranker, s.postprocessor if postprocessor is None else postprocessor,
+            s.fusion_weights if fusion_weights is None else fusion_weights, s.rerank_depth if rerank_depth is None else rerank_depth,
+        )
+
+    def stages(self, ranking: Ranking) -> Stages:
+        """``ranking``'s reranker (shared, built once per name) and postprocessor chain, built:
+        a request's override (:func:`~ragspine.retrieval.ranking.request_stages`)."""
+        return Stages(self.reranker(ranking.reranker), ranking.rerank_depth, self.postprocessor(ranking.postprocessor))
+
     def postprocessor(self, spec: str | None = None) -> Postprocessor | None:
         """The chain ``spec`` (default ``RAGSPINE_POSTPROCESSOR``) with the configured options."""
         s = self.settings
@@ -343,10 +361,12 @@ class Stack:
         embedding: str | None = None,
         chunker: str | None = None,
         contextual: str | None = None,
+        ranking: Ranking | None = None,
     ) -> LibraryPipeline:
-        """``library_id``'s pipeline (one per library, mode, embedding backend, chunker and
-        contextual header; defaults: the configured ones). A mode that uses embeddings needs a
-        stack not in economy mode."""
+        """``library_id``'s pipeline (one per library, mode, embedding backend, chunker,
+        contextual header and ranking; defaults: the configured ones). A mode that uses
+        embeddings needs a stack not in economy mode."""
+        ranking = self.ranking() if ranking is None else ranking
         chunker_name = CHUNKERS.canonical(chunker) if chunker is not None else self.settings.chunker
         header = parse_contextual(contextual) if contextual is not None else self.settings.contextual
         resolved = self.mode if mode is None else make_retrieval_mode(mode)
@@ -357,11 +377,12 @@ class Stack:
         backend = self.embedding_backend_for(spec) if resolved.uses_embeddings or mode is None else None
         if backend is None and resolved.requires_embeddings:
             raise ConfigError(f"retrieval mode {resolved.name!r} needs an embedding backend, but the embedding is {spec!r}")
-        key = (library_id, resolved.name, spec, chunker_name, header) if backend is not None else (library_id, "economy", "", chunker_name, header)
+        key = (library_id, resolved.name, spec, chunker_name, header, ranking) if backend is not None else (
+            library_id, "economy", "", chunker_name, header, ranking)
         with self._lock:
             pipeline = self._pipelines.get(key)
             if pipeline is None:
-                pipeline = self._pipelines[key] = self._build_pipeline(library_id, resolved, spec, backend, chunker_name, header)
+                pipeline = self._pipelines[key] = self._build_pipeline(library_id, resolved, spec, backend, chunker_name, header, ranking)
                 self._trim_lexical(keep=library_id)
             elif library_id in self._lexical:
                 self._lexical.move_to_end(library_id)
@@ -388,6 +409,7 @@ class Stack:
 
     def _build_pipeline(
         self, library_id: str, mode: RetrievalMode, spec: str, backend: EmbeddingBackend | None, chunker: str, contextual: str,
+        ranking: Ranking,
     ) -> LibraryPipeline:
         s = self.settings
         store = self.db.chunk_store(library_id)
@@ -411,10 +433,10 @@ class Stack:
             mode=mode if backend is not None else "economy",
             lexical_index=lexical,
             rewriter=self._rewriter(),
-            reranker=self.reranker(),
-            rerank_depth=s.rerank_depth,
-            leg_weights=parse_weights(s.fusion_weights),
-            postprocessor=self.postprocessor(),
+            reranker=self.reranker(ranking.reranker),
+            rerank_depth=ranking.rerank_depth,
+            leg_weights=parse_weights(ranking.fusion_weights),
+            postprocessor=self.postprocessor(ranking.postprocessor),
             chunker=self._chunker_or_refusal(chunker, backend),
             index_text=index_text,
             dense_gate=DenseGate(backend, max_unknown_share=s.dense_max_unknown_share) if backend else None,
@@ -481,6 +503,19 @@ class Stack:
         )
 
 
+def describe_reranker(settings: Settings) -> str:
+    """The reranker line of ``ragspine config``: what model it runs, and at what depth."""
+    name, depth = settings.reranker, f"depth {settings.rerank_depth}"
+    if name == "colbert":
+        model = settings.colbert_dir or "the packaged all-MiniLM-L6-v2's token states (not a trained ColBERT model)"
+        return f"colbert: MaxSim over {model}, {depth}"
+    if name in ("cross_encoder", "auto"):
+        if not settings.cross_encoder_dir:
+            return "none (auto: no RAGSPINE_CROSS_ENCODER_DIR)" if name == "auto" else "cross_encoder: RAGSPINE_CROSS_ENCODER_DIR is not set (refused)"
+        return f"cross_encoder: {settings.cross_encoder_dir}, {depth}"
+    return name if name == "none" else f"{name}, {depth}"
+
+
 def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) -> list[tuple[str, str]]:
     """The stack ``settings`` resolve to, as ``(role, value)`` rows — without connecting."""
     resolved = make_retrieval_mode(mode if mode is not None else settings.retrieval_mode)
@@ -510,8 +545,9 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
         ("lexical index", lexical),
         ("chunker", settings.chunker),
         ("contextual header", "title · entity · period · heading on the index text" if settings.contextual == "header" else "none"),
-        ("reranker", settings.reranker),
+        ("reranker", describe_reranker(settings)),
         ("postprocessor", settings.postprocessor),
+        ("fusion", f"RRF k={settings.rrf_k}, weights {settings.fusion_weights or 'none (every leg 1)'}"),
         ("library router", settings.library_router),
         ("llm", settings.llm),
     ]

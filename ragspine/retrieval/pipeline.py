@@ -48,6 +48,7 @@ from ragspine.retrieval.lexical.hybrid import DEFAULT_CANDIDATE_K, HybridRetriev
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.postprocess.base import Postprocessor
 from ragspine.retrieval.query.base import QueryRewriter
+from ragspine.retrieval.ranking import current_stages
 from ragspine.retrieval.rerank.base import DEFAULT_RERANK_DEPTH, Reranker, rerank_open_subset
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 from ragspine.retrieval.types import RetrievalResult
@@ -294,18 +295,22 @@ class LibraryPipeline:
         """One pass of the pipeline: up to ``want`` results, reranked and postprocessed (no
         retries: raises :class:`~ragspine.retrieval.ask_again.StaleRanking` unless
         ``skip_stale``)."""
-        staged = self.reranker is not None or self.postprocessor is not None
-        fetch = max(want, self.rerank_depth) if staged else want  # rerank and postprocess before truncating
+        override = current_stages()  # a request's own ranking, else the pipeline's
+        reranker, depth, postprocessor = (
+            (self.reranker, self.rerank_depth, self.postprocessor) if override is None
+            else (override.reranker, override.rerank_depth, override.postprocessor)
+        )
+        staged = reranker is not None or postprocessor is not None
+        fetch = max(want, depth) if staged else want  # rerank and postprocess before truncating
         page = self.retriever.search_once(self.queries(query), fetch, metadata_filter, skip_stale)
         results = page.items
-        if self.reranker is not None:
-            reranker = self.reranker
+        if reranker is not None:
             started = time.perf_counter()
-            results = rerank_open_subset(results, lambda items: reranker.rerank(query, items), top_n=self.rerank_depth)
+            results = rerank_open_subset(results, lambda items: reranker.rerank(query, items), top_n=depth)
             if self.rerank_observer is not None:
                 self.rerank_observer(reranker, time.perf_counter() - started)
-        if self.postprocessor is not None:
-            results = self.postprocessor.process(query, results, top_k=want)
+        if postprocessor is not None:
+            results = postprocessor.process(query, results, top_k=want)
         return Page(results[:want], page.exhausted and len(results) <= want)
 
     def retrieve(self, query: str, *, top_k: int = 10, metadata_filter: Any = None, **fields: Any) -> list[RetrievalResult]:

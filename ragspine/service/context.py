@@ -41,10 +41,14 @@ class ServiceContext:
 
     def index(self, library: Library, mode: str | None = None) -> Any:
         """The library's index in ``mode`` (default: the library's own mode)."""
-        return self.stack.pipeline(
+        pipeline = self.stack.pipeline(
             library.library_id, mode=mode or library.retrieval_mode, embedding=library.embedding,
-            chunker=library.chunker, contextual=library.contextual,
+            chunker=library.chunker, contextual=library.contextual, ranking=library.ranking,
         )
+        if self.metrics is not None and pipeline.rerank_observer is None:
+            histogram = self.metrics.rerank_latency
+            pipeline.rerank_observer = lambda reranker, seconds: histogram.labels(getattr(reranker, "name", type(reranker).__name__)).observe(seconds)
+        return pipeline
 
     def close(self) -> None:
         if self.watch is not None:

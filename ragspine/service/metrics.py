@@ -36,6 +36,10 @@ class Metrics:
         self.retrieval_latency = Histogram(
             "ragspine_retrieval_duration_seconds", "retrieval latency (search only)", ["endpoint", "mode"], buckets=LATENCY_BUCKETS, registry=r
         )
+        self.rerank_latency = Histogram(
+            "ragspine_rerank_seconds", "time one library's rerank of a query took", ["reranker"], registry=r,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+        )
         self.ingest_documents = Counter("ragspine_ingest_documents", "documents ingested by this process", ["outcome"], registry=r)
         self.ingest_chunks = Counter("ragspine_ingest_chunks", "chunks written by this process", registry=r)
         self.jobs_finished = Counter("ragspine_ingest_jobs_finished", "ingest jobs this process finished", ["state"], registry=r)

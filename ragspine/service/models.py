@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.metadata import validate_metadata
+from ragspine.retrieval.ranking import MAX_RERANK_DEPTH
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY, parse_sensitivity, reserved_key
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
@@ -73,6 +74,12 @@ class LibraryIn(_In):
     contextual: str | None = Field(
         None, description="none | header: the title · entity · period · heading header on the text BM25 indexes and the dense leg embeds (default: the server's)",
     )
+    reranker: str | None = Field(None, description="a RAGSPINE_RERANKER name (default: the server's)")
+    rerank_depth: int | None = Field(None, ge=1, le=MAX_RERANK_DEPTH, description="fused candidates the reranker and postprocessors see (default: the server's)")
+    postprocessor: str | None = Field(None, max_length=200, description="comma-separated RAGSPINE_POSTPROCESSOR names (default: the server's)")
+    fusion_weights: str | dict[str, float] | None = Field(
+        None, description='weighted RRF: "bm25=1,vector=0.5" or {"bm25": 1, "vector": 0.5} (default: the server\'s)'
+    )
 
 
 class LibraryOut(BaseModel):
@@ -82,6 +89,10 @@ class LibraryOut(BaseModel):
     retrieval_mode: str
     chunker: str = "default"
     contextual: str = "none"
+    reranker: str = "none"
+    rerank_depth: int = 50
+    postprocessor: str = "none"
+    fusion_weights: str | None = None
     created_at: str
     documents: int = 0
     chunks: int = 0
@@ -170,6 +181,10 @@ class RetrieveIn(_In):
     top_k: int = Field(10, ge=1, le=MAX_TOP_K)
     mode: str | None = Field(None, description="auto | hybrid | vector | economy (default: each library's)")
     retry_without_filters: bool = Field(False, description="when the filtered result is empty, search once more without filters")
+    reranker: str | None = Field(None, description="this request's reranker (a RAGSPINE_RERANKER name; default: each library's)")
+    rerank_depth: int | None = Field(None, ge=1, le=MAX_RERANK_DEPTH, description="this request's rerank depth (default: each library's)")
+    postprocessor: str | None = Field(None, max_length=200, description="this request's postprocessor chain (default: each library's)")
+    fusion_weights: str | dict[str, float] | None = Field(None, description="this request's fusion weights (default: each library's)")
 
 
 class DenseIncompleteOut(BaseModel):

@@ -57,6 +57,11 @@ service_library = sa.Table(
     # chosen when the library is created (NULL in rows older than the columns: default / none)
     sa.Column("chunker", sa.Text, nullable=True),
     sa.Column("contextual", sa.Text, nullable=True),
+    # its ranking (NULL in older rows: none / 50 / none / no weights)
+    sa.Column("reranker", sa.Text, nullable=True),
+    sa.Column("rerank_depth", sa.Integer, nullable=True),
+    sa.Column("postprocessor", sa.Text, nullable=True),
+    sa.Column("fusion_weights", sa.Text, nullable=True),
     sa.UniqueConstraint("tenant_id", "name", name="ragspine_service_library_name"),
 )
 

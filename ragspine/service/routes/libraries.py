@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.mode import RETRIEVAL_MODES, make_retrieval_mode
+from ragspine.retrieval.ranking import Ranking
 from ragspine.service.context import ServiceContext, catalog_id
 from ragspine.service.models import LibraryIn, LibraryOut
 from ragspine.service.routes.common import (
@@ -63,12 +64,23 @@ def resolve_chunking(ctx: ServiceContext, chunker: str | None, contextual: str |
     return name, header
 
 
+def resolve_ranking(ctx: ServiceContext, reranker: str | None, postprocessor: str | None, fusion_weights: Any, rerank_depth: int | None) -> Ranking:
+    """A library's or a request's ranking (the server's where not given), its stages built now:
+    a reranker that cannot run here (``cross_encoder`` without a model) is a 400 before anything
+    is stored or searched."""
+    ranking = ctx.stack.ranking(reranker, postprocessor, fusion_weights, rerank_depth)
+    ctx.stack.stages(ranking)
+    return ranking
+
+
 @router.post("", status_code=201, response_model=LibraryOut, summary="Create a library")
 def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
     embedding, mode = resolve_library_settings(ctx, body.embedding_model, body.retrieval_mode)
     chunker, contextual = resolve_chunking(ctx, body.chunker, body.contextual, embedding)
+    ranking = resolve_ranking(ctx, body.reranker, body.postprocessor, body.fusion_weights, body.rerank_depth)
     library = Library(
         catalog_id(tenant, body.name), tenant, body.name, body.description, embedding, mode, time.time(), chunker, contextual,
+        ranking.reranker, ranking.rerank_depth, ranking.postprocessor, ranking.fusion_weights,
     )
     ctx.stack.preflight(library.library_id, mode=mode, embedding=embedding)  # a stack that cannot store it: 503, nothing made
     try:

@@ -5,6 +5,9 @@ retriever is the stack's own link exit (``Stack.retriever_for``: one library's, 
 multi-library one), so RESTRICTED chunks never come out. ``filters_dropped`` says when the
 snippets were found only after dropping the filters (``retry_without_filters``), and
 ``dense_incomplete`` which libraries' dense leg lacked vectors (a query never computes them).
+Each library ranks with its own reranker, depth, postprocessors and fusion weights; a request
+naming ``reranker``/``rerank_depth``/``postprocessor`` or ``fusion_weights`` ranks with those
+instead (depth at most ``MAX_RERANK_DEPTH``; no pipeline is built for it).
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from fastapi import APIRouter, Depends
 
 from ragspine.config import filter_limits
 from ragspine.retrieval.filtering.filters import parse_filter
+from ragspine.retrieval.fusion.weights import parse_weights, request_weights
 from ragspine.retrieval.mode import make_retrieval_mode
+from ragspine.retrieval.ranking import Stages, request_stages
 from ragspine.service.context import ServiceContext
 from ragspine.service.models import DenseIncompleteOut, RetrieveIn, RetrieveOut
 from ragspine.service.routes.common import (
@@ -27,6 +32,15 @@ from ragspine.service.routes.common import (
 )
 
 router = APIRouter(prefix="/v1", tags=["retrieval"], dependencies=[Depends(documented_bearer)])
+
+
+def request_ranking(ctx: ServiceContext, body: RetrieveIn) -> tuple[Stages | None, dict[str, float] | None]:
+    """The request's own reranker/depth/postprocessor (all three, the unnamed ones the server's
+    defaults) and fusion weights, when it names any; ``(None, None)``: each library's own."""
+    stages = None
+    if body.reranker is not None or body.postprocessor is not None or body.rerank_depth is not None:
+        stages = ctx.stack.stages(ctx.stack.ranking(body.reranker, body.postprocessor, None, body.rerank_depth))
+    return stages, parse_weights(body.fusion_weights, where="fusion_weights")
 
 
 @router.post("/retrieve", response_model=RetrieveOut, summary="Retrieve cited snippets")
@@ -44,8 +58,10 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
         descriptions={lib.library_id: lib.description for lib in libraries},
         retry_without_filters=body.retry_without_filters,
     )
+    stages, weights = request_ranking(ctx, body)
     start = time.perf_counter()
-    answer = retriever.search(body.query, filters=metadata_filter, top_k=body.top_k)
+    with request_stages(stages), request_weights(weights):
+        answer = retriever.search(body.query, filters=metadata_filter, top_k=body.top_k)
     if ctx.metrics is not None:
         ctx.metrics.retrieval_latency.labels("retrieve", mode or "library").observe(time.perf_counter() - start)
     for snippet in answer.snippets:

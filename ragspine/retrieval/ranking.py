@@ -1,0 +1,72 @@
+"""``Ranking``: how a library's fused candidates are ranked after retrieval — the reranker, its
+depth, the postprocessor chain and the legs' fusion weights — as one hashable value.
+
+The configured defaults come from ``RAGSPINE_RERANKER``, ``RAGSPINE_RERANK_DEPTH``,
+``RAGSPINE_POSTPROCESSOR`` and ``RAGSPINE_FUSION_WEIGHTS``; a service library keeps its own,
+and a request may override them (``/v1/retrieve``; at most :data:`MAX_RERANK_DEPTH`
+candidates). :meth:`Ranking.of` checks every part and writes it in canonical form, so two
+spellings of the same choice share one pipeline.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from ragspine.errors import ConfigError
+
+#: The deepest rerank a request may ask for (each candidate is a model call's worth of work).
+MAX_RERANK_DEPTH = 200
+
+
+@dataclass(frozen=True)
+class Ranking:
+    reranker: str = "none"
+    postprocessor: str = "none"
+    fusion_weights: str | None = None  # "bm25=1,vector=0.5"; None: the seed's RRF
+    rerank_depth: int = 50
+
+    @classmethod
+    def of(cls, reranker: str, postprocessor: str, fusion_weights: str | Mapping[str, object] | None, rerank_depth: int) -> Ranking:
+        """Checked and canonical (``ConfigError`` naming the bad part); a chain names each
+        postprocessor at most once."""
+        from ragspine.registries import POSTPROCESSORS, RERANKERS
+        from ragspine.retrieval.fusion.weights import format_weights, parse_weights
+
+        names = [POSTPROCESSORS.canonical(p) for p in str(postprocessor).split(",") if p.strip()]
+        chain = ",".join(dict.fromkeys(n for n in names if n != "none")) or "none"
+        weights = parse_weights(fusion_weights, where="fusion_weights")
+        if not isinstance(rerank_depth, int) or not 1 <= rerank_depth <= MAX_RERANK_DEPTH:
+            raise ConfigError(f"rerank_depth must be within 1..{MAX_RERANK_DEPTH}, got {rerank_depth!r}")
+        return cls(RERANKERS.canonical(reranker), chain, format_weights(weights) if weights else None, rerank_depth)
+
+
+@dataclass(frozen=True)
+class Stages:
+    """The built ranking stages a request runs instead of its pipelines' own (see
+    :func:`request_stages`); ``reranker``/``postprocessor`` ``None`` = none."""
+
+    reranker: Any
+    rerank_depth: int
+    postprocessor: Any
+
+
+_REQUEST: ContextVar[Stages | None] = ContextVar("ragspine_request_stages", default=None)
+
+
+@contextmanager
+def request_stages(stages: Stages | None) -> Iterator[None]:
+    """Within the block, every :class:`~ragspine.retrieval.pipeline.LibraryPipeline` search of
+    this context reranks and postprocesses with ``stages`` (a request's override: no pipeline
+    is built for it, so no request can grow the stack's caches)."""
+    token = _REQUEST.set(stages)
+    try:
+        yield
+    finally:
+        _REQUEST.reset(token)
+
+
+def current_stages() -> Stages | None:
+    return _REQUEST.get()
