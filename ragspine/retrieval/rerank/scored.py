@@ -7,6 +7,8 @@ all a model reranker implements; this class orders by it and records it:
   shuffle results;
 * each reordered result carries its score as ``scores["rerank"]``; ``fused`` and every
   other score stay as they were;
+* a scorer with ``reads(query)`` that says no (an English model, a Chinese query) leaves the
+  results as they are: no ``rerank`` score, the fused order;
 * a wrong number of scores or a non-finite one is an error — the caller
   (:func:`~ragspine.retrieval.rerank.base.rerank_open_subset`) then keeps the fused order.
 
@@ -50,8 +52,9 @@ class ScoreReranker:
         return f"ScoreReranker({self.scorer!r}, name={self.name!r})"
 
     def rerank(self, query: str, results: list[RetrievalResult]) -> list[RetrievalResult]:
-        if not results:
-            return []
+        reads = getattr(self.scorer, "reads", None)
+        if not results or (reads is not None and not reads(query)):
+            return list(results)  # a model that cannot read the query keeps the fused order
         scores = [float(s) for s in self.scorer.score(query, [candidate_text(r) for r in results])]
         if len(scores) != len(results):
             raise ValueError(f"{self.name}: {len(scores)} scores for {len(results)} results")

@@ -39,7 +39,7 @@ from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.base import LexicalIndex, VersionedIndex
-from ragspine.retrieval.vector.embedding import EmbeddingBackend, model_namespace
+from ragspine.retrieval.vector.embedding import EmbeddingBackend, embed_query, model_namespace
 from ragspine.retrieval.vector.embedding_cache import DeletableCache, EmbeddingCache, embedding_key
 from ragspine.retrieval.vector.gate import DenseGate
 from ragspine.retrieval.vector.vector_store import BulkLoads, ProcessLocal, VectorHit, VectorRecord, VectorStore
@@ -236,7 +236,7 @@ class DenseLeg:
         hit's version in ``versions``."""
         if not self._sync_candidates(metadata_filter):
             return []
-        qvec = self.backend.embed_texts([query])[0]
+        qvec = embed_query(self.backend, query)
         want = depth + VECTOR_OVERFETCH
         hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter)
         current = self._current(hits, qvec, metadata_filter)

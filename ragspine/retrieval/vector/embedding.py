@@ -9,7 +9,9 @@ runtime-checkable capability:
   vectors of two models are never mixed) and ``dim`` (``None`` until known);
 * :class:`DeclaresLanguages` — ``languages``, the ISO codes it reads (``None``: any);
 * :class:`ReportsUnknownTokens` — ``unknown_token_share(texts)``, the share of each text's
-  word pieces the model does not know. The dense gate (``gate.py``) reads the last two.
+  word pieces the model does not know. The dense gate (``gate.py``) reads the last two;
+* :class:`EmbedsQueries` — ``embed_query(text)``, for asymmetric models (e5's ``query:`` /
+  ``passage:``): a query is embedded with it, a chunk with ``embed_texts``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,21 @@ class ReportsUnknownTokens(Protocol):
     def unknown_token_share(self, texts: Sequence[str]) -> list[float]:
         """For each text, the share (0..1) of its word pieces unknown to the model."""
         ...
+
+
+@runtime_checkable
+class EmbedsQueries(Protocol):
+    """A backend that embeds a query differently from a passage."""
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+def embed_query(backend: EmbeddingBackend, text: str) -> list[float]:
+    """``text``'s query vector: ``embed_query`` where the backend has one, else its
+    ``embed_texts`` vector."""
+    if isinstance(backend, EmbedsQueries):
+        return backend.embed_query(text)
+    return backend.embed_texts([text])[0]
 
 
 def model_namespace(backend: object) -> str:
