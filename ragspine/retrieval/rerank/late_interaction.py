@@ -7,7 +7,8 @@ offline, so the default encoder is the packaged all-MiniLM-L6-v2 (its token stat
 ColBERT-trained projection); ``RAGSPINE_COLBERT_DIR`` names a real ColBERT ONNX export
 (``model.onnx`` whose first output is the token vectors, + ``tokenizer.json``). A candidate's
 token vectors are kept in a bounded per-process cache by its text, so a repeated candidate is
-encoded once.
+encoded once. With the packaged (English) MiniLM, a query the dense gate would not embed —
+mostly CJK, or mostly unknown word pieces — keeps its fused order.
 """
 
 from __future__ import annotations
@@ -30,14 +31,24 @@ DEFAULT_CACHE = 4096
 class MaxSimScorer:
     """A :class:`~ragspine.retrieval.rerank.scored.PairScorer`: MaxSim of token states."""
 
-    def __init__(self, model: OnnxTextModel, *, cache_size: int = DEFAULT_CACHE) -> None:
+    def __init__(self, model: OnnxTextModel, *, cache_size: int = DEFAULT_CACHE, languages: tuple[str, ...] | None = None) -> None:
         self.model = model
+        self.languages = languages  # ("en",) for the packaged MiniLM; None: a model that reads any
         self.cache_size = cache_size
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"MaxSimScorer({self.model!r})"
+
+    def unknown_token_share(self, texts: Sequence[str]) -> list[float]:
+        return self.model.unknown_token_share(texts)
+
+    def reads(self, query: str) -> bool:
+        """The dense gate's rule for this encoder: a query it cannot read keeps the fused order."""
+        from ragspine.retrieval.vector.gate import DenseGate
+
+        return DenseGate(self).query_readable(query)
 
     def _docs(self, texts: Sequence[str]) -> list[np.ndarray]:
         keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
@@ -66,7 +77,8 @@ def colbert_reranker(
 ) -> ScoreReranker:
     """The registry's ``colbert`` factory (see the module docstring); the encoder is
     ``model_dir``, else ``settings`` (default: the environment's) ``colbert_dir``, else the
-    packaged MiniLM."""
+    packaged MiniLM — English, gated like the dense leg."""
+    languages: tuple[str, ...] | None = None
     if model_dir is None:
         if settings is None:
             from ragspine.config import load_settings
@@ -76,6 +88,6 @@ def colbert_reranker(
         if not model_dir:
             from ragspine.retrieval.vector.onnx_backend import packaged_model_dir
 
-            model_dir = packaged_model_dir(settings.cache_dir)
+            model_dir, languages = packaged_model_dir(settings.cache_dir), ("en",)
     model = OnnxTextModel(model_dir, max_tokens=max_tokens, batch_size=batch_size, threads=threads)
-    return ScoreReranker(MaxSimScorer(model, cache_size=cache_size), name="colbert")
+    return ScoreReranker(MaxSimScorer(model, cache_size=cache_size, languages=languages), name="colbert")

@@ -80,6 +80,15 @@ class OnnxTextModel:
     def tokenizer(self) -> Any:
         return self._load()[1]
 
+    def unknown_token_share(self, texts: Sequence[str]) -> list[float]:
+        """Share of each text's word pieces the vocabulary maps to ``[UNK]`` (0 without one)."""
+        tokenizer = self.tokenizer()
+        unk = tokenizer.token_to_id("[UNK]")
+        shares = []
+        for enc in tokenizer.encode_batch(list(texts), add_special_tokens=False):
+            shares.append(0.0 if unk is None or not enc.ids else sum(i == unk for i in enc.ids) / len(enc.ids))
+        return shares
+
     def _batches(self, encodings: list[Any]) -> Any:
         """``(row indices, feed dict)`` per batch, rows sorted by length."""
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))

