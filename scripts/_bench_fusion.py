@@ -18,6 +18,7 @@ with that configuration.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -77,8 +78,11 @@ def _fuse(legs: dict[str, list[str]], dense_weight: float | None) -> list[str]:
 
 def section(
     data_root: Path, sets: list[str], backends: list[str], weights: list[float], rerankers: list[str], depth: int, log: Callable[[str], None],
+    save: Path | None = None,
 ) -> dict[str, Any]:
-    """Every set × backend: the legs, the fusion weights, the rerankers (see the docstring)."""
+    """Every set × backend: the legs, the fusion weights, the rerankers (see the docstring);
+    ``save``: a folder for each set's per-query leg rankings (``<set>-<backend>.legs.json``),
+    so other fusion rules can be tried without embedding again."""
     from ragspine.retrieval.chunking.chunk_store import StoredChunk
     from ragspine.retrieval.rerank.base import make_reranker
     from ragspine.retrieval.types import RetrievalResult
@@ -97,6 +101,9 @@ def section(
                     log(f"  fusion: {data} not found, skipped")
                     continue
                 legs, queries, qrels, texts, info = _legs(data, backend, Path(tmp), log)
+                if save is not None:
+                    save.mkdir(parents=True, exist_ok=True)
+                    (save / f"{name}-{backend_name}.legs.json").write_text(json.dumps({"legs": legs, "qrels": {q: sorted(v) for q, v in qrels.items()}}))
                 rows: dict[str, Any] = {"info": {**info, "dense_queries": sum("vector" in v for v in legs.values())}}
                 rows["bm25"] = _figures({q: v.get("bm25", []) for q, v in legs.items()}, qrels)
                 rows["dense"] = _figures({q: v.get("vector", []) for q, v in legs.items()}, qrels)

@@ -620,6 +620,7 @@ def main() -> int:
     parser.add_argument("--fusion-weights", default="0.5,0.75,1.5,2,3", help="dense-leg RRF weights for --fusion (BM25's is 1)")
     parser.add_argument("--fusion-rerankers", default="colbert", help="rerankers for --fusion (RAGSPINE_RERANKER names; '' = none)")
     parser.add_argument("--rerank-depth", type=int, default=50, help="fused candidates each --fusion-rerankers reranker sees")
+    parser.add_argument("--fusion-save", type=Path, default=None, help="folder for --fusion's per-query leg rankings (to try fusion rules offline)")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
     parser.add_argument("--chunker-sets", default="scifact,xquad-en,xquad-zh,drcd", help="dev sets for --chunkers")
@@ -667,7 +668,7 @@ def main() -> int:
         results["fusion"] = _bench_fusion.section(
             root, [n for n in args.fusion_sets.split(",") if n], [b for b in args.fusion_backends.split(",") if b],
             [float(w) for w in args.fusion_weights.split(",") if w], [r for r in args.fusion_rerankers.split(",") if r],
-            args.rerank_depth, log,
+            args.rerank_depth, log, args.fusion_save,
         )
         print("\n".join(_bench_fusion.table(results["fusion"])))
     if args.chunkers:

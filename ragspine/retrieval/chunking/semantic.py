@@ -17,7 +17,8 @@ Contract:
   never longer than ``max_chars``: a run that would pass the cap is cut at the last sentence
   end that keeps it under. Chunks do not overlap (``overlap_chars`` is validated, and unused).
 * Without a model the constructor raises :class:`~ragspine.errors.ConfigError` naming the fix;
-  it never falls back to another chunking.
+  so does a document the model cannot read (the dense gate's rule: the English MiniLM and a
+  mostly Chinese or Japanese text) — it never falls back to another chunking.
 """
 
 from __future__ import annotations
@@ -30,12 +31,21 @@ from ragspine.errors import BackendError, ConfigError
 from ragspine.retrieval.chunking.assemble import Doc, Piece, SpanChunker
 from ragspine.retrieval.chunking.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 from ragspine.retrieval.chunking.units import sentence_pieces
-from ragspine.retrieval.vector.embedding import EmbeddingBackend
+from ragspine.retrieval.vector.embedding import EmbeddingBackend, model_namespace
+from ragspine.retrieval.vector.gate import DenseGate
 
 NO_MODEL = (
     "RAGSPINE_CHUNKER=semantic needs an embedding model: set RAGSPINE_EMBEDDING=onnx (the [embed-onnx] extra) "
     "with a hybrid retrieval mode, or choose another chunker such as layout"
 )
+
+
+def unreadable(backend: object) -> str:
+    return (
+        f"RAGSPINE_CHUNKER=semantic: the embedding model {model_namespace(backend)} cannot read this document "
+        "(mostly CJK text, or word pieces it does not know), so its similarities would be noise: "
+        "give the library a model that reads it (RAGSPINE_EMBEDDING=e5) or choose another chunker (layout)"
+    )
 
 
 class SemanticChunker(SpanChunker):
@@ -66,6 +76,8 @@ class SemanticChunker(SpanChunker):
         sentences = sentence_pieces(doc.text, self.max_chars)
         if not sentences:
             return
+        if not DenseGate(self.embedding_backend).readable([doc.text])[0]:
+            raise ConfigError(unreadable(self.embedding_backend))
         vectors = self.embedding_backend.embed_texts([doc.text[s:e] for s, e in sentences])
         cut_after = breakpoints(adjacent_similarities(vectors, len(sentences)), self.breakpoint_percentile)
         first = 0  # the current chunk's first sentence

@@ -86,3 +86,14 @@ def test_bad_percentile_and_budget() -> None:
         SemanticChunker(embedding_backend=TopicBackend(), breakpoint_percentile=101)
     with pytest.raises(ValueError, match="max_chars"):
         SemanticChunker(max_chars=0, embedding_backend=TopicBackend())
+
+
+def test_a_document_the_model_cannot_read_is_refused_not_cut_otherwise() -> None:
+    english_only = DeterministicEmbeddingBackend(dim=32)
+    english_only.languages = ("en",)
+    chunker = SemanticChunker(embedding_backend=english_only, max_chars=120, overlap_chars=0)
+    assert chunker.chunk("One sentence. Another one here.", "en")  # English: cut
+    with pytest.raises(ConfigError, match="cannot read this document.*RAGSPINE_EMBEDDING=e5"):
+        chunker.chunk("数据处理者应当建立数据安全管理制度。第二句话在这里。", "zh")
+    multilingual = DeterministicEmbeddingBackend(dim=32)  # declares no languages: reads every script
+    assert SemanticChunker(embedding_backend=multilingual, max_chars=120, overlap_chars=0).chunk("数据安全。第二句。", "zh")
