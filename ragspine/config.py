@@ -102,6 +102,10 @@ SETTINGS: dict[str, Setting] = {
     "compression_chars": Setting(
         "RAGSPINE_COMPRESSION_CHARS", 480, "compression: a result's prompt_text keeps at most this many characters of sentences", int
     ),
+    "library_fusion": Setting(
+        "RAGSPINE_LIBRARY_FUSION", "confidence",
+        "how several libraries' results are fused: rrf (rank 1 of each alike) | confidence (weighted by each library's best BM25 match)",
+    ),
     "library_router": _named("RAGSPINE_LIBRARY_ROUTER", "none", "which libraries a query searches", LIBRARY_ROUTERS),
     "filter_extractor": _named("RAGSPINE_FILTER_EXTRACTOR", "none", "automatic filters from the query", FILTER_EXTRACTORS),
     "llm": _named("RAGSPINE_LLM", "none", "language model provider (judge, router, extractor)", LLM_PROVIDERS),
@@ -205,6 +209,7 @@ class Settings:
     mmr_lambda: float
     context_chars: int
     compression_chars: int
+    library_fusion: str
     library_router: str
     filter_extractor: str
     llm: str
@@ -285,6 +290,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
     weights = parse_weights(values["fusion_weights"])
     values["fusion_weights"] = format_weights(weights) if weights else None
+    values["library_fusion"] = str(values["library_fusion"]).strip().lower()
+    if values["library_fusion"] not in ("rrf", "confidence"):
+        raise ConfigError(f"RAGSPINE_LIBRARY_FUSION={values['library_fusion']!r}: choose rrf or confidence")
     values["chunk_packing"] = str(values["chunk_packing"]).strip().lower()
     if values["chunk_packing"] not in ("pack", "unit"):
         raise ConfigError(f"RAGSPINE_CHUNK_PACKING={values['chunk_packing']!r}: choose pack or unit")

@@ -500,6 +500,7 @@ class Stack:
             descriptions=descriptions,
             rrf_k=self.settings.rrf_k,
             retry_without_filters=retry_without_filters,
+            library_fusion=self.settings.library_fusion,
         )
 
 

@@ -620,6 +620,9 @@ def main() -> int:
     parser.add_argument("--fusion-weights", default="0.5,0.75,1.5,2,3", help="dense-leg RRF weights for --fusion (BM25's is 1)")
     parser.add_argument("--fusion-rerankers", default="colbert", help="rerankers for --fusion (RAGSPINE_RERANKER names; '' = none)")
     parser.add_argument("--rerank-depth", type=int, default=50, help="fused candidates each --fusion-rerankers reranker sees")
+    parser.add_argument("--libraries", default=None, metavar="SET,SET",
+                        help="several dev sets as separate libraries, each set's queries over all: RRF vs confidence library fusion")
+    parser.add_argument("--libraries-mode", default="economy", help="retrieval mode for --libraries")
     parser.add_argument("--fusion-save", type=Path, default=None, help="folder for --fusion's per-query leg rankings (to try fusion rules offline)")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
@@ -641,7 +644,7 @@ def main() -> int:
     if args.all:
         args.quality = args.speed = args.embedding = True
         args.scale = args.scale or DEFAULT_SCALE
-    if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion):
+    if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -661,6 +664,12 @@ def main() -> int:
         results["quality"] = section_quality(args, corpus, queries, qrels)
     if args.scale:
         results["scale"] = section_scale(args)
+    if args.libraries:
+        import _bench_libraries
+
+        root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
+        results["libraries"] = _bench_libraries.section(root, [n for n in args.libraries.split(",") if n], args.libraries_mode, log)
+        print("\n".join(_bench_libraries.table(results["libraries"])))
     if args.fusion:
         import _bench_fusion
 

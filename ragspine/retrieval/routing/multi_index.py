@@ -29,6 +29,26 @@ from ragspine.retrieval.routing.base import LibraryRouter
 log = logging.getLogger(__name__)
 
 
+#: How libraries' rankings are fused: ``rrf`` (each library's rank 1 counts alike) or
+#: ``confidence`` (each library's RRF weighted by how well its best hit matched, see
+#: :func:`confidence_weights`).
+LIBRARY_FUSIONS = ("rrf", "confidence")
+
+
+def confidence_weights(rankings: Sequence[Sequence[dict[str, Any]]]) -> list[float] | None:
+    """One weight per library ranking: its best BM25 score over the best of every library's
+    (so the best-matching library weighs 1, one whose best hit matched half as well 0.5).
+    BM25 scores of two libraries are not exactly comparable (each has its own statistics), but
+    a library whose best hit shares few of the query's terms scores far below one whose hits
+    share many — enough that its rank 1 no longer outranks the other's strong ones. ``None``
+    (plain RRF) when no library has a BM25 score (vector-only search)."""
+    best = [max((float(s.get("scores", {}).get("bm25", 0.0)) for s in ranking), default=0.0) for ranking in rankings]
+    top = max(best, default=0.0)
+    if top <= 0:
+        return None
+    return [b / top for b in best]
+
+
 class MultiIndexRetriever:
     """A :class:`NarrativeRetriever` over several libraries."""
 
@@ -40,9 +60,13 @@ class MultiIndexRetriever:
         descriptions: Mapping[str, str] | None = None,
         rrf_k: int = DEFAULT_RRF_K,
         retry_without_filters: bool = False,
+        library_fusion: str = "confidence",
     ) -> None:
         if not retrievers:
             raise ValueError("MultiIndexRetriever needs at least one library")
+        if library_fusion not in LIBRARY_FUSIONS:
+            raise ValueError(f"library_fusion must be one of {', '.join(LIBRARY_FUSIONS)}, got {library_fusion!r}")
+        self.library_fusion = library_fusion
         self.retrievers = dict(retrievers)
         self.router = router
         self.descriptions = dict(descriptions or {})
@@ -102,9 +126,10 @@ class MultiIndexRetriever:
         rankings: list[Sequence[tuple[str, str]]] = [
             [(lib, s["chunk_id"]) for s in snippets] for lib, snippets in per_library.items()
         ]
+        weights = confidence_weights(list(per_library.values())) if self.library_fusion == "confidence" else None
         by_key = {(lib, s["chunk_id"]): s for lib, snippets in per_library.items() for s in snippets}
         out = []
-        for (lib, chunk_id), fused in sort_fused(rrf_fuse(rankings, k=self.rrf_k))[:top_k]:
+        for (lib, chunk_id), fused in sort_fused(rrf_fuse(rankings, k=self.rrf_k, weights=weights))[:top_k]:
             snippet = dict(by_key[(lib, chunk_id)])
             snippet["library_id"] = lib
             snippet["scores"] = {**snippet.get("scores", {}), "fused": fused}

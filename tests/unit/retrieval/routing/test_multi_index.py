@@ -148,3 +148,27 @@ def test_over_real_libraries_with_the_keyword_router(sqlite_db):
     both = multi.retrieve("third quarter")  # no description overlap: every library
     assert sorted(s["library_id"] for s in both) == ["finance", "support"]
     assert all(s["chunk_id"] == "doc#0" for s in both)
+
+
+def scored(chunk_id: str, bm25: float) -> dict[str, Any]:
+    return snip(chunk_id, scores={"bm25": bm25, "vector": 0.0, "fused": 0.5})
+
+
+def test_confidence_fusion_keeps_a_weak_librarys_best_hit_below_a_strong_librarys_hits():
+    cmake = Fixed([scored("cmake-install#0", 12.6), scored("cmake-build#0", 11.0), scored("cmake-ctest#0", 9.0)])
+    zstd = Fixed([scored("zstd-readme#0", 6.6), scored("zstd-api#0", 3.0)])
+    plain = MultiIndexRetriever({"cmake": cmake, "zstd": zstd}, library_fusion="rrf").retrieve("how do I install with cmake")
+    assert [s["chunk_id"] for s in plain][:2] == ["cmake-install#0", "zstd-readme#0"]  # interleaved: rank 1 of each alike
+    weighted = MultiIndexRetriever({"cmake": cmake, "zstd": zstd}, library_fusion="confidence").retrieve("how do I install with cmake")
+    assert [s["chunk_id"] for s in weighted][:3] == ["cmake-install#0", "cmake-build#0", "cmake-ctest#0"]
+    # by hand: cmake weighs 1, zstd 6.6 / 12.6; zstd's rank 1 then scores below cmake's rank 3
+    assert weighted[3]["scores"]["fused"] == pytest.approx((6.6 / 12.6) / 61)
+    assert {s["library_id"] for s in weighted} == {"cmake", "zstd"}  # nothing dropped, provenance kept
+
+
+def test_confidence_fusion_without_bm25_scores_is_plain_rrf():
+    a, b = Fixed([scored("x#0", 0.0)]), Fixed([scored("y#0", 0.0)])
+    plain = MultiIndexRetriever({"A": a, "B": b}, library_fusion="rrf").retrieve("q")
+    assert MultiIndexRetriever({"A": a, "B": b}).retrieve("q") == plain  # confidence is the default
+    with pytest.raises(ValueError, match="library_fusion"):
+        MultiIndexRetriever({"A": a}, library_fusion="magic")
