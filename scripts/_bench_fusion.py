@@ -138,3 +138,28 @@ def table(results: dict[str, Any]) -> list[str]:
                 continue
             lines.append(f"| {name} | {config} | {f['ndcg@10']:.3f} | {f['recall@100']:.3f} | {f['r@1']:.3f} | {f.get('rerank_ms_p50', '')} |")
     return lines
+
+
+def throughput(data_root: Path, sets: list[str], backends: list[str], n: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """Texts/s of each embedding backend on the first ``n`` documents of each set, in one process,
+    the backends alternating batch by batch (so machine load hits them alike)."""
+    from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
+
+    built = {name: make_embedding_backend(name) for name in backends}
+    out: dict[str, Any] = {}
+    for name in sets:
+        corpus, _, _ = load_beir(data_root / name)
+        texts = list(corpus.values())[:n]
+        for backend in built.values():
+            backend.embed_texts(texts[:2])  # load the model
+        took = dict.fromkeys(built, 0.0)
+        for start in range(0, len(texts), 16):
+            batch = texts[start:start + 16]
+            for bname, backend in (built.items() if (start // 16) % 2 == 0 else list(built.items())[::-1]):
+                t0 = time.perf_counter()
+                backend.embed_texts(batch)
+                took[bname] += time.perf_counter() - t0
+        chars = sum(len(t) for t in texts) / max(len(texts), 1)
+        out[name] = {b: {"texts_per_s": round(len(texts) / s, 2), "mean_chars": round(chars)} for b, s in took.items()}
+        log(f"  throughput: {name}: " + ", ".join(f"{b} {v['texts_per_s']} texts/s" for b, v in out[name].items()))
+    return out

@@ -623,6 +623,8 @@ def main() -> int:
     parser.add_argument("--libraries", default=None, metavar="SET,SET",
                         help="several dev sets as separate libraries, each set's queries over all: RRF vs confidence library fusion")
     parser.add_argument("--libraries-mode", default="economy", help="retrieval mode for --libraries")
+    parser.add_argument("--embed-compare", default=None, metavar="BACKEND,BACKEND",
+                        help="texts/s of these embedding backends side by side on --fusion-sets (first --embed-texts documents)")
     parser.add_argument("--fusion-save", type=Path, default=None, help="folder for --fusion's per-query leg rankings (to try fusion rules offline)")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
@@ -644,7 +646,7 @@ def main() -> int:
     if args.all:
         args.quality = args.speed = args.embedding = True
         args.scale = args.scale or DEFAULT_SCALE
-    if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries):
+    if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -670,6 +672,12 @@ def main() -> int:
         root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
         results["libraries"] = _bench_libraries.section(root, [n for n in args.libraries.split(",") if n], args.libraries_mode, log)
         print("\n".join(_bench_libraries.table(results["libraries"])))
+    if args.embed_compare:
+        import _bench_fusion
+
+        root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
+        results["embed_compare"] = _bench_fusion.throughput(
+            root, [n for n in args.fusion_sets.split(",") if n], [b for b in args.embed_compare.split(",") if b], args.embed_texts, log)
     if args.fusion:
         import _bench_fusion
 

