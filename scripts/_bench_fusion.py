@@ -8,8 +8,12 @@ has no dense leg), then fused offline:
 
 * ``bm25`` and ``dense`` alone, ``rrf`` (equal weights, today's default) and weighted RRF with
   the dense leg's weight in ``--fusion-weights`` (BM25's weight 1);
-* each reranker of ``--fusion-rerankers`` over the top ``--rerank-depth`` of today's fusion,
-  through ``ScoreReranker`` (what ``RAGSPINE_RERANKER`` runs), with its per-query latency.
+* each reranker of ``--fusion-rerankers`` over the top ``--rerank-depth`` of today's fusion
+  (hybrid) and of BM25 alone (economy), through ``ScoreReranker`` (what ``RAGSPINE_RERANKER``
+  runs), with its per-query latency.
+
+``--fusion-save DIR`` writes each set's per-query legs (ids and scores), queries and qrels, so
+other fusion rules can be tried offline.
 
 nDCG@10, Recall@100 and R@1 (the gold item first) are computed with the same code as the rest
 of the bench. The rankings are what the pipeline fuses, so a figure here is what a user gets
@@ -50,12 +54,16 @@ def _legs(data: Path, backend: Any, workdir: Path, log: Callable[[str], None]) -
     embed_s = time.perf_counter() - t0
     log(f"  fusion: {data.name}: {len(corpus)} documents, {embedded} embedded in {embed_s:.0f} s")
     legs: dict[str, dict[str, list[str]]] = {}
+    scores: dict[str, dict[str, list[float]]] = {}
     for qid, text in queries.items():
         found = pipe.retriever.rankings(text, depth=100)
         legs[qid] = {leg: [cid.rsplit("#", 1)[0] for cid, _ in ranking] for leg, ranking in found.items()}
+        scores[qid] = {leg: [round(float(score), 5) for _, score in ranking] for leg, ranking in found.items()}
+    info_scores = scores
     texts = {doc_id: text for doc_id, text in corpus.items()}
     store.close()
-    return legs, queries, qrels, texts, {"documents": len(corpus), "queries": len(queries), "embedded": embedded, "embed_s": round(embed_s, 1)}
+    return legs, queries, qrels, texts, {"documents": len(corpus), "queries": len(queries), "embedded": embedded, "embed_s": round(embed_s, 1),
+                                         "scores": info_scores}
 
 
 def _r_at_1(runs: dict[str, list[str]], qrels: dict[str, set[str]]) -> float:
@@ -101,9 +109,11 @@ def section(
                     log(f"  fusion: {data} not found, skipped")
                     continue
                 legs, queries, qrels, texts, info = _legs(data, backend, Path(tmp), log)
+                leg_scores = info.pop("scores")
                 if save is not None:
                     save.mkdir(parents=True, exist_ok=True)
-                    (save / f"{name}-{backend_name}.legs.json").write_text(json.dumps({"legs": legs, "qrels": {q: sorted(v) for q, v in qrels.items()}}))
+                    (save / f"{name}-{backend_name}.legs.json").write_text(json.dumps(
+                        {"legs": legs, "scores": leg_scores, "queries": queries, "qrels": {q: sorted(v) for q, v in qrels.items()}}))
                 rows: dict[str, Any] = {"info": {**info, "dense_queries": sum("vector" in v for v in legs.values())}}
                 rows["bm25"] = _figures({q: v.get("bm25", []) for q, v in legs.items()}, qrels)
                 rows["dense"] = _figures({q: v.get("vector", []) for q, v in legs.items()}, qrels)
@@ -111,20 +121,21 @@ def section(
                 for w in weights:
                     rows[f"rrf dense×{w:g}"] = _figures({q: _fuse(v, w) for q, v in legs.items()}, qrels)
                 fused = {q: _fuse(v, None) for q, v in legs.items()}
-                for rname, reranker in built.items():
+                lexical = {q: v.get("bm25", []) for q, v in legs.items()}
+                for (rname, reranker), (base, ranking) in ((r, b) for r in built.items() for b in (("rrf", fused), ("bm25", lexical))):
                     if reranker is None:
                         continue
                     runs, times = {}, []
-                    for qid, ranked in fused.items():
+                    for qid, ranked in ranking.items():
                         head = [RetrievalResult(StoredChunk(chunk_id=f"{d}#0", doc_id=d, text=texts[d]), {"fused": 1.0 / (i + 1)})
                                 for i, d in enumerate(ranked[:depth])]
                         t0 = time.perf_counter()
                         order = reranker.rerank(queries[qid], head)
                         times.append(1000 * (time.perf_counter() - t0))
                         runs[qid] = [r.chunk.doc_id for r in order] + ranked[depth:]
-                    rows[f"rrf + {rname}@{depth}"] = {**_figures(runs, qrels), "rerank_ms_p50": round(percentile(times, 50), 1),
+                    rows[f"{base} + {rname}@{depth}"] = {**_figures(runs, qrels), "rerank_ms_p50": round(percentile(times, 50), 1),
                                                       "rerank_ms_p95": round(percentile(times, 95), 1)}
-                    log(f"  fusion: {name} {rname}@{depth}: p50 {percentile(times, 50):.0f} ms")
+                    log(f"  fusion: {name} {base} + {rname}@{depth}: p50 {percentile(times, 50):.0f} ms")
                 out[f"{name} / {backend_name}"] = rows
     return out
 
