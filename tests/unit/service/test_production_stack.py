@@ -57,3 +57,12 @@ def test_postgres_pgvector_redis(tmp_path, pg_schema, redis_namespace) -> None:
         assert len(list(cache.scan_iter(match=f"{prefix}emb:*"))) == 1  # only globex's entry is left
         cache.close()
         assert retrieve(client, globex, "turbines").json()["snippets"][0]["doc_id"] == "d1"
+        # a library's ranking is kept in PostgreSQL (migration 0009) and applied
+        made = new_library(client, globex, "ranked", rerank_depth=20, postprocessor="lost_in_middle", fusion_weights="vector=0.5")
+        shown = client.get("/v1/libraries/ranked", headers=globex).json()
+        assert [shown[k] for k in ("reranker", "rerank_depth", "postprocessor", "fusion_weights")] == ["none", 20, "lost_in_middle", "vector=0.5"]
+        assert made["fusion_weights"] == "vector=0.5"
+        ingest(client, globex, "ranked", *(doc(f"r{i}", "Turbine blades. " + "Other words. " * i) for i in range(1, 4)))
+        ranked = [s["doc_id"] for s in retrieve(client, globex, "turbine blades", libraries=["ranked"], top_k=3).json()["snippets"]]
+        plain = [s["doc_id"] for s in retrieve(client, globex, "turbine blades", libraries=["ranked"], top_k=3, postprocessor="none").json()["snippets"]]
+        assert ranked == [plain[0], plain[2], plain[1]]  # lost_in_middle: ranks 1, 3, 2
