@@ -13,10 +13,7 @@ mostly CJK, or mostly unknown word pieces — keeps its fused order.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import threading
-from collections import OrderedDict
 from typing import Any, Sequence
 
 import numpy as np
@@ -24,6 +21,7 @@ import numpy as np
 from ragspine.retrieval.rerank.maxsim import maxsim_many
 from ragspine.retrieval.rerank.onnx_model import DEFAULT_MAX_TOKENS, OnnxTextModel
 from ragspine.retrieval.rerank.scored import ScoreReranker
+from ragspine.retrieval.rerank.text_cache import TextCache
 
 DEFAULT_CACHE = 4096
 
@@ -34,9 +32,7 @@ class MaxSimScorer:
     def __init__(self, model: OnnxTextModel, *, cache_size: int = DEFAULT_CACHE, languages: tuple[str, ...] | None = None) -> None:
         self.model = model
         self.languages = languages  # ("en",) for the packaged MiniLM; None: a model that reads any
-        self.cache_size = cache_size
-        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: TextCache[np.ndarray] = TextCache(cache_size)
 
     def __repr__(self) -> str:
         return f"MaxSimScorer({self.model!r})"
@@ -50,25 +46,9 @@ class MaxSimScorer:
 
         return DenseGate(self).query_readable(query)
 
-    def _docs(self, texts: Sequence[str]) -> list[np.ndarray]:
-        keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
-        with self._lock:
-            found = {k: self._cache[k] for k in keys if k in self._cache}
-        todo = list(dict.fromkeys(k for k in keys if k not in found))
-        if todo:
-            first = {k: i for i, k in reversed(list(enumerate(keys)))}
-            for k, states in zip(todo, self.model.token_states([texts[first[k]] for k in todo])):
-                found[k] = states
-            with self._lock:
-                for k in todo:
-                    self._cache[k] = found[k]
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-        return [found[k] for k in keys]
-
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         (q,) = self.model.token_states([query])
-        return maxsim_many(q, self._docs(texts))
+        return maxsim_many(q, self._cache.get_many(texts, self.model.token_states))
 
 
 def colbert_reranker(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -25,6 +25,22 @@ from ragspine.errors import BackendError, ConfigError
 from ragspine.retrieval.vector.embedding_backends import require_onnx
 
 DEFAULT_MAX_TOKENS = 256
+
+
+def pad_batches(encodings: Sequence[Any], batch_size: int) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
+    """``(row indices, {"input_ids", "attention_mask", "token_type_ids"})`` per batch of
+    tokenizer encodings, rows sorted by length and padded to the batch's longest."""
+    order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+    for b in range(0, len(order), batch_size):
+        rows = order[b:b + batch_size]
+        width = max(len(encodings[i].ids) for i in rows)
+        feed = {name: np.zeros((len(rows), width), dtype=np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
+        for r, i in enumerate(rows):
+            enc, n = encodings[i], len(encodings[i].ids)
+            feed["input_ids"][r, :n] = enc.ids
+            feed["attention_mask"][r, :n] = 1
+            feed["token_type_ids"][r, :n] = enc.type_ids
+        yield rows, feed
 
 
 class OnnxTextModel:
@@ -89,24 +105,10 @@ class OnnxTextModel:
             shares.append(0.0 if unk is None or not enc.ids else sum(i == unk for i in enc.ids) / len(enc.ids))
         return shares
 
-    def _batches(self, encodings: list[Any]) -> Any:
-        """``(row indices, feed dict)`` per batch, rows sorted by length."""
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        for b in range(0, len(order), self.batch_size):
-            rows = order[b:b + self.batch_size]
-            width = max(len(encodings[i].ids) for i in rows)
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            types = np.zeros((len(rows), width), dtype=np.int64)
-            for r, i in enumerate(rows):
-                enc = encodings[i]
-                n = len(enc.ids)
-                ids[r, :n] = enc.ids
-                mask[r, :n] = 1
-                types[r, :n] = enc.type_ids
-            feed = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feed["token_type_ids"] = types
+    def _batches(self, encodings: list[Any]) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
+        for rows, feed in pad_batches(encodings, self.batch_size):
+            if "token_type_ids" not in self._inputs:
+                del feed["token_type_ids"]
             yield rows, feed
 
     def pair_logits(self, query: str, texts: Sequence[str]) -> np.ndarray:

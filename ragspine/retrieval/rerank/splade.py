@@ -21,21 +21,21 @@ kept. A candidate's term weights are kept in a bounded per-process cache by its 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import math
 import os
 import struct
 import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from ragspine.errors import BackendError, ConfigError
+from ragspine.retrieval.rerank.onnx_model import pad_batches
 from ragspine.retrieval.rerank.scored import ScoreReranker
+from ragspine.retrieval.rerank.text_cache import TextCache
 
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_CACHE = 8192
@@ -190,15 +190,8 @@ class SpladeModel:
         _, tokenizer = self._load()
         encodings = tokenizer.encode_batch(list(texts))
         out: list[Sparse] = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))] * len(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for s in range(0, len(order), self.batch_size):
-            rows = order[s:s + self.batch_size]
-            width = max(len(encodings[i].ids) for i in rows)
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for r, i in enumerate(rows):
-                ids[r, : len(encodings[i].ids)] = encodings[i].ids
-                mask[r, : len(encodings[i].ids)] = 1
+        for rows, feed in pad_batches(encodings, self.batch_size):
+            ids, mask = feed["input_ids"], feed["attention_mask"]
             weights = np.log1p(np.maximum(self._forward(ids, mask), 0.0))
             for r, i in enumerate(rows):
                 nz = np.flatnonzero(weights[r] > 0)
@@ -218,9 +211,7 @@ class SpladeScorer:
 
     def __init__(self, model: SpladeModel, *, cache_size: int = DEFAULT_CACHE) -> None:
         self.model = model
-        self.cache_size = cache_size
-        self._cache: OrderedDict[bytes, Sparse] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: TextCache[Sparse] = TextCache(cache_size)
 
     def __repr__(self) -> str:
         return f"SpladeScorer({self.model!r})"
@@ -231,24 +222,9 @@ class SpladeScorer:
 
         return DenseGate(self).query_readable(query)
 
-    def _docs(self, texts: Sequence[str]) -> list[Sparse]:
-        keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
-        with self._lock:
-            found = {k: self._cache[k] for k in keys if k in self._cache}
-        todo = list(dict.fromkeys(k for k in keys if k not in found))
-        if todo:
-            first = {k: i for i, k in reversed(list(enumerate(keys)))}
-            found.update(zip(todo, self.model.encode([texts[first[k]] for k in todo])))
-            with self._lock:
-                for k in todo:
-                    self._cache[k] = found[k]
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-        return [found[k] for k in keys]
-
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         (q,) = self.model.encode([query])
-        return [sparse_dot(q, d) for d in self._docs(texts)]
+        return [sparse_dot(q, d) for d in self._cache.get_many(texts, self.model.encode)]
 
 
 def splade_reranker(
