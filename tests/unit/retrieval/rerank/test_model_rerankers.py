@@ -168,3 +168,20 @@ def test_colbert_with_the_english_minilm_keeps_a_chinese_querys_fused_order() ->
     zh = [result("x", "数据安全管理制度。", 0.05), result("y", "年度利润下降。", 0.04)]
     out = colbert_reranker().rerank("数据安全", zh)
     assert [r.chunk.doc_id for r in out] == ["x", "y"] and all("rerank" not in r.scores for r in out)
+
+
+def test_a_model_reranker_takes_precedence_over_the_listwise_judge(tmp_path) -> None:
+    from ragspine.retrieval.link.narrative_link import build_narrative_retriever
+    from ragspine.testing.llm import ScriptedLLMProvider
+
+    class Flat:
+        def score(self, query, texts):
+            return [0.0] * len(texts)
+
+    model = ScoreReranker(Flat(), name="flat")
+    retriever, store = build_narrative_retriever(tmp_path / "p.db", ScriptedLLMProvider(["0"]), reranker=model)
+    assert retriever.index.reranker is model
+    store.close()
+    retriever, store = build_narrative_retriever(tmp_path / "q.db", ScriptedLLMProvider(["0"]))
+    assert type(retriever.index.reranker).__name__ == "ListwiseReranker"  # the seed's default with a provider
+    store.close()
