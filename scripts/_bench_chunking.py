@@ -171,6 +171,7 @@ def passages(data: Path, configs: list[Config], backend: Any, log: Callable[[str
 
 def section(
     data_root: Path, chunkers: list[str], modes: list[str], sets: list[str], log: Callable[[str], None], budgets: list[int] | None = None,
+    headers: tuple[str, ...] = ("none", "header"),
 ) -> dict[str, Any]:
     """Every (chunker, budget, contextual, mode) on every set found under ``data_root``."""
     backend = None
@@ -180,7 +181,7 @@ def section(
         backend = make_embedding_backend("auto")
         if backend is None:
             raise SystemExit("hybrid runs need the [embed-onnx] extra: scripts/install embed-onnx,test")
-    configs = [(c, b, h, m) for m in modes for c in chunkers for b in (budgets or [480]) for h in ("none", "header")
+    configs = [(c, b, h, m) for m in modes for c in chunkers for b in (budgets or [480]) for h in headers
                if not (c == "semantic" and m == "economy")]  # semantic needs the embedding model
     out: dict[str, Any] = {}
     for name in sets:

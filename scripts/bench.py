@@ -627,6 +627,7 @@ def main() -> int:
                         help="texts/s of these embedding backends side by side on --fusion-sets (first --embed-texts documents)")
     parser.add_argument("--fusion-save", type=Path, default=None, help="folder for --fusion's per-query leg rankings (to try fusion rules offline)")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
+    parser.add_argument("--chunker-headers", default="none,header", help="contextual settings for --chunkers (none, header or both)")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
     parser.add_argument("--chunker-sets", default="scifact,xquad-en,xquad-zh,drcd", help="dev sets for --chunkers")
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding the dev sets (default: the --data folder's parent)")
@@ -695,6 +696,7 @@ def main() -> int:
         results["chunkers"] = _bench_chunking.section(
             root, [c for c in args.chunkers.split(",") if c], [m for m in args.chunker_modes.split(",") if m],
             [n for n in args.chunker_sets.split(",") if n], log, [int(b) for b in args.chunk_chars.split(",") if b],
+            tuple(h for h in args.chunker_headers.split(",") if h),
         )
         print("\n".join(_bench_chunking.table(results["chunkers"])))
     results["environment"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
