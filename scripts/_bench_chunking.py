@@ -151,6 +151,7 @@ def scifact(data: Path, configs: list[Config], backend: Any, log: Callable[[str]
             run = _run(pipe, list(rows.values()), queries,
                        lambda qid, snippets: list(dict.fromkeys(s["doc_id"] for s in snippets))[:DEPTH])
             out[_label(config)] = {**evaluate(run.pop("results"), qrels), **run}
+            log(f"  chunkers: scifact {_label(config)}: nDCG@10 {out[_label(config)]['ndcg@10']:.4f}, R@100 {out[_label(config)]['recall@100']:.3f}")
     return out
 
 
@@ -166,6 +167,7 @@ def passages(data: Path, configs: list[Config], backend: Any, log: Callable[[str
             pipe = _pipeline(Path(tmp), data.name, chunker, contextual, mode, backend, chars)
             run = _run(pipe, docs, queries, lambda qid, snippets: passage_hits(snippets, gold[qid]))
             out[_label(config)] = {**passage_scores(list(run.pop("results").values())), **run}
+            log(f"  chunkers: {data.name} {_label(config)}: nDCG@10 {out[_label(config)]['ndcg@10']:.4f}, R@100 {out[_label(config)]['recall@100']:.3f}")
     return out
 
 
