@@ -295,7 +295,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     from ragspine.retrieval.fusion.weights import format_weights, parse_weights
 
     weights = parse_weights(values["fusion_weights"])
-    values["fusion_weights"] = format_weights(weights) if weights else None
+    values["fusion_weights"] = format_weights(weights) if weights is not None else None
     values["library_fusion"] = str(values["library_fusion"]).strip().lower()
     if values["library_fusion"] not in ("rrf", "confidence"):
         raise ConfigError(f"RAGSPINE_LIBRARY_FUSION={values['library_fusion']!r}: choose rrf or confidence")

@@ -84,6 +84,18 @@ def _fuse(legs: dict[str, list[str]], dense_weight: float | None) -> list[str]:
     return [k for k, _ in sort_fused(rrf_fuse([legs[n] for n in names], weights=weights))]
 
 
+def _fuse_adaptive(legs: dict[str, list[str]], scores: dict[str, list[float]]) -> list[str]:
+    """``RAGSPINE_FUSION_WEIGHTS=adaptive`` over one query's legs (what HybridRetriever does)."""
+    from ragspine.retrieval.fusion import rrf_fuse, sort_fused
+    from ragspine.retrieval.fusion.weights import ADAPTIVE
+
+    names = list(legs)
+    if len(names) == 1:
+        return legs[names[0]]
+    weights = ADAPTIVE.weights([scores[n] for n in names])
+    return [k for k, _ in sort_fused(rrf_fuse([legs[n] for n in names], weights=weights))]
+
+
 def section(
     data_root: Path, sets: list[str], backends: list[str], weights: list[float], rerankers: list[str], depth: int, log: Callable[[str], None],
     save: Path | None = None,
@@ -120,6 +132,7 @@ def section(
                 rows["rrf"] = _figures({q: _fuse(v, None) for q, v in legs.items()}, qrels)
                 for w in weights:
                     rows[f"rrf dense×{w:g}"] = _figures({q: _fuse(v, w) for q, v in legs.items()}, qrels)
+                rows["rrf adaptive"] = _figures({q: _fuse_adaptive(v, leg_scores[q]) for q, v in legs.items()}, qrels)
                 fused = {q: _fuse(v, None) for q, v in legs.items()}
                 lexical = {q: v.get("bm25", []) for q, v in legs.items()}
                 for (rname, reranker), (base, ranking) in ((r, b) for r in built.items() for b in (("rrf", fused), ("bm25", lexical))):

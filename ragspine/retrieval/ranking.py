@@ -40,7 +40,7 @@ class Ranking:
         weights = parse_weights(fusion_weights, where="fusion_weights")
         if not isinstance(rerank_depth, int) or not 1 <= rerank_depth <= MAX_RERANK_DEPTH:
             raise ConfigError(f"rerank_depth must be within 1..{MAX_RERANK_DEPTH}, got {rerank_depth!r}")
-        return cls(RERANKERS.canonical(reranker), chain, format_weights(weights) if weights else None, rerank_depth)
+        return cls(RERANKERS.canonical(reranker), chain, format_weights(weights) if weights is not None else None, rerank_depth)
 
 
 @dataclass(frozen=True)

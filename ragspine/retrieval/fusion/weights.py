@@ -5,7 +5,7 @@ A search's fused score of a chunk is ``sum over rankings of weight(leg) / (k + r
 the request (:func:`request_weights`, which the service sets from ``/v1/retrieve``), the
 library (its pipeline's ``leg_weights``: a service library's ``fusion_weights``), else
 ``RAGSPINE_FUSION_WEIGHTS``. Unset everywhere, no weights are applied at all: RRF is computed
-exactly as the seed computes it.
+exactly as the seed computes it. ``adaptive`` (:class:`AdaptiveWeights`) chooses them per query.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Sequence
 
 from ragspine.errors import ConfigError
 
@@ -22,6 +22,32 @@ LEGS = ("bm25", "vector")
 MAX_WEIGHT = 100.0
 
 LegWeights = Mapping[str, float]
+
+
+class AdaptiveWeights(dict[str, float]):
+    """``RAGSPINE_FUSION_WEIGHTS=adaptive``: weights chosen per query from how clearly each
+    ranking's best hit stands out of its own list — its z-score, ``(s_1 - mean) / std`` over the
+    ranking's scores (BM25 scores or cosines alike: the z-score has no unit). Each ranking's
+    weight is its z-score over the mean z-score of the query's rankings (so they sum to the
+    number of rankings, as unweighted RRF's); a ranking too short to tell (under 3 scores) or a
+    non-positive z-score leaves every weight 1."""
+
+    def weights(self, rankings: Sequence[Sequence[float]]) -> list[float] | None:
+        zs = []
+        for scores in rankings:
+            if len(scores) < 3:
+                return None
+            mean = sum(scores) / len(scores)
+            std = math.sqrt(sum((x - mean) ** 2 for x in scores) / len(scores))
+            z = (max(scores) - mean) / std if std > 0 else 0.0
+            if z <= 0:
+                return None
+            zs.append(z)
+        total = sum(zs)
+        return [len(zs) * z / total for z in zs] if zs else None
+
+
+ADAPTIVE = AdaptiveWeights()
 
 _REQUEST: ContextVar[LegWeights | None] = ContextVar("ragspine_fusion_weights", default=None)
 
@@ -32,9 +58,13 @@ def parse_weights(spec: str | Mapping[str, object] | None, *, where: str = "RAGS
     ``ConfigError`` naming ``where``."""
     if spec is None:
         return None
+    if isinstance(spec, AdaptiveWeights):
+        return ADAPTIVE
     if isinstance(spec, str):
         if not spec.strip() or spec.strip().lower() in ("none", "default"):
             return None
+        if spec.strip().lower() == "adaptive":
+            return ADAPTIVE
         pairs: list[tuple[str, object]] = []
         for part in spec.split(","):
             if not part.strip():
@@ -64,7 +94,9 @@ def parse_weights(spec: str | Mapping[str, object] | None, *, where: str = "RAGS
 
 
 def format_weights(weights: LegWeights | None) -> str:
-    """``"bm25=1,vector=0.5"`` (``"none"`` for no weights)."""
+    """``"bm25=1,vector=0.5"`` (``"none"`` for no weights, ``"adaptive"``)."""
+    if isinstance(weights, AdaptiveWeights):
+        return "adaptive"
     return ",".join(f"{k}={v:g}" for k, v in weights.items()) if weights else "none"
 
 

@@ -27,7 +27,7 @@ from ragspine.retrieval.chunking.chunk_store import ChunkStore, FollowableStore,
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.filtering.filters import MetadataFilter, combine_filters
 from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
-from ragspine.retrieval.fusion.weights import LegWeights, effective_weights
+from ragspine.retrieval.fusion.weights import AdaptiveWeights, LegWeights, effective_weights
 from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
@@ -185,6 +185,7 @@ class HybridRetriever:
         """:meth:`fuse`, and whether every fused candidate was looked at (none left over)."""
         rankings: list[list[str]] = []
         ranking_legs: list[str] = []
+        ranking_scores: list[list[float]] = []
         best: dict[str, dict[str, float]] = {}  # leg -> chunk_id -> its best score over the queries
         scored: dict[str, int] = {}
         for legs in legs_per_query:
@@ -192,13 +193,17 @@ class HybridRetriever:
             for leg, ranking in legs.items():
                 rankings.append([cid for cid, _ in ranking])
                 ranking_legs.append(leg)
+                ranking_scores.append([score for _, score in ranking])
                 top = best.setdefault(leg, {})
                 for cid, score in ranking:
                     if cid not in top or score > top[cid]:
                         top[cid] = score
         bm25, vector = best.get("bm25", {}), best.get("vector", {})
         leg_weights = effective_weights(self.leg_weights)
-        weights = None if leg_weights is None else [leg_weights.get(leg, 1.0) for leg in ranking_legs]
+        if isinstance(leg_weights, AdaptiveWeights):
+            weights = leg_weights.weights(ranking_scores)
+        else:
+            weights = None if leg_weights is None else [leg_weights.get(leg, 1.0) for leg in ranking_legs]
         if len(rankings) == 1:  # RRF of one ranking is that ranking, with 1/(k + rank) as score
             ordered = list(rrf_fuse(rankings, k=self.rrf_k).items())
         else:

@@ -86,3 +86,34 @@ def test_the_pipeline_fuses_with_the_library_weights_and_a_request_overrides_the
         assert plain.max_fused_score("alpha beta gamma") == pytest.approx(1 / 61)
     assert fused(plain) == seed  # and only within its block
     assert plain.max_fused_score("alpha beta gamma") == pytest.approx(2 / 61)
+
+
+def test_adaptive_weights_follow_how_clearly_each_best_hit_stands_out() -> None:
+    from ragspine.retrieval.fusion.weights import ADAPTIVE, AdaptiveWeights
+
+    assert parse_weights("adaptive") is ADAPTIVE and format_weights(ADAPTIVE) == "adaptive"
+    assert load_settings({"RAGSPINE_FUSION_WEIGHTS": "Adaptive"}).fusion_weights == "adaptive"
+    clear, flat = [10.0, 2, 2, 2, 2], [0.9, 0.89, 0.88, 0.87, 0.86]
+    # z(clear) = (10 - 3.6) / 3.2 = 2; z(flat) = 0.02 / 0.01414 = 1.414: weights 2·z / Σz
+    w = AdaptiveWeights().weights([clear, flat])
+    assert w == pytest.approx([2 * 2 / (2 + 2 ** 0.5), 2 * 2 ** 0.5 / (2 + 2 ** 0.5)])
+    assert sum(w) == pytest.approx(2.0)
+    assert ADAPTIVE.weights([clear, [1.0, 1.0, 1.0]]) is None  # a ranking that says nothing: plain RRF
+    assert ADAPTIVE.weights([clear, [0.5, 0.4]]) is None  # too short to tell
+
+
+def test_adaptive_weights_through_the_pipeline(pipeline) -> None:
+    from ragspine.retrieval.fusion.weights import ADAPTIVE
+
+    plain, adaptive = pipeline(), pipeline(ADAPTIVE)
+    legs = plain.retriever.rankings("alpha beta gamma", depth=10)
+    expected = ADAPTIVE.weights([[s for _, s in legs["bm25"]], [s for _, s in legs["vector"]]])
+    got = fused(adaptive)
+    if expected is None:
+        assert got == fused(plain)
+    else:
+        rank = {leg: {cid.split("#")[0]: i for i, (cid, _) in enumerate(r, start=1)} for leg, r in legs.items()}
+        for doc, score in got.items():
+            want = sum(w / (60 + rank[leg][doc]) for leg, w in zip(("bm25", "vector"), expected) if doc in rank[leg])
+            assert score == pytest.approx(want)
+    assert adaptive.max_fused_score("alpha beta gamma") == pytest.approx(2 / 61)
