@@ -59,11 +59,10 @@ def _legs(data: Path, backend: Any, workdir: Path, log: Callable[[str], None]) -
         found = pipe.retriever.rankings(text, depth=100)
         legs[qid] = {leg: [cid.rsplit("#", 1)[0] for cid, _ in ranking] for leg, ranking in found.items()}
         scores[qid] = {leg: [round(float(score), 5) for _, score in ranking] for leg, ranking in found.items()}
-    info_scores = scores
     texts = {doc_id: text for doc_id, text in corpus.items()}
     store.close()
     return legs, queries, qrels, texts, {"documents": len(corpus), "queries": len(queries), "embedded": embedded, "embed_s": round(embed_s, 1),
-                                         "scores": info_scores}
+                                         "scores": scores}
 
 
 def _r_at_1(runs: dict[str, list[str]], qrels: dict[str, set[str]]) -> float:

@@ -23,7 +23,9 @@ from ragspine.retrieval.rerank.onnx_model import DEFAULT_MAX_TOKENS, OnnxTextMod
 from ragspine.retrieval.rerank.scored import ScoreReranker
 from ragspine.retrieval.rerank.text_cache import TextCache
 
-DEFAULT_CACHE = 4096
+#: Candidates whose token vectors are kept: each is up to max_tokens × dim float32 (256 × 384 ×
+#: 4 bytes ≈ 0.4 MB), so 1,024 of them bound the cache near 400 MB.
+DEFAULT_CACHE = 1024
 
 
 class MaxSimScorer:
