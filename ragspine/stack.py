@@ -34,7 +34,7 @@ from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.pipeline import LibraryPipeline
 from ragspine.retrieval.postprocess.base import Postprocessor, make_postprocessor
 from ragspine.retrieval.ranking import Ranking, Stages
-from ragspine.retrieval.rerank.base import Reranker, make_reranker
+from ragspine.retrieval.rerank.base import IndexingReranker, Reranker, make_reranker
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.routing.routers import make_library_router
 from ragspine.retrieval.vector.embedding import EmbeddingBackend, model_id_of, vector_dim
@@ -49,6 +49,9 @@ from ragspine.stores.registry import (
     parse_embedding_cache,
     parse_vector_store,
 )
+
+#: Rerankers that keep index-time work (SPLADE's document expansions) in the embedding cache.
+STORING_RERANKERS = frozenset({"splade"})
 
 
 class Stack:
@@ -176,10 +179,7 @@ class Stack:
         """The one embedding cache (keys carry the model), built when a backend first needs it."""
         if backend is None:
             return self._cache
-        with self._lock:
-            if self._cache is None:
-                self._cache = make_embedding_cache(database=self.db, settings=self.settings)
-            return self._cache
+        return self._shared_cache()
 
     @property
     def vector_connector(self) -> VectorStoreConnector:
@@ -280,8 +280,18 @@ class Stack:
             return None
         with self._lock:
             if name not in self._rerankers:
-                self._rerankers[name] = make_reranker(name, provider=self.provider, settings=self.settings)
+                options: dict[str, Any] = {"provider": self.provider, "settings": self.settings}
+                if name in STORING_RERANKERS:  # index-time work kept by content hash in the embedding cache
+                    options["cache"] = self._shared_cache()
+                self._rerankers[name] = make_reranker(name, **options)
             return self._rerankers[name]
+
+    def _shared_cache(self) -> EmbeddingCache:
+        """The one cache of derived vectors (``RAGSPINE_EMBEDDING_CACHE``), built now if not yet."""
+        with self._lock:
+            if self._cache is None:
+                self._cache = make_embedding_cache(database=self.db, settings=self.settings)
+            return self._cache
 
     def ranking(
         self, reranker: str | None = None, postprocessor: str | None = None, fusion_weights: str | Mapping[str, object] | None = None,
@@ -328,6 +338,10 @@ class Stack:
         chunk of another library goes too (that library recomputes it: a miss, not a loss)."""
         specs = list(dict.fromkeys(self._embedding_spec(e) for e in (None, *embeddings)))
         chunks: list[Any] | None = None
+        reranker = self.reranker() if self.settings.reranker in STORING_RERANKERS else None
+        if isinstance(reranker, IndexingReranker):  # its stored expansions of the library's texts go too
+            chunks = self.db.chunk_store(library_id).iter_chunks(include_inactive=True)
+            reranker.forget(chunks)
         for spec in specs:
             if self.embedding_backend_for(spec) is None:
                 continue

@@ -17,6 +17,7 @@ This was ``NarrativeIndex`` (the seed's name, still importable from
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -49,7 +50,7 @@ from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.postprocess.base import Postprocessor
 from ragspine.retrieval.query.base import QueryRewriter
 from ragspine.retrieval.ranking import current_stages
-from ragspine.retrieval.rerank.base import DEFAULT_RERANK_DEPTH, Reranker, rerank_open_subset
+from ragspine.retrieval.rerank.base import DEFAULT_RERANK_DEPTH, IndexingReranker, Reranker, rerank_open_subset
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.dense import DenseCoverage
@@ -59,6 +60,8 @@ from ragspine.retrieval.vector.gate import DenseGate
 from ragspine.retrieval.vector.vector_store import VectorStore
 
 __all__ = ["DEFAULT_INGEST_BATCH", "IngestReport", "LibraryPipeline"]
+
+log = logging.getLogger(__name__)
 
 #: Chunks per ``replace_many`` transaction in :meth:`LibraryPipeline.ingest_many`.
 DEFAULT_INGEST_BATCH = 5000
@@ -184,6 +187,8 @@ class LibraryPipeline:
         else:
             written = sum(store.replace_doc_chunks(d.doc_id, d.chunks, valid_as_of=d.valid_as_of) for d in docs)
         if vectors is None:
+            if written:
+                self.index_for_rerank(doc_ids)
             return written
         if embed and written:
             self.retriever.refresh()
@@ -192,9 +197,27 @@ class LibraryPipeline:
             gone = before - {c.chunk_id for c in stored}
             if gone:
                 vectors.delete(sorted(gone))
+            self.index_for_rerank(doc_ids, stored)
         else:
             vectors.delete(doc_ids=doc_ids)
+            if written:
+                self.index_for_rerank(doc_ids)
         return written
+
+    def index_for_rerank(self, doc_ids: Sequence[str], chunks: Sequence[StoredChunk] | None = None) -> int:
+        """Hand the active chunks of ``doc_ids`` (``chunks`` when already read) to a reranker
+        that works at index time (:class:`IndexingReranker`: SPLADE expands them now, so a
+        query encodes only itself); how many it computed. Nothing happens with any other
+        reranker. A failure is logged, never raised: the write stands, and the reranker
+        computes what it lacks at query time."""
+        reranker = self.reranker
+        if not isinstance(reranker, IndexingReranker) or not doc_ids:
+            return 0
+        try:
+            return reranker.index(chunks if chunks is not None else self.active_chunks(doc_ids))
+        except Exception as exc:  # the chunks are written; the reranker catches up at query time
+            log.warning("%s: index-time rerank work failed (computed at query time instead): %s", self.library_id, exc)
+            return 0
 
     def active_chunks(self, doc_ids: Sequence[str]) -> list[StoredChunk]:
         """The active chunks of ``doc_ids`` (one read on a store with :class:`StreamingReads`)."""
@@ -240,6 +263,8 @@ class LibraryPipeline:
             vectors = self.retriever.vector_store
             if vectors is not None and todo:
                 vectors.delete(doc_ids=[d.doc_id for d in todo])
+            if todo:
+                self.index_for_rerank([d.doc_id for d in todo])
             report.written += len(todo)
             report.skipped += len(batch) - len(todo)
             if progress is not None:

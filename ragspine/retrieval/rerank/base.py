@@ -30,6 +30,20 @@ class Reranker(Protocol):
         ...
 
 
+@runtime_checkable
+class IndexingReranker(Protocol):
+    """A reranker that does part of its work at index time (SPLADE's document expansion): the
+    pipeline hands it every chunk it writes, and a deleted library's chunks to forget."""
+
+    def index(self, chunks: Sequence[Any]) -> int:
+        """Precompute and store what ``chunks`` need (RESTRICTED ones skipped); how many were computed."""
+        ...
+
+    def forget(self, chunks: Sequence[Any]) -> None:
+        """Drop what :meth:`index` stored for ``chunks``."""
+        ...
+
+
 def _sensitivity(result: Any) -> str:
     return str(result.chunk.sensitivity)
 

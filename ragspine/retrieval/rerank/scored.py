@@ -13,14 +13,16 @@ all a model reranker implements; this class orders by it and records it:
   (:func:`~ragspine.retrieval.rerank.base.rerank_open_subset`) then keeps the fused order.
 
 The text a model sees is :func:`candidate_text`: the chunk's title and its text. It only ever
-sees the open subset of the head (RESTRICTED results never reach ``rerank``).
+sees the open subset of the head (RESTRICTED results never reach ``rerank``), and at index time
+(:meth:`ScoreReranker.index`) only open chunks.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
+from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
 
 
@@ -34,11 +36,15 @@ class PairScorer(Protocol):
 def candidate_text(result: RetrievalResult) -> str:
     """What a model reranker reads of a result: ``title`` + newline + ``text`` (the text alone
     when there is no title or the text already starts with it)."""
-    chunk = result.chunk
-    title = (chunk.title or "").strip()
-    if not title or chunk.text.lstrip().startswith(title):
-        return chunk.text
-    return f"{title}\n{chunk.text}"
+    return chunk_text(result.chunk)
+
+
+def chunk_text(chunk: Any) -> str:
+    """:func:`candidate_text` of a stored chunk."""
+    text, title = str(chunk.text), str(chunk.title or "").strip()
+    if not title or text.lstrip().startswith(title):
+        return text
+    return f"{title}\n{text}"
 
 
 class ScoreReranker:
@@ -62,3 +68,36 @@ class ScoreReranker:
             raise ValueError(f"{self.name}: a non-finite score")
         order = sorted(range(len(results)), key=lambda i: -scores[i])  # stable: ties keep the fused order
         return [results[i].with_scores(rerank=scores[i]) for i in order]
+
+
+@runtime_checkable
+class StoringScorer(PairScorer, Protocol):
+    """A scorer that keeps per-candidate work in a store (SPLADE's term weights)."""
+
+    def index(self, texts: Sequence[str]) -> int:
+        """Compute and store what the store lacks; how many texts were computed."""
+        ...
+
+    def forget(self, texts: Sequence[str]) -> None:
+        """Drop the stored work of ``texts``."""
+        ...
+
+
+class IndexingScoreReranker(ScoreReranker):
+    """A :class:`ScoreReranker` over a :class:`StoringScorer`: an
+    :class:`~ragspine.retrieval.rerank.base.IndexingReranker`, which the pipeline hands every
+    chunk it writes."""
+
+    scorer: StoringScorer
+
+    def __init__(self, scorer: StoringScorer, *, name: str) -> None:
+        super().__init__(scorer, name=name)
+
+    def index(self, chunks: Sequence[Any]) -> int:
+        """Compute and store the work of the open ``chunks`` (RESTRICTED ones are never sent);
+        how many texts were computed."""
+        return int(self.scorer.index([chunk_text(c) for c in chunks if not is_restricted(c.sensitivity)]))
+
+    def forget(self, chunks: Sequence[Any]) -> None:
+        """Drop what :meth:`index` stored for ``chunks``."""
+        self.scorer.forget([chunk_text(c) for c in chunks])

