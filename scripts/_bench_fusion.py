@@ -95,13 +95,22 @@ def _fuse_adaptive(legs: dict[str, list[str]], scores: dict[str, list[float]]) -
     return [k for k, _ in sort_fused(rrf_fuse([legs[n] for n in names], weights=weights))]
 
 
+def _load_legs(path: Path, data: Path) -> tuple[dict[str, dict[str, list[str]]], dict[str, str], dict[str, set[str]], dict[str, str], dict[str, Any]]:
+    """What :func:`_legs` returns, from a ``--fusion-save`` file (the texts from the corpus)."""
+    saved = json.loads(path.read_text())
+    corpus, _, _ = load_beir(data)
+    return (saved["legs"], saved["queries"], {q: set(v) for q, v in saved["qrels"].items()}, dict(corpus),
+            {"documents": len(corpus), "queries": len(saved["queries"]), "loaded": str(path), "scores": saved["scores"]})
+
+
 def section(
     data_root: Path, sets: list[str], backends: list[str], weights: list[float], rerankers: list[str], depth: int, log: Callable[[str], None],
-    save: Path | None = None,
+    save: Path | None = None, load: Path | None = None,
 ) -> dict[str, Any]:
     """Every set × backend: the legs, the fusion weights, the rerankers (see the docstring);
     ``save``: a folder for each set's per-query leg rankings (``<set>-<backend>.legs.json``),
-    so other fusion rules can be tried without embedding again."""
+    so other fusion rules can be tried without embedding again; ``load``: such a folder, whose
+    legs are used instead of running the pipeline (the embedding backend is not loaded)."""
     from ragspine.retrieval.chunking.chunk_store import StoredChunk
     from ragspine.retrieval.rerank.base import make_reranker
     from ragspine.retrieval.types import RetrievalResult
@@ -118,15 +127,16 @@ def section(
              for name in rerankers}
     with tempfile.TemporaryDirectory(prefix="ragspine-fusion-") as tmp:
         for backend_name in backends:
-            backend = make_embedding_backend(backend_name)
-            if backend is None:
+            backend = make_embedding_backend(backend_name) if load is None else None
+            if backend is None and load is None:
                 raise SystemExit(f"--fusion needs an embedding backend; {backend_name!r} gave none (scripts/install embed-onnx,test)")
             for name in sets:
                 data = data_root / name
-                if not (data / "corpus.jsonl").exists():
-                    log(f"  fusion: {data} not found, skipped")
+                saved = load / f"{name}-{backend_name}.legs.json" if load is not None else None
+                if not (data / "corpus.jsonl").exists() or (saved is not None and not saved.exists()):
+                    log(f"  fusion: {saved if saved is not None and (data / 'corpus.jsonl').exists() else data} not found, skipped")
                     continue
-                legs, queries, qrels, texts, info = _legs(data, backend, Path(tmp), log)
+                legs, queries, qrels, texts, info = _load_legs(saved, data) if saved is not None else _legs(data, backend, Path(tmp), log)
                 leg_scores = info.pop("scores")
                 if save is not None:
                     save.mkdir(parents=True, exist_ok=True)
