@@ -1,7 +1,7 @@
 """``ragspine`` — the command line.
 
     ragspine ingest PATH... --library NAME   add or replace documents (.txt/.md)
-    ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--mode M] [--top-k N] [--json]
+    ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--mode M] [--top-k N] [--llm SPEC] [--json]
     ragspine libraries                       list libraries
     ragspine stats                           counts and the resolved stack
     ragspine config                          every RAGSPINE_* setting as resolved
@@ -28,7 +28,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 from ragspine import __version__
 from ragspine.config import describe, filter_limits, load_settings
 from ragspine.errors import RagspineError
-from ragspine.registries import CHUNKERS, POSTPROCESSORS, RERANKERS
+from ragspine.registries import CHUNKERS, LLM_PROVIDERS, POSTPROCESSORS, RERANKERS
 from ragspine.retrieval.filtering.filters import (
     OPERATORS,
     FilterCondition,
@@ -117,6 +117,10 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--rerank-depth", type=_positive_int, metavar="N", help="fused candidates the reranker and postprocessors see (default: RAGSPINE_RERANK_DEPTH)")
     query.add_argument("--postprocessor", metavar="A,B", help=f"chain after rerank: {POSTPROCESSORS.choices(', ')} (default: RAGSPINE_POSTPROCESSOR)")
     query.add_argument("--fusion-weights", metavar="LEG=W,...", help="weighted RRF, e.g. bm25=1,vector=0.5 (default: RAGSPINE_FUSION_WEIGHTS)")
+    query.add_argument(
+        "--llm", metavar="SPEC", help=f"language model of the listwise judge, LLM router and LLM filter extractor: {LLM_PROVIDERS.choices('|')}"
+        " or an OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default: RAGSPINE_LLM)",
+    )
 
     embed = sub.add_parser("embed", help="compute the vectors a library lacks (after `ingest --no-embed`, a failed vector write)")
     embed.add_argument("--library", action="append", help="library to embed (repeatable; default: all)")
@@ -306,8 +310,13 @@ def _ranking_changes(args: argparse.Namespace) -> dict[str, Any]:
         args.fusion_weights if args.fusion_weights is not None else settings.fusion_weights,
         args.rerank_depth or settings.rerank_depth,
     )
-    return {"reranker": ranking.reranker, "postprocessor": ranking.postprocessor, "fusion_weights": ranking.fusion_weights,
-            "rerank_depth": ranking.rerank_depth}
+    changes = {"reranker": ranking.reranker, "postprocessor": ranking.postprocessor, "fusion_weights": ranking.fusion_weights,
+               "rerank_depth": ranking.rerank_depth}
+    if getattr(args, "llm", None):
+        from ragspine.config import check_llm
+
+        changes["llm"] = check_llm(args.llm)
+    return changes
 
 
 def cmd_query(args: argparse.Namespace) -> int:

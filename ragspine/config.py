@@ -108,7 +108,24 @@ SETTINGS: dict[str, Setting] = {
     ),
     "library_router": _named("RAGSPINE_LIBRARY_ROUTER", "none", "which libraries a query searches", LIBRARY_ROUTERS),
     "filter_extractor": _named("RAGSPINE_FILTER_EXTRACTOR", "none", "automatic filters from the query", FILTER_EXTRACTORS),
-    "llm": _named("RAGSPINE_LLM", "none", "language model provider (judge, router, extractor)", LLM_PROVIDERS),
+    "filter_vocabulary": Setting(
+        "RAGSPINE_FILTER_VOCABULARY", None,
+        "YAML/JSON file of the fields and values automatic filters may use: field -> {value: [surface forms]}",
+    ),
+    "llm": Setting(
+        "RAGSPINE_LLM", "none", f"language model (listwise judge, LLM router, LLM filter extractor): {LLM_PROVIDERS.choices('|')} | a base URL"
+        " (http(s)://host/v1: an OpenAI-compatible server)",
+    ),
+    "llm_model": Setting(
+        "RAGSPINE_LLM_MODEL", None, "openai: the served model's name (required); local: a .gguf file (default: the packaged SmolLM2-135M)"
+    ),
+    "llm_api_key": Setting("RAGSPINE_LLM_API_KEY", None, "API key of the LLM server (the OpenAI API: else the SDK's OPENAI_API_KEY)"),
+    "llm_timeout": Setting("RAGSPINE_LLM_TIMEOUT", 20.0, "seconds one LLM call may take (each attempt; bounded by the request's deadline too)", float),
+    "llm_retries": Setting("RAGSPINE_LLM_RETRIES", 2, "retries of an LLM call after a timeout, connection error, 429 or 5xx (0..10)", int),
+    "llm_max_calls": Setting(
+        "RAGSPINE_LLM_MAX_CALLS", 10, "LLM calls one request may make (judge, router, extractor together); the rest degrade", int
+    ),
+    "llm_max_tokens": Setting("RAGSPINE_LLM_MAX_TOKENS", 256, "longest answer an LLM call asks for, in tokens", int),
     "onnx_model_dir": Setting(
         "RAGSPINE_ONNX_MODEL_DIR", None, "directory with model.onnx + tokenizer files (overrides the packaged model)"
     ),
@@ -215,7 +232,14 @@ class Settings:
     library_fusion: str
     library_router: str
     filter_extractor: str
+    filter_vocabulary: str | None
     llm: str
+    llm_model: str | None
+    llm_api_key: str | None
+    llm_timeout: float
+    llm_retries: int
+    llm_max_calls: int
+    llm_max_tokens: int
     onnx_model_dir: str | None
     cache_dir: str
     glossary: str | None
@@ -317,6 +341,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     for name, setting in SETTINGS.items():
         if setting.registry is not None:
             values[name] = setting.registry.canonical(values[name])  # an unknown name fails here, listing the choices
+    values["llm"] = check_llm(values["llm"])
     _check_ranges(values)
     return Settings(**values)
 
@@ -326,7 +351,8 @@ def _check_ranges(values: dict[str, Any]) -> None:
         return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
 
     for name in ("chunk_chars", "rerank_depth", "compression_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "max_file_bytes", "ingest_workers",
-                 "lexical_cache_rows", "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after"):
+                 "lexical_cache_rows", "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after",
+                 "llm_timeout", "llm_max_calls", "llm_max_tokens"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
             raise bad(name, "must be positive")
     if not 0 <= values["overlap_chars"] < values["chunk_chars"]:
@@ -341,6 +367,16 @@ def _check_ranges(values: dict[str, Any]) -> None:
     for name in ("embedding_cache_ttl", "chunk_cache", "context_chars"):
         if values[name] < 0:
             raise bad(name, "must be >= 0")
+    if not 0 <= values["llm_retries"] <= 10:
+        raise bad("llm_retries", "must be within 0..10")
+
+
+def check_llm(value: str) -> str:
+    """A ``RAGSPINE_LLM`` value in canonical form: a provider's name, or a base URL as given."""
+    from ragspine.llm.base import parse_llm_spec
+
+    name, base_url = parse_llm_spec(value)
+    return base_url if base_url is not None else name
 
 
 def filter_limits(settings: Settings) -> FilterLimits:

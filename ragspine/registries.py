@@ -135,4 +135,13 @@ FILTER_EXTRACTORS = Registry("filter extractor", env="RAGSPINE_FILTER_EXTRACTOR"
 }, aliases={"vocab": "controlled_vocab", "controlled": "controlled_vocab"})
 LLM_PROVIDERS = Registry("LLM provider", env="RAGSPINE_LLM", entries={
     "none": Entry(None, "no language model"),
+    "openai": Entry(
+        "ragspine.llm.openai_compatible:OpenAICompatibleLLMProvider",
+        "an OpenAI-compatible chat API (OpenAI, vLLM, Ollama, llama.cpp server, LM Studio); RAGSPINE_LLM may be its base URL",
+        extra="openai", accepts=("openai", "http:", "https:"),
+    ),
+    "local": Entry(
+        "ragspine.llm.llamacpp:LlamaCppLLMProvider",
+        "offline llama.cpp (xllamacpp) running SmolLM2-135M: a plumbing model, not for quality", extra="llm-local",
+    ),
 })

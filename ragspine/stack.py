@@ -20,12 +20,15 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ragspine.config import Settings, load_settings
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError, RagspineError
-from ragspine.llm.base import LLMProvider, make_llm_provider
+from ragspine.llm.base import LLMProvider, describe_llm, llm_options, make_llm_provider, parse_llm_spec
+from ragspine.llm.budget import GuardedLLMProvider
+from ragspine.llm.observe import LLMObserver
 from ragspine.registries import CHUNK_STORES, CHUNKERS, RERANKERS
 from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker, make_chunker
 from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, ChunkStore, LibraryInfo, StoredChunk
 from ragspine.retrieval.contextual import make_index_text_fn, parse_contextual
+from ragspine.retrieval.filtering.automatic import FilterExtractor, load_vocabulary, make_filter_extractor
 from ragspine.retrieval.fusion.weights import parse_weights
 from ragspine.retrieval.lexical.base import LexicalIndex, ResidentIndex, default_index_text, make_lexical_index
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
@@ -70,8 +73,11 @@ class Stack:
         self.chunk_spec = parse_chunk_store(s.chunk_store, s.data_dir)
         self.vector_spec = parse_vector_store(s.vector_store, self.chunk_spec, s.data_dir)
         self.cache_spec = parse_embedding_cache(s.embedding_cache, self.chunk_spec, s.data_dir)
-        self._provider = provider
+        self._llm_observer: LLMObserver | None = None
+        self._provider: GuardedLLMProvider | None = self._guard(provider) if provider is not None else None
         self._provider_built = provider is not None
+        self._owns_provider = provider is None  # a provider passed in stays the caller's to close
+        self._extractor: tuple[FilterExtractor | None] | None = None  # built on first use
         self._lock = threading.RLock()
         self._db: ChunkDatabase | None = None
         self._backend_built = False
@@ -98,7 +104,8 @@ class Stack:
     def close(self) -> None:
         """Close what was built (best effort for the optional parts); the stack is done."""
         self._closed = True
-        for resource in (self._cache, self._connector):
+        own_llm = self._provider.inner if self._provider is not None and self._owns_provider else None
+        for resource in (self._cache, self._connector, _Closing(own_llm)):
             if resource is not None:
                 try:
                     resource.close()
@@ -123,12 +130,36 @@ class Stack:
 
     @property
     def provider(self) -> LLMProvider | None:
-        """The LLM provider: the one passed in, else ``RAGSPINE_LLM``'s (``None``: none)."""
+        """The LLM provider — the one passed in, else ``RAGSPINE_LLM``'s (``None``: none) —
+        behind the per-request call budget (``RAGSPINE_LLM_MAX_CALLS``) and the LLM observer."""
         with self._lock:
             if not self._provider_built:
-                self._provider = make_llm_provider(self.settings.llm)
+                built = make_llm_provider(self.settings.llm, **llm_options(self.settings))
+                self._provider = self._guard(built) if built is not None else None
                 self._provider_built = True
             return self._provider
+
+    def _guard(self, provider: LLMProvider) -> GuardedLLMProvider:
+        name = getattr(provider, "name", None) or parse_llm_spec(self.settings.llm)[0]
+        return GuardedLLMProvider(provider, max_calls=self.settings.llm_max_calls, name=str(name), observer=self._llm_observer)
+
+    def observe_llm(self, observer: LLMObserver | None) -> None:
+        """Report every LLM call and malformed answer to ``observer`` (the service's metrics)."""
+        with self._lock:
+            self._llm_observer = observer
+        if self._provider is not None:
+            self._provider.observer = observer
+
+    @property
+    def filter_extractor(self) -> FilterExtractor | None:
+        """``RAGSPINE_FILTER_EXTRACTOR`` over the ``RAGSPINE_FILTER_VOCABULARY`` file (built once)."""
+        with self._lock:
+            if self._extractor is None:
+                name = self.settings.filter_extractor
+                vocabulary = load_vocabulary(self.settings.filter_vocabulary) if self.settings.filter_vocabulary else None
+                provider = self.provider if name == "llm" else None
+                self._extractor = (make_filter_extractor(name, vocabulary=vocabulary, provider=provider),)
+            return self._extractor[0]
 
     @property
     def embedding_backend(self) -> EmbeddingBackend | None:
@@ -280,7 +311,7 @@ class Stack:
             return None
         with self._lock:
             if name not in self._rerankers:
-                options: dict[str, Any] = {"provider": self.provider, "settings": self.settings}
+                options: dict[str, Any] = {"provider": self.provider if name == "listwise" else None, "settings": self.settings}
                 if name in STORING_RERANKERS:  # index-time work kept by content hash in the embedding cache
                     options["cache"] = self._shared_cache()
                 self._rerankers[name] = make_reranker(name, **options)
@@ -505,12 +536,15 @@ class Stack:
         """The link exit over ``pipelines`` (library id → pipeline): one library's exit, or the
         routed, fused multi-library one (the retry without filters then applies to the fused
         answer, so one library's unfiltered fallback never sits next to another's matches)."""
+        extractor = self.filter_extractor
         if len(pipelines) == 1:
             (pipeline,) = pipelines.values()
-            return NarrativeIndexRetriever(pipeline, retry_without_filters=retry_without_filters)
+            return NarrativeIndexRetriever(pipeline, retry_without_filters=retry_without_filters, filter_extractor=extractor)
+        router = self.settings.library_router
         return MultiIndexRetriever(
             {lib: NarrativeIndexRetriever(p, retry_without_filters=False, share_expansions=False) for lib, p in pipelines.items()},
-            router=make_library_router(self.settings.library_router, provider=self.provider),
+            router=make_library_router(router, provider=self.provider if router == "llm" else None),
+            filter_extractor=extractor,
             descriptions=descriptions,
             rrf_k=self.settings.rrf_k,
             retry_without_filters=retry_without_filters,
@@ -564,8 +598,21 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
         ("postprocessor", settings.postprocessor),
         ("fusion", f"RRF k={settings.rrf_k}, weights {settings.fusion_weights or 'none (every leg 1)'}"),
         ("library router", settings.library_router),
-        ("llm", settings.llm),
+        ("filter extractor", settings.filter_extractor),
+        ("llm", describe_llm(settings)),
     ]
+
+
+class _Closing:
+    """``close()`` of an object that may have one (an LLM provider: the local model's server)."""
+
+    def __init__(self, resource: object) -> None:
+        self.resource = resource
+
+    def close(self) -> None:
+        close = getattr(self.resource, "close", None)
+        if callable(close):
+            close()
 
 
 class _RefusingChunker:

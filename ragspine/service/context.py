@@ -31,6 +31,8 @@ class ServiceContext:
     def open(cls, settings: Settings, *, stack: Stack | None = None, metrics: Metrics | None = None) -> ServiceContext:
         owns = stack is None
         stack = stack or Stack(settings)
+        if metrics is not None:
+            stack.observe_llm(metrics)  # LLM calls, failures, latency and malformed answers
         try:
             store = ServiceStore.for_stack(stack)
         except Exception:

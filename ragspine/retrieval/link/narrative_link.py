@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Protocol
 
 from ragspine.llm.base import LLMProvider
+from ragspine.llm.budget import llm_request
+from ragspine.llm.observe import report_malformed
 from ragspine.retrieval.ask_again import ask_again
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, ChunkStore
 from ragspine.retrieval.filtering.automatic import FilterExtractor, safe_extract
@@ -42,7 +44,7 @@ from ragspine.retrieval.rerank.base import Reranker
 from ragspine.retrieval.rerank.listwise_rerank import (
     ListwiseReranker,
     build_listwise_prompt,
-    parse_listwise_response,
+    read_listwise_response,
 )
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
 from ragspine.retrieval.types import RetrievalResult
@@ -154,6 +156,10 @@ class NarrativeIndexRetriever:
         return self.search(query, filters=parse_filter(filters), top_k=top_k).snippets  # FilterError before any I/O
 
     def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> Retrieval:
+        with llm_request():  # one request's LLM call budget (shared with an enclosing multi-library search)
+            return self._search(query, filters, top_k)
+
+    def _search(self, query: str, filters: MetadataFilter | None, top_k: int) -> Retrieval:
         automatic = safe_extract(self.filter_extractor, query)
         metadata_filter = automatic.and_(filters) if automatic else filters  # AND-ed: an extracted filter only narrows
         answer = ask_again(
@@ -178,7 +184,8 @@ class NarrativeIndexRetriever:
 class ProviderListwiseJudge:
     """A :class:`ListwiseJudge` over an ``LLMProvider``: one ``chat`` call per judgement.
 
-    Provider errors propagate; ``listwise_rerank`` catches them and keeps the RRF order.
+    Provider errors propagate; ``listwise_rerank`` catches them and keeps the RRF order. An
+    answer naming no candidate is reported as malformed and keeps the RRF order too.
     """
 
     def __init__(self, provider: LLMProvider) -> None:
@@ -187,7 +194,11 @@ class ProviderListwiseJudge:
     def judge(self, query: str, candidates: list[str]) -> list[int]:
         prompt = build_listwise_prompt(query, candidates)
         answer = self.provider.chat([{"role": "user", "content": prompt}])
-        return parse_listwise_response(answer, len(candidates))
+        order = read_listwise_response(answer, len(candidates))
+        if order is None:
+            report_malformed(self.provider, "listwise", answer)
+            return list(range(len(candidates)))
+        return order
 
 
 def build_narrative_retriever(

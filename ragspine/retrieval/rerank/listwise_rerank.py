@@ -38,6 +38,7 @@ __all__ = [
     "listwise_rerank",
     "listwise_reranker",
     "parse_listwise_response",
+    "read_listwise_response",
     "rerank_open_subset",
 ]
 
@@ -67,17 +68,23 @@ def parse_listwise_response(text: str, n_candidates: int) -> list[int]:
     repeated numbers are ignored; candidates the answer did not mention follow in their
     original order. An answer naming no valid candidate gives the identity.
     """
-    identity = list(range(n_candidates))
+    order = read_listwise_response(text, n_candidates)
+    return list(range(n_candidates)) if order is None else order
+
+
+def read_listwise_response(text: object, n_candidates: int) -> list[int] | None:
+    """:func:`parse_listwise_response`, but ``None`` for a malformed answer (one naming no
+    valid candidate, or not a text) instead of the identity."""
     if n_candidates <= 0 or not isinstance(text, str):
-        return identity
+        return None
     order: list[int] = []
     for match in re.finditer(r"\d+", text):
         i = int(match.group())
         if 0 <= i < n_candidates and i not in order:
             order.append(i)
     if not order:
-        return identity
-    return order + [i for i in identity if i not in order]
+        return None
+    return order + [i for i in range(n_candidates) if i not in order]
 
 
 def listwise_rerank(

@@ -5,7 +5,9 @@ content — so the fusion here only ever passes on a subset of what the librarie
 it never reads chunks. Every snippet is stamped with the ``library_id`` it came from.
 Routing failure, an empty answer or an answer naming no known library searches every
 library (routing never costs recall). Libraries are fused on ``(library_id, chunk_id)``,
-so equal chunk ids in two libraries stay apart.
+so equal chunk ids in two libraries stay apart. A ``filter_extractor``'s filter is extracted
+once per query and AND-ed with the caller's (it can only narrow); one search is one request
+of the LLM call budget (:func:`~ragspine.llm.budget.llm_request`), its libraries included.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import logging
 from typing import Any, Mapping, Sequence
 
 from ragspine.deadline import check as check_deadline
+from ragspine.llm.budget import llm_request
 from ragspine.retrieval.ask_again import Page, ask_again
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
+from ragspine.retrieval.filtering.automatic import FilterExtractor, safe_extract
 from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
 from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
 from ragspine.retrieval.link.expansion import share_expansions
@@ -61,6 +65,7 @@ class MultiIndexRetriever:
         rrf_k: int = DEFAULT_RRF_K,
         retry_without_filters: bool = False,
         library_fusion: str = "confidence",
+        filter_extractor: FilterExtractor | None = None,
     ) -> None:
         if not retrievers:
             raise ValueError("MultiIndexRetriever needs at least one library")
@@ -75,6 +80,7 @@ class MultiIndexRetriever:
         # per-library retrievers that do not retry themselves (as ``Stack`` builds them), so
         # one library's unfiltered fallback never sits next to another library's matches.
         self.retry_without_filters = retry_without_filters
+        self.filter_extractor = filter_extractor
 
     @property
     def libraries(self) -> list[LibraryInfo]:
@@ -101,6 +107,11 @@ class MultiIndexRetriever:
     def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> Retrieval:
         """The fused answer; when ``retry_without_filters`` and nothing matched the filter, the
         libraries are searched once more without it (decided by ``ask_again``)."""
+        with llm_request():
+            automatic = safe_extract(self.filter_extractor, query)
+            return self._fused(query, automatic.and_(filters) if automatic else filters, top_k)
+
+    def _fused(self, query: str, filters: MetadataFilter | None, top_k: int) -> Retrieval:
         libraries = self.route(query)
         incomplete: dict[str, Any] = {}
         answer = ask_again(

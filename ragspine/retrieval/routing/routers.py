@@ -4,7 +4,9 @@
 ``make_library_router(spec)`` (names from the registry): ``none`` → ``None`` (search every
 library), ``keyword`` → :class:`KeywordLibraryRouter` (BM25 of the query against library
 descriptions), ``llm`` → :class:`LLMLibraryRouter` (opt-in, needs a provider). A router can only choose among the
-libraries it is shown; an empty or failed answer means "search them all".
+libraries it is shown; an empty or failed answer means "search them all". An LLM answer
+that is not a JSON list of shown library ids is reported as malformed (metrics) and searches
+them all too.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from typing import Any, Sequence
 
 from ragspine.errors import ConfigError
+from ragspine.llm.observe import report_malformed
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.tokenizer import tokenize
@@ -61,15 +64,16 @@ class LLMLibraryRouter:
             f"Libraries:\n{chr(10).join(lines)}\n\nQuestion: {query}"
         )
         answer = self.provider.chat([{"role": "user", "content": prompt}])
-        match = re.search(r"\[.*?\]", answer or "", re.S)
-        if not match:
-            return []
+        match = re.search(r"\[.*?\]", answer if isinstance(answer, str) else "", re.S)
         try:
-            ids = json.loads(match.group())
+            ids = json.loads(match.group()) if match else None
         except ValueError:
-            return []
+            ids = None
         known = {lib.library_id for lib in libraries}
-        return [i for i in ids if isinstance(i, str) and i in known]
+        chosen = [i for i in ids if isinstance(i, str) and i in known] if isinstance(ids, list) else []
+        if ids is None or (ids and not chosen):  # not a list, or naming no library it was shown
+            report_malformed(self.provider, "router", answer)
+        return chosen
 
 
 def make_library_router(spec: str | None = None, *, provider: Any = None) -> LibraryRouter | None:

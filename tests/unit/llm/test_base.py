@@ -1,0 +1,84 @@
+"""``RAGSPINE_LLM`` and its settings: names or a base URL, the provider built from settings
+alone, the ``ragspine config`` line, and errors that name the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragspine.config import load_settings
+from ragspine.errors import ConfigError
+from ragspine.llm.base import describe_llm, llm_options, make_llm_provider, parse_llm_spec
+from ragspine.registries import LLM_PROVIDERS
+
+
+def test_the_registry_names_every_provider():
+    assert LLM_PROVIDERS.names() == ["none", "openai", "local"]
+    assert LLM_PROVIDERS["openai"].extra == "openai" and LLM_PROVIDERS["local"].extra == "llm-local"
+
+
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        ("none", ("none", None)),
+        (" OpenAI ", ("openai", None)),
+        ("local", ("local", None)),
+        ("http://localhost:11434/v1", ("openai", "http://localhost:11434/v1")),
+        ("https://api.example.com/v1/", ("openai", "https://api.example.com/v1")),
+        ("HTTP://127.0.0.1:8000/v1", ("openai", "HTTP://127.0.0.1:8000/v1")),
+    ],
+)
+def test_parse_llm_spec(value, expected):
+    assert parse_llm_spec(value) == expected
+
+
+@pytest.mark.parametrize("value", ["gpt-4o", "ollama", "http://", "ftp://host/v1"])
+def test_a_bad_llm_value_names_the_choices_and_the_url_form(value):
+    with pytest.raises(ConfigError) as info:
+        load_settings({"RAGSPINE_LLM": value})
+    message = str(info.value)
+    assert "RAGSPINE_LLM" in message and "http" in message
+    if "://" not in value:
+        assert all(name in message for name in LLM_PROVIDERS.names())
+
+
+def test_settings_of_the_llm():
+    s = load_settings({})
+    assert (s.llm, s.llm_model, s.llm_api_key, s.llm_timeout, s.llm_retries, s.llm_max_calls, s.llm_max_tokens) == (
+        "none", None, None, 20.0, 2, 10, 256)
+    s = load_settings({"RAGSPINE_LLM": "http://h:1/v1/", "RAGSPINE_LLM_MODEL": "qwen", "RAGSPINE_LLM_API_KEY": "k",
+                       "RAGSPINE_LLM_TIMEOUT": "5", "RAGSPINE_LLM_RETRIES": "0", "RAGSPINE_LLM_MAX_CALLS": "3",
+                       "RAGSPINE_LLM_MAX_TOKENS": "32"})
+    assert s.llm == "http://h:1/v1"
+    assert llm_options(s) == {"base_url": "http://h:1/v1", "model": "qwen", "api_key": "k", "timeout": 5.0, "retries": 0,
+                              "max_tokens": 32}
+    assert llm_options(load_settings({"RAGSPINE_LLM": "local"})) == {"model": None, "timeout": 20.0, "max_tokens": 256}
+    assert llm_options(load_settings({})) == {}
+
+
+@pytest.mark.parametrize("env,value", [("RAGSPINE_LLM_TIMEOUT", "0"), ("RAGSPINE_LLM_RETRIES", "11"),
+                                       ("RAGSPINE_LLM_RETRIES", "-1"), ("RAGSPINE_LLM_MAX_CALLS", "0"),
+                                       ("RAGSPINE_LLM_MAX_TOKENS", "0"), ("RAGSPINE_LLM_TIMEOUT", "soon")])
+def test_out_of_range_llm_settings_fail_naming_the_variable(env, value):
+    with pytest.raises(ConfigError, match=env):
+        load_settings({env: value})
+
+
+def test_make_llm_provider_none_and_the_default_from_the_environment(monkeypatch):
+    assert make_llm_provider("none") is None
+    assert make_llm_provider() is None
+    pytest.importorskip("openai", reason="the [openai] extra is not installed")
+    monkeypatch.setenv("RAGSPINE_LLM", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("RAGSPINE_LLM_MODEL", "m")
+    monkeypatch.setenv("RAGSPINE_LLM_RETRIES", "0")
+    provider = make_llm_provider()
+    assert type(provider).__name__ == "OpenAICompatibleLLMProvider"
+    assert (provider.base_url, provider.model, provider.retries) == ("http://127.0.0.1:9/v1", "m", 0)
+
+
+def test_describe_llm_says_which_model_where_and_the_limits():
+    assert describe_llm(load_settings({})) == "none"
+    line = describe_llm(load_settings({"RAGSPINE_LLM": "http://user:secret@h:11434/v1", "RAGSPINE_LLM_MODEL": "llama3.2"}))
+    assert "llama3.2" in line and "h:11434/v1" in line and "secret" not in line and "10 calls per request" in line
+    assert "RAGSPINE_LLM_MODEL" in describe_llm(load_settings({"RAGSPINE_LLM": "openai"}))
+    local = describe_llm(load_settings({"RAGSPINE_LLM": "local"}))
+    assert local.startswith("local: SmolLM2-135M") and ("plumbing" in local or "not installed" in local)
