@@ -23,6 +23,14 @@ CHUNK_STORES = Registry("chunk store", env="RAGSPINE_CHUNK_STORE", entries={
         extra="pgvector", accepts=("postgresql:", "postgres:", "postgresql+psycopg:"),
     ),
 })
+#: The structured channel's fact store of each chunk store (same names): it lives in the chunk
+#: store's database (``make_fact_store``).
+FACT_STORES = Registry("fact store", entries={
+    "sqlite": Entry("ragspine.stores.sqlite.fact_store:SQLiteFactStore", "tables of the SQLite chunk store's file"),
+    "postgresql": Entry(
+        "ragspine.stores.postgres.fact_store:PostgresFactStore", "tables of the PostgreSQL chunk store (revision 0010)", extra="pgvector",
+    ),
+})
 VECTOR_STORES = Registry("vector store", env="RAGSPINE_VECTOR_STORE", entries={
     "memory": Entry("ragspine.retrieval.vector.store:InProcessVectorConnector", "memory (in-process exact cosine)", accepts=("memory",)),
     "pgvector": Entry(

@@ -17,6 +17,7 @@ RAGSpine's own backends run these in ``tests/conformance/test_store_backends.py`
 from ragspine.testing.chunk_store import ChunkStoreConformance
 from ragspine.testing.chunker import ChunkerConformance
 from ragspine.testing.embedding_cache import EmbeddingCacheConformance
+from ragspine.testing.fact_store import FactStoreConformance
 from ragspine.testing.lexical_index import LexicalIndexConformance
 from ragspine.testing.random_filters import random_filter, random_metadata
 from ragspine.testing.vector_store import VectorStoreConformance
@@ -25,6 +26,7 @@ __all__ = [
     "ChunkerConformance",
     "ChunkStoreConformance",
     "EmbeddingCacheConformance",
+    "FactStoreConformance",
     "LexicalIndexConformance",
     "VectorStoreConformance",
     "random_filter",

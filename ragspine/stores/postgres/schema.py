@@ -9,6 +9,10 @@ replace's own transaction: ``ragspine_chunk.n_tokens`` (a chunk's token count), 
 ``ragspine_lex_posting`` (one row per active chunk and distinct token), the document
 frequencies ``ragspine_lex_term`` and one row of ``ragspine_lex_stats`` per library (active
 chunks, total tokens, whether its postings are complete).
+
+The structured channel's facts (revision 0010) are ``ragspine_fact`` — every version of every
+fact, ``active`` marking the current ones, at most one active fact per library and key — and
+``ragspine_fact_source``, each source document's current version.
 """
 
 from __future__ import annotations
@@ -125,4 +129,42 @@ vector_space = sa.Table(
     sa.Column("dim", sa.Integer, nullable=False),
     sa.Column("table_name", sa.Text, nullable=False, unique=True),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+)
+
+#: Every version of every numeric fact of the structured channel (``PostgresFactStore``): the
+#: partial unique index keeps one active fact per (library, metric, entity, period, channel).
+fact = sa.Table(
+    "ragspine_fact",
+    metadata,
+    sa.Column("library_id", sa.Text, primary_key=True),
+    sa.Column("source_doc_id", sa.Text, primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("ordinal", sa.Integer, primary_key=True),
+    sa.Column("active", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column("metric", sa.Text, nullable=False),
+    sa.Column("entity", sa.Text, nullable=False),
+    sa.Column("period", sa.Text, nullable=False),
+    sa.Column("channel", sa.Text, nullable=False),
+    sa.Column("value", sa.Numeric, nullable=False),  # exact, its scale kept
+    sa.Column("unit", sa.Text, nullable=False, server_default=""),
+    sa.Column("source_locator", sa.Text, nullable=False),
+    sa.Column("valid_as_of", sa.Text, nullable=False),
+    sa.Column("sensitivity", sa.Text, nullable=False, server_default="INTERNAL"),
+    sa.Column("ingested_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+    sa.Index(
+        "ragspine_fact_active_key", "library_id", "metric", "entity", "period", "channel",
+        unique=True, postgresql_where=sa.text("active"),
+    ),
+    sa.Index("ragspine_fact_source_version", "library_id", "source_doc_id", "version"),
+)
+
+#: A fact source's current version (a retirement writes no fact rows: the counter lives here).
+fact_source = sa.Table(
+    "ragspine_fact_source",
+    metadata,
+    sa.Column("library_id", sa.Text, primary_key=True),
+    sa.Column("source_doc_id", sa.Text, primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("facts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("changed_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
 )

@@ -76,12 +76,15 @@ def list_libraries(db: SQLiteDatabase, library_ids: Sequence[str] | None = None)
 
 
 def delete_library(db: SQLiteDatabase, library_id: str) -> bool:
-    """Delete a library's chunks and catalog row, log the drop (followers rebuild), and
+    """Delete a library's chunks, facts and catalog row, log the drop (followers rebuild), and
     remove its saved lexical index."""
     db.init_schema()
     with db.transaction() as cur:
         cur.execute("DELETE FROM narrative_chunk WHERE library_id = ?", (library_id,))
         n_chunks = cur.rowcount
+        cur.execute("DELETE FROM structured_fact WHERE library_id = ?", (library_id,))
+        n_facts = cur.rowcount
+        cur.execute("DELETE FROM structured_source WHERE library_id = ?", (library_id,))
         cur.execute("DELETE FROM library WHERE library_id = ?", (library_id,))
         n_lib = cur.rowcount
         cur.execute(
@@ -91,4 +94,4 @@ def delete_library(db: SQLiteDatabase, library_id: str) -> bool:
     saved = db.chunk_store(library_id).persist_dir("lexical")
     if saved:  # it could never be used again anyway
         shutil.rmtree(saved, ignore_errors=True)
-    return bool(n_chunks or n_lib)
+    return bool(n_chunks or n_facts or n_lib)

@@ -2,7 +2,9 @@
 
 ``narrative_chunk`` holds every version of every chunk (``active`` marks the current one),
 ``narrative_change`` is the change log derived indexes follow (one row per replace, with the
-document's fingerprint), ``library`` the catalog. Older files (without ``library_id``, the
+document's fingerprint), ``library`` the catalog; ``structured_fact`` every version of every
+numeric fact (``active`` marks the current ones; one active fact per key and library, by a
+partial unique index) and ``structured_source`` each fact source's current version. Older files (without ``library_id``, the
 metadata JSON column, the parent/window fields or the change log's fingerprints) are upgraded
 by adding the missing columns; ``PRAGMA user_version`` records :data:`SCHEMA_VERSION`.
 """
@@ -13,7 +15,7 @@ import sqlite3
 
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: the structured channel's fact tables
 
 CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("library_id", f"TEXT NOT NULL DEFAULT '{DEFAULT_LIBRARY_ID}'"),
@@ -54,6 +56,15 @@ _DDL = (
     "CREATE TABLE IF NOT EXISTS library ("
     "library_id TEXT PRIMARY KEY, description TEXT NOT NULL DEFAULT '',"
     " created_at TEXT NOT NULL DEFAULT '')",
+    "CREATE TABLE IF NOT EXISTS structured_fact ("
+    "library_id TEXT NOT NULL, source_doc_id TEXT NOT NULL, version INTEGER NOT NULL, ordinal INTEGER NOT NULL,"
+    " active INTEGER NOT NULL DEFAULT 1, metric TEXT NOT NULL, entity TEXT NOT NULL, period TEXT NOT NULL,"
+    " channel TEXT NOT NULL, value TEXT NOT NULL, unit TEXT NOT NULL DEFAULT '', source_locator TEXT NOT NULL,"
+    " valid_as_of TEXT NOT NULL, sensitivity TEXT NOT NULL DEFAULT 'INTERNAL', ingested_at TEXT NOT NULL DEFAULT '',"
+    " PRIMARY KEY (library_id, source_doc_id, version, ordinal))",
+    "CREATE TABLE IF NOT EXISTS structured_source ("
+    "library_id TEXT NOT NULL, source_doc_id TEXT NOT NULL, version INTEGER NOT NULL, facts INTEGER NOT NULL DEFAULT 0,"
+    " changed_at TEXT NOT NULL DEFAULT '', PRIMARY KEY (library_id, source_doc_id))",
 )
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS narrative_chunk_active"
@@ -63,6 +74,10 @@ _INDEXES = (
     "CREATE INDEX IF NOT EXISTS narrative_change_lib ON narrative_change (library_id, seq)",
     # a document's versions (the next version, its fingerprint) without scanning the library
     "CREATE INDEX IF NOT EXISTS narrative_change_doc ON narrative_change (library_id, doc_id, version)",
+    # one active fact per (metric, entity, period, channel) of a library: a lookup never chooses
+    "CREATE UNIQUE INDEX IF NOT EXISTS structured_fact_active_key"
+    " ON structured_fact (library_id, metric, entity, period, channel) WHERE active = 1",
+    "CREATE INDEX IF NOT EXISTS structured_fact_source ON structured_fact (library_id, source_doc_id, active)",
 )
 _CHANGE_MIGRATIONS = (("fingerprint", "TEXT NOT NULL DEFAULT ''"),)
 
