@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ragspine.config import Settings, load_settings
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError, RagspineError
-from ragspine.llm.base import LLMProvider, describe_llm, llm_options, make_llm_provider, parse_llm_spec
+from ragspine.llm.base import LLMProvider, describe_llm, llm_options, make_llm_provider
 from ragspine.llm.budget import GuardedLLMProvider
 from ragspine.llm.observe import LLMObserver
 from ragspine.registries import CHUNK_STORES, CHUNKERS, RERANKERS
@@ -140,7 +140,7 @@ class Stack:
             return self._provider
 
     def _guard(self, provider: LLMProvider) -> GuardedLLMProvider:
-        name = getattr(provider, "name", None) or parse_llm_spec(self.settings.llm)[0]
+        name = getattr(provider, "name", None) or type(provider).__name__  # "openai", "local", or a passed-in class
         return GuardedLLMProvider(provider, max_calls=self.settings.llm_max_calls, name=str(name), observer=self._llm_observer)
 
     def observe_llm(self, observer: LLMObserver | None) -> None:
