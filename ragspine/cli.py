@@ -10,6 +10,9 @@
                                              apply the PostgreSQL schema revisions (Alembic)
     ragspine serve [--host H] [--port P] [--workers N]   the HTTP service (FastAPI on uvicorn)
     ragspine worker [--burst]                run ingest jobs from the Redis job queue (RQ)
+    ragspine facts ingest FILE | facts list  the structured channel's facts (see ragspine/structured/cli.py)
+    ragspine metric METRIC --entity E --period P [--channel C] [--as-of DATE] [--json]
+                                             one number from the fact table: found / not_found / unrecognized_param
 
 Bad input exits with status 2 and one line on stderr naming the problem; nothing is
 written, so the previous version of every document stays active.
@@ -36,6 +39,7 @@ from ragspine.retrieval.filtering.filters import (
 )
 from ragspine.retrieval.mode import RETRIEVAL_MODES
 from ragspine.retrieval.sensitivity import reserved_key
+from ragspine.structured.cli import add_structured_commands, cmd_facts, cmd_metric
 
 EXIT_USAGE = 2
 
@@ -147,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1, help="server processes (default: 1)")
     worker = sub.add_parser("worker", help="run ingest jobs from the Redis job queue (RQ)")
     worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
+    add_structured_commands(sub, common)
     return parser
 
 
@@ -536,6 +541,8 @@ _COMMANDS = {
     "migrate": cmd_migrate,
     "serve": cmd_serve,
     "worker": cmd_worker,
+    "facts": cmd_facts,
+    "metric": cmd_metric,
 }
 
 

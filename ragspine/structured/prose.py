@@ -23,14 +23,17 @@ def period_label(key: str, language: str = "en") -> str:
     if parsed is None:
         return key
     kind, year, n = parsed
+    if kind == "month":
+        return f"{_EN_MONTHS[n]} {year}" if language not in ("zh", "ja") else f"{year}年{n}月"
+    if kind == "year":
+        return f"{year}年" if language in ("zh", "ja") else f"{year}"
+    fiscal = kind.startswith("fy")
     if language == "zh":
-        return {"year": f"{year}年", "quarter": f"{year}年{_ZH_QUARTERS[n]}", "month": f"{year}年{n}月",
-                "fy": f"{year}财年", "fyq": f"{year}财年{_ZH_QUARTERS[n]}"}[kind]
+        return (f"{year}财年" if fiscal else f"{year}年") + (_ZH_QUARTERS[n] if n else "")
     if language == "ja":
-        return {"year": f"{year}年", "quarter": f"{year}年第{n}四半期", "month": f"{year}年{n}月",
-                "fy": f"{year}年度", "fyq": f"{year}年度第{n}四半期"}[kind]
-    return {"year": f"{year}", "quarter": f"Q{n} {year}", "month": f"{_EN_MONTHS[n]} {year}",
-            "fy": f"FY{year}", "fyq": f"Q{n} FY{year}"}[kind]
+        return (f"{year}年度" if fiscal else f"{year}年") + (f"第{n}四半期" if n else "")
+    quarter = f"Q{n} " if n else ""
+    return f"{quarter}FY{year}" if fiscal else f"{quarter}{year}"
 
 
 def found_prose(fact: StoredFact, glossary: Glossary, language: str = "en") -> str:

@@ -126,6 +126,8 @@ def unrecognized(
 ) -> MetricResult:
     """Names the inputs that are not recognized (never their values); suggestions holding a
     numeral are dropped."""
+    if not params or any(p not in PARAMS for p in params):
+        raise ValueError(f"params must name the unrecognized inputs ({', '.join(PARAMS)}), got {params!r}")
     language = language if language in LANGUAGES else "en"
     head, glossary_line, options_line, period_line, as_of_line = _UNRECOGNIZED[language]
     names = _SEPARATOR[language].join(_PARAM_NAMES[language][p] for p in params)
