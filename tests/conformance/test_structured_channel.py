@@ -9,31 +9,38 @@
   absent one;
 * **library isolation** and **replace atomicity** (the store's invariants).
 
-Each check is a plain function; each has an inverse test running it on a deliberately leaky
-implementation, which must fail it (no vacuous pass).
+Each check is a plain function (``ragspine.testing.structured_channel``,
+``ragspine.testing.fact_store``); each has an inverse test running it on a deliberately leaky
+implementation (``leaky_structured.py``), which must fail it (no vacuous pass).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.stores.sqlite import SQLiteDatabase
-from ragspine.structured import FOUND, Glossary, MetricResult, StructuredChannel, has_numeral, ingest_facts, make_fact_store
-from ragspine.structured.base import SourceFacts
-from ragspine.structured.prose import period_label
-from ragspine.structured.result import LANGUAGES, NOT_FOUND, STATUSES
+from ragspine.structured import FOUND, Glossary, MetricResult, StructuredChannel, ingest_facts, make_fact_store
+from ragspine.structured.result import LANGUAGES, NOT_FOUND
 from ragspine.testing import FactStoreConformance
 from ragspine.testing.fact_store import assert_libraries_isolated, assert_lookup_hides_restricted, assert_replace_is_atomic
+from ragspine.testing.structured_channel import assert_no_numeral, assert_provenance, assert_restricted_isolated
+from tests.conformance.leaky_structured import (
+    EchoingChannel,
+    EmbellishingChannel,
+    GuessingChannel,
+    LibraryBlindStore,
+    MisattributingChannel,
+    NonAtomicStore,
+    RestrictedLeakingStore,
+    unchecked,
+)
 
 GLOSSARY = Glossary.default()
-ASCII_OR_FULL_WIDTH_DIGIT = (re.compile(r"\d"), re.compile(r"[０-９]"))
 
 #: (metric, entity, period, channel, value, unit, source, locator, valid_as_of, sensitivity)
 ROWS = [
@@ -86,68 +93,10 @@ class TestFactStoreBackends(FactStoreConformance):
     pass
 
 
-# -- the checks ------------------------------------------------------------------------------
-def strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for k, v in value.items() for s in strings(k) + strings(v)]
-    if isinstance(value, (list, tuple)):
-        return [s for v in value for s in strings(v)]
-    return []
-
-
-def assert_no_numeral(result: Any, *inputs: object) -> None:
-    """A result that is not ``found`` carries no numeral anywhere (``\\d``, full-width digits, any
-    Unicode numeral) and does not echo an input holding one."""
-    assert result.status in STATUSES, result.status
-    if result.status == FOUND:
-        return
-    for text in strings(result.to_dict()):
-        for pattern in ASCII_OR_FULL_WIDTH_DIGIT:
-            assert not pattern.search(text), f"{result.status} carries a digit: {text!r}"
-        assert not has_numeral(text), f"{result.status} carries a numeral: {text!r}"
-    for value in inputs:
-        if isinstance(value, str) and has_numeral(value):
-            assert value.strip() not in result.text, f"{result.status} echoes the input {value!r}"
-
-
-def assert_provenance(result: Any, store: Any) -> None:
-    """A ``found`` answer is the one active, non-RESTRICTED stored fact of its keys, and every
-    number in its prose is one that fact (or the glossary's labels of it) holds."""
-    if result.status != FOUND:
-        return
-    matches = [f for f in store.iter_facts(include_restricted=True)
-               if (f.metric, f.entity, f.period, f.channel) == (result.metric, result.entity, result.period, result.channel)]
-    assert len(matches) == 1, f"found {result.metric}/{result.period} resolves to {len(matches)} stored facts"
-    fact = matches[0]
-    assert not is_restricted(fact.sensitivity), "a found answer is a RESTRICTED fact"
-    stored = (format(fact.value, "f"), fact.unit, fact.source_doc_id, fact.source_locator, fact.valid_as_of)
-    assert (result.value, result.unit, result.source_doc_id, result.source_locator, result.valid_as_of) == stored
-    for part in (result.value, result.source_doc_id, result.source_locator, result.valid_as_of):
-        assert part in result.text, f"the prose lacks {part!r}: {result.text!r}"
-    lang = result.language
-    labels = [GLOSSARY.label(s, k, lang) for s, k in (("metrics", fact.metric), ("entities", fact.entity),
-                                                       ("units", fact.unit), ("channels", fact.channel))]
-    held = " ".join([*stored, period_label(fact.period, lang), *labels])
-    for number in re.findall(r"[0-9]+(?:\.[0-9]+)?", result.text):
-        assert number in held, f"the prose states {number!r}, which the stored fact does not hold: {result.text!r}"
-
-
-def assert_restricted_isolated(channel: Any, keys: list[tuple[str, str, str]]) -> None:
-    """A key held only by a RESTRICTED fact answers exactly what an absent key answers."""
-    for metric, entity, period in keys:
-        for language in LANGUAGES:
-            got = channel.query_metric(metric, entity, period, language=language)
-            absent = channel.query_metric(metric, entity, "1999Q1", language=language)
-            assert absent.status == NOT_FOUND
-            assert got.to_dict() == absent.to_dict(), f"{metric}/{period}: a RESTRICTED fact shows ({got.status})"
-
-
 def check_channel(channel: Any, *inputs: Any, **kwargs: Any) -> Any:
     result = channel.query_metric(*inputs, **kwargs)
     assert_no_numeral(result, *inputs, *kwargs.values())
-    assert_provenance(result, channel.store)
+    assert_provenance(result, channel.store, GLOSSARY)
     return result
 
 
@@ -250,109 +199,55 @@ PERIODS = st.one_of(
 AS_OF = st.one_of(st.none(), st.sampled_from(["2024-11-15", "2025-03-01", "２０２４-１１-１５", "2024-13-45", "yesterday", "2024/11/15"]))
 
 
+def stored_forms(section: str, keys: list[str]) -> st.SearchStrategy[str]:
+    return st.sampled_from(sorted({f for k in keys for f in GLOSSARY.terms[section][k].forms}))
+
+
+STORED_PERIODS = ["2024Q3", "Q3 2024", "2024年第三季度", "２０２４年第３四半期", "3Q24", "2024年度", "FY24", "2024年度第2四半期",
+                  "last quarter", "上季度", "去年三季度", "前年度", "前期"]
+AS_OF_DATES = ["2024-11-15", "2025-03-01", "２０２４-１２-３１", "2026-02-01"]
+
+
+@st.composite
+def queries(draw: Any) -> tuple[Any, ...]:
+    """A query on stored keys (so that found and not_found happen), with zero to two of its
+    five inputs replaced by a glossary-adjacent near miss (so that unrecognized_param does)."""
+    metric = draw(stored_forms("metrics", ["revenue", "gross_margin", "order_intake", "net_profit"]))
+    entity = draw(stored_forms("entities", ["KESTREL", "KESTREL_CN", "KESTREL_JP"]))
+    period = draw(st.sampled_from(STORED_PERIODS))
+    channel = draw(st.one_of(st.none(), stored_forms("channels", ["total", "direct"])))
+    as_of = draw(st.one_of(st.none(), st.sampled_from(AS_OF_DATES)))
+    for name in draw(st.sets(st.sampled_from(["metric", "entity", "period", "channel", "as_of"]), max_size=2)):
+        if name == "metric":
+            metric = draw(adjacent(_forms("metrics")))
+        elif name == "entity":
+            entity = draw(adjacent(_forms("entities")))
+        elif name == "period":
+            period = draw(PERIODS)
+        elif name == "channel":
+            channel = draw(adjacent(_forms("channels")))
+        else:
+            as_of = draw(AS_OF)
+    return metric, entity, period, channel, as_of, draw(st.sampled_from([None, *LANGUAGES]))
+
+
 def test_fuzzed_inputs_never_yield_an_invented_number(channel) -> None:
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(adjacent(_forms("metrics")), adjacent(_forms("entities")), PERIODS,
-           st.one_of(st.none(), adjacent(_forms("channels"))), AS_OF, st.sampled_from([None, *LANGUAGES]))
-    def check(metric: str, entity: str, period: str, channel_: str | None, as_of: str | None, language: str | None) -> None:
+    seen: set[str] = set()
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(queries())
+    def check(query: tuple[Any, ...]) -> None:
+        metric, entity, period, channel_, as_of, language = query
         result = check_channel(channel, metric, entity, period, channel_, as_of=as_of, language=language)
+        seen.add(result.status)
         if result.status == FOUND:
             assert (result.metric, result.entity, result.period) not in RESTRICTED_KEYS
 
     check()
+    assert seen == {"found", "not_found", "unrecognized_param"}, seen  # the fuzz reached every status
 
 
 # -- inverse cases: each check fails on a leaky implementation ----------------------------------
-@dataclass(frozen=True)
-class UncheckedResult:
-    """A result type without MetricResult's guard (what a careless implementation returns)."""
-
-    status: str
-    text: str
-    language: str = "en"
-    metric: str = ""
-    entity: str = ""
-    period: str = ""
-    channel: str = ""
-    value: str = ""
-    unit: str = ""
-    source_doc_id: str = ""
-    source_locator: str = ""
-    valid_as_of: str = ""
-
-    def to_dict(self) -> dict[str, str]:
-        return dict(vars(self))
-
-
-def unchecked(result: MetricResult, **changes: str) -> UncheckedResult:
-    values = {k: v for k, v in result.to_dict().items() if k in UncheckedResult.__dataclass_fields__}
-    return UncheckedResult(**{**values, **changes})
-
-
-class EchoingChannel(StructuredChannel):
-    def query_metric(self, metric: str, entity: str, period: str, channel: str | None = None, **kw: Any) -> Any:
-        result = super().query_metric(metric, entity, period, channel, **kw)
-        return result if result.found else unchecked(result, text=f"{result.text} ({period})")
-
-
-class GuessingChannel(StructuredChannel):
-    def query_metric(self, *args: Any, **kw: Any) -> Any:
-        result = super().query_metric(*args, **kw)
-        return result if result.found else unchecked(result, text="No exact value; it was probably about １８０.")
-
-
-class EmbellishingChannel(StructuredChannel):
-    def query_metric(self, *args: Any, **kw: Any) -> Any:
-        result = super().query_metric(*args, **kw)
-        return unchecked(result, text=result.text + " That is up 12 percent.") if result.found else result
-
-
-class MisattributingChannel(StructuredChannel):
-    def query_metric(self, *args: Any, **kw: Any) -> Any:
-        result = super().query_metric(*args, **kw)
-        return unchecked(result, source_doc_id="kestrel/press-release") if result.found else result
-
-
-class RestrictedLeakingStore:
-    """Forgets the RESTRICTED filter (and the channel above it forgets it too)."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def lookup(self, metric: str, entity: str, period: str, channel: str = "total") -> list[Any]:
-        return [f for f in self.store.iter_facts(include_restricted=True) if (f.metric, f.entity, f.period, f.channel) ==
-                (metric, entity, period, channel)]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-
-class NonAtomicStore:
-    """Replaces each source in its own transaction."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def replace_facts(self, sources: list[SourceFacts]) -> int:
-        return sum(self.store.replace_facts([s]) for s in sources)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-
-class LibraryBlindStore:
-    """Falls back to another library's facts when its own has none."""
-
-    def __init__(self, store: Any, other: Any) -> None:
-        self.store, self.other = store, other
-
-    def lookup(self, *key: str) -> list[Any]:
-        return self.store.lookup(*key) or self.other.lookup(*key)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-
 def test_inverse_an_echoing_channel_fails_the_no_numeral_check(channel) -> None:
     leaky = EchoingChannel(channel.store, GLOSSARY)
     with pytest.raises(AssertionError, match="carries a (digit|numeral)"):
