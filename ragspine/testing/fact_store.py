@@ -175,6 +175,28 @@ class FactStoreIntegrityTests:
         assert problems == []
 
 
+    def test_concurrent_replaces_of_one_source_serialize(self, fact_store_factory: Factory) -> None:
+        store = fact_store_factory("lib-w")
+        errors: list[BaseException] = []
+
+        def write(tag: str) -> None:
+            try:
+                for i in range(8):
+                    store.replace_facts([SourceFacts("s", [fact(value=f"{tag}{i}", source="s"), fact("gross_margin", source="s")])])
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(tag,)) for tag in ("1", "2")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        every = store.iter_facts(include_inactive=True)
+        assert sorted({f.version for f in every}) == list(range(1, 17))  # every replace its own version
+        assert [(f.metric, f.version) for f in store.iter_facts()] == [("revenue", 16), ("gross_margin", 16)]
+
+
 class FactStoreIsolationTests:
     def test_libraries_are_isolated(self, fact_store_factory: Factory) -> None:
         assert_libraries_isolated(fact_store_factory)

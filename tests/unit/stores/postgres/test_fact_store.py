@@ -12,8 +12,8 @@ from ragspine.structured import Fact, SourceFacts, make_fact_store
 FACT_TABLES = {"ragspine_fact", "ragspine_fact_source"}
 
 
-def _fact(value: str = "182") -> Fact:
-    return Fact("revenue", "KESTREL", "2024Q3", Decimal(value), "src", "p. 1", "2024-10-30", unit="EUR_M")
+def _fact(value: str = "182", source: str = "src") -> Fact:
+    return Fact("revenue", "KESTREL", "2024Q3", Decimal(value), source, "p. 1", "2024-10-30", unit="EUR_M")
 
 
 def test_0010_is_what_schema_py_says(pg_target) -> None:
@@ -78,3 +78,19 @@ def test_delete_library_deletes_its_facts_and_versions(pg_db) -> None:
     assert store.count(include_inactive=True) == 0 and other.count() == 1
     store.replace_facts([SourceFacts("src", [_fact("1")])])
     assert [f.version for f in store.iter_facts()] == [1]  # a new library starts afresh
+
+
+def test_the_unique_index_is_the_last_word_on_a_race(pg_db, monkeypatch) -> None:
+    """Were the holder check to miss a concurrent writer, the partial unique index refuses the
+    second active fact of a key (an IngestError, nothing written)."""
+    import pytest
+
+    from ragspine.errors import IngestError
+    from ragspine.stores.postgres import fact_store as module
+
+    store = make_fact_store("lib", database=pg_db)
+    store.replace_facts([SourceFacts("a", [_fact(source="a")])])
+    monkeypatch.setattr(module, "_HOLDER", "SELECT 1 WHERE false AND CAST(:library_id AS text) IS NULL")
+    with pytest.raises(IngestError, match="another write may have stored"):
+        store.replace_facts([SourceFacts("b", [_fact("999", source="b")])])
+    assert [(f.source_doc_id, format(f.value, "f")) for f in store.iter_facts()] == [("a", "182")]
