@@ -105,12 +105,13 @@ def _load_legs(path: Path, data: Path) -> tuple[dict[str, dict[str, list[str]]],
 
 def section(
     data_root: Path, sets: list[str], backends: list[str], weights: list[float], rerankers: list[str], depth: int, log: Callable[[str], None],
-    save: Path | None = None, load: Path | None = None,
+    save: Path | None = None, load: Path | None = None, max_queries: int | None = None,
 ) -> dict[str, Any]:
     """Every set × backend: the legs, the fusion weights, the rerankers (see the docstring);
     ``save``: a folder for each set's per-query leg rankings (``<set>-<backend>.legs.json``),
     so other fusion rules can be tried without embedding again; ``load``: such a folder, whose
-    legs are used instead of running the pipeline (the embedding backend is not loaded)."""
+    legs are used instead of running the pipeline (the embedding backend is not loaded);
+    ``max_queries``: only each set's first queries (in file order) are scored and reranked."""
     from ragspine.retrieval.chunking.chunk_store import StoredChunk
     from ragspine.retrieval.rerank.base import make_reranker
     from ragspine.retrieval.types import RetrievalResult
@@ -142,6 +143,9 @@ def section(
                     save.mkdir(parents=True, exist_ok=True)
                     (save / f"{name}-{backend_name}.legs.json").write_text(json.dumps(
                         {"legs": legs, "scores": leg_scores, "queries": queries, "qrels": {q: sorted(v) for q, v in qrels.items()}}))
+                if max_queries is not None and len(legs) > max_queries:
+                    legs = dict(list(legs.items())[:max_queries])
+                    info["queries"] = len(legs)
                 rows: dict[str, Any] = {"info": {**info, "dense_queries": sum("vector" in v for v in legs.values())}}
                 rows["bm25"] = _figures({q: v.get("bm25", []) for q, v in legs.items()}, qrels)
                 rows["dense"] = _figures({q: v.get("vector", []) for q, v in legs.items()}, qrels)

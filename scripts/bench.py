@@ -626,6 +626,8 @@ def main() -> int:
     parser.add_argument("--embed-compare", default=None, metavar="BACKEND,BACKEND",
                         help="texts/s of these embedding backends side by side on --fusion-sets (first --embed-texts documents)")
     parser.add_argument("--fusion-save", type=Path, default=None, help="folder for --fusion's per-query leg rankings (to try fusion rules offline)")
+    parser.add_argument("--fusion-queries", type=int, default=None,
+                        help="--fusion scores only each set's first N queries (file order): a cheaper reranker run")
     parser.add_argument("--fusion-load", type=Path, default=None,
                         help="a --fusion-save folder: --fusion reuses its legs instead of ingesting and embedding again")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
@@ -688,7 +690,7 @@ def main() -> int:
         results["fusion"] = _bench_fusion.section(
             root, [n for n in args.fusion_sets.split(",") if n], [b for b in args.fusion_backends.split(",") if b],
             [float(w) for w in args.fusion_weights.split(",") if w], [r for r in args.fusion_rerankers.split(",") if r],
-            args.rerank_depth, log, args.fusion_save, args.fusion_load,
+            args.rerank_depth, log, args.fusion_save, args.fusion_load, args.fusion_queries,
         )
         print("\n".join(_bench_fusion.table(results["fusion"])))
     if args.chunkers:
