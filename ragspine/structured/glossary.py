@@ -8,9 +8,13 @@ A glossary file is YAML (or JSON) with up to five sections::
         zh: [营收, 营业收入, 销售额]
         ja: [売上高, 売上]
         codes: [REV]                        # codes: any language
+      operating_margin:
+        en: [operating margin]
+        derived_from: [operating_profit, revenue]   # optional: the metrics it is computed from
     entities:
       KESTREL_JP:
         en: [Kestrel Japan]
+        parent: KESTREL                     # optional: the entity key it is a subsidiary of
         fiscal_year_start_month: 4          # optional: the entity's fiscal calendar
         fiscal_year_named_by: start         # start (2024年度 = Apr 2024–Mar 2025) | end
     channels:                     # ``total`` (all channels) is added when not declared
@@ -23,6 +27,8 @@ A glossary file is YAML (or JSON) with up to five sections::
 Forms match exactly after folding (NFKC, case, whitespace), never approximately: a near miss is
 *unrecognized*, and :meth:`Glossary.suggest` may list candidates, which are never substituted.
 A form naming two keys of one section is an error. The key itself is always a form.
+``parent`` and ``derived_from`` name keys of the same glossary (never forms), never the term
+itself, and never close a cycle; they are what :mod:`ragspine.graph` builds its relation graph from.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ LANGUAGES = ("en", "zh", "ja")
 SECTIONS = ("metrics", "entities", "channels", "periods", "units")
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 _CALENDAR_FIELDS = ("fiscal_year_start_month", "fiscal_year_named_by")
+#: Relation fields: an entity's ``parent`` (a key), a metric's ``derived_from`` (keys).
+_RELATION_FIELDS = {"entities": "parent", "metrics": "derived_from"}
 _TOTAL_FORMS = {"en": ["all channels", "total", "all"], "zh": ["全部渠道", "合计", "全渠道"], "ja": ["全チャネル", "合計", "全体"]}
 
 
@@ -55,6 +63,8 @@ class Term:
     labels: Mapping[str, str]
     forms: tuple[str, ...]
     calendar: FiscalCalendar = CALENDAR_YEAR
+    parent: str = ""  # entities: the key of the entity it is a subsidiary of
+    inputs: tuple[str, ...] = ()  # metrics: the keys of the metrics it is derived from
 
     def label(self, language: str) -> str:
         """The label in ``language``, else the English one, else the key."""
@@ -96,6 +106,7 @@ class Glossary:
                 term = _term(section, key, entry, f"{where}: {section}.{key}")
                 terms[section][term.key] = term
                 _index_term(index[section], term, entry, f"{where}: {section}")
+        _check_relations(terms, where)
         if TOTAL_CHANNEL not in terms["channels"]:
             total = _term("channels", TOTAL_CHANNEL, _TOTAL_FORMS, where)
             terms["channels"][TOTAL_CHANNEL] = total
@@ -196,6 +207,7 @@ def _term(section: str, key: object, entry: object, where: str) -> Term:
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{where}: give the forms by language, e.g. {{en: [...], zh: [...], ja: [...]}}")
     allowed = set(LANGUAGES) | {"codes"} | (set(_CALENDAR_FIELDS) if section == "entities" else set())
+    allowed |= {_RELATION_FIELDS[section]} if section in _RELATION_FIELDS else set()
     unknown = [str(k) for k in entry if k not in allowed]
     if unknown:
         raise ConfigError(f"{where}: unknown field {unknown[0]!r}; the fields are {', '.join(sorted(allowed))}")
@@ -207,7 +219,43 @@ def _term(section: str, key: object, entry: object, where: str) -> Term:
             calendar = FiscalCalendar(entry.get("fiscal_year_start_month", 1), str(entry.get("fiscal_year_named_by", "start")))
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
-    return Term(key, labels, tuple(dict.fromkeys(every)), calendar)
+    parent = entry.get("parent") or ""
+    if parent and (not isinstance(parent, str) or not _KEY.match(parent)):
+        raise ConfigError(f"{where}: parent must be the key of an entity, got {parent!r}")
+    inputs = _forms(entry, "derived_from", where)
+    if len(set(inputs)) != len(inputs):
+        raise ConfigError(f"{where}: derived_from names a metric twice")
+    return Term(key, labels, tuple(dict.fromkeys(every)), calendar, str(parent), tuple(inputs))
+
+
+def _check_relations(terms: Mapping[str, Mapping[str, Term]], where: str) -> None:
+    """``parent`` / ``derived_from`` name other keys of their section and close no cycle."""
+    for section, name in _RELATION_FIELDS.items():
+        keys = terms[section]
+        links = {key: ((t.parent,) if t.parent else ()) if section == "entities" else t.inputs for key, t in keys.items()}
+        for key, targets in links.items():
+            for target in targets:
+                if target == key or target not in keys:
+                    what = "itself" if target == key else f"{target!r}, which is no key of {section}"
+                    raise ConfigError(f"{where}: {section}.{key}.{name} names {what}")
+        state: dict[str, int] = {}  # 1: on the current path, 2: done
+        for start in links:  # depth-first: a key met again on the path closes a cycle
+            if start in state:
+                continue
+            path, pending = [start], [iter(links[start])]
+            state[start] = 1
+            while pending:
+                target = next(pending[-1], None)
+                if target is None:
+                    state[path.pop()] = 2
+                    pending.pop()
+                elif state.get(target) == 1:
+                    cycle = " -> ".join([*path[path.index(target):], target])
+                    raise ConfigError(f"{where}: {section} {name} closes a cycle: {cycle}")
+                elif target not in state:
+                    state[target] = 1
+                    path.append(target)
+                    pending.append(iter(links[target]))
 
 
 def _index_term(index: dict[str, Match], term: Term, entry: Mapping[str, Any], where: str, keep_existing: bool = False) -> None:
