@@ -2,6 +2,7 @@
 
     ragspine ingest PATH... --library NAME   add or replace documents (.txt/.md)
     ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--mode M] [--top-k N] [--llm SPEC] [--json]
+                   [--query-transform T] [--decompose D] [--adaptive A] [--corrective] [--trace]
     ragspine libraries                       list libraries
     ragspine stats                           counts and the resolved stack
     ragspine config                          every RAGSPINE_* setting as resolved
@@ -38,6 +39,7 @@ from ragspine.retrieval.filtering.filters import (
     MetadataFilter,
 )
 from ragspine.retrieval.mode import RETRIEVAL_MODES
+from ragspine.retrieval.reasoning.cli import add_reasoning_flags, print_reasoning, reasoning_changes
 from ragspine.retrieval.sensitivity import reserved_key
 from ragspine.structured.cli import add_structured_commands, cmd_facts, cmd_metric
 
@@ -125,6 +127,7 @@ def _parser() -> argparse.ArgumentParser:
         "--llm", metavar="SPEC", help=f"language model of the listwise judge, LLM router and LLM filter extractor: {LLM_PROVIDERS.choices('|')}"
         " or an OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default: RAGSPINE_LLM)",
     )
+    add_reasoning_flags(query)
 
     embed = sub.add_parser("embed", help="compute the vectors a library lacks (after `ingest --no-embed`, a failed vector write)")
     embed.add_argument("--library", action="append", help="library to embed (repeatable; default: all)")
@@ -329,9 +332,10 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be positive, got {args.top_k}")
     filters = MetadataFilter(tuple(FilterCondition(f, op, _parse_value(op, v)) for f, op, v in args.filter))
     filter_limits(_settings(args)).check(filters)
-    with _stack(args, **_ranking_changes(args)) as stack:
+    with _stack(args, **_ranking_changes(args), **reasoning_changes(args)) as stack:
         retriever = stack.retriever(args.library, retry_without_filters=not args.strict_filters)
         answer = retriever.search(args.query, filters=filters or None, top_k=args.top_k)
+    print_reasoning(answer, args)
     snippets = answer.snippets
     if answer.filters_dropped:
         print("ragspine: note: no snippet matched the filters; these results ignore them "

@@ -14,12 +14,15 @@ from typing import Any, Mapping
 from ragspine.errors import ConfigError
 from ragspine.registries import (
     CHUNKERS,
+    COMPLEXITY_CLASSIFIERS,
     EMBEDDING_BACKENDS,
     FILTER_EXTRACTORS,
     LEXICAL_INDEXES,
     LIBRARY_ROUTERS,
     LLM_PROVIDERS,
     POSTPROCESSORS,
+    QUERY_DECOMPOSERS,
+    QUERY_TRANSFORMS,
     RERANKERS,
 )
 from ragspine.registry import Registry
@@ -126,6 +129,19 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_LLM_MAX_CALLS", 10, "LLM calls one request may make (judge, router, extractor together); the rest degrade", int
     ),
     "llm_max_tokens": Setting("RAGSPINE_LLM_MAX_TOKENS", 256, "longest answer an LLM call asks for, in tokens", int),
+    "query_transform": _named("RAGSPINE_QUERY_TRANSFORM", "none", "LLM query transform (needs RAGSPINE_LLM)", QUERY_TRANSFORMS),
+    "query_decompose": _named("RAGSPINE_QUERY_DECOMPOSE", "none", "LLM decomposition into sub-questions (needs RAGSPINE_LLM)", QUERY_DECOMPOSERS),
+    "adaptive": _named("RAGSPINE_ADAPTIVE", "none", "Adaptive-RAG: single-shot or decomposition (needs RAGSPINE_LLM)", COMPLEXITY_CLASSIFIERS),
+    "adaptive_glossary": Setting(
+        "RAGSPINE_ADAPTIVE_GLOSSARY", None, "glossary (structured channel format) whose entities Adaptive-RAG counts (default: the shipped one)"
+    ),
+    "query_fanout": Setting("RAGSPINE_QUERY_FANOUT", 3, "most RAG-Fusion variants / sub-questions one question generates (1..8)", int),
+    "corrective": Setting(
+        "RAGSPINE_CORRECTIVE", False, "corrective retrieval: grade the answer, drop filters, then rewrite, then refuse (at most 2 rounds)", bool
+    ),
+    "security_denylist": Setting(
+        "RAGSPINE_SECURITY_DENYLIST", None, "YAML deny list of entities (glossary format): queries naming one are refused before any retrieval"
+    ),
     "onnx_model_dir": Setting(
         "RAGSPINE_ONNX_MODEL_DIR", None, "directory with model.onnx + tokenizer files (overrides the packaged model)"
     ),
@@ -240,6 +256,13 @@ class Settings:
     llm_retries: int
     llm_max_calls: int
     llm_max_tokens: int
+    query_transform: str
+    query_decompose: str
+    adaptive: str
+    adaptive_glossary: str | None
+    query_fanout: int
+    corrective: bool
+    security_denylist: str | None
     onnx_model_dir: str | None
     cache_dir: str
     glossary: str | None
@@ -369,6 +392,8 @@ def _check_ranges(values: dict[str, Any]) -> None:
             raise bad(name, "must be >= 0")
     if not 0 <= values["llm_retries"] <= 10:
         raise bad("llm_retries", "must be within 0..10")
+    if not 1 <= values["query_fanout"] <= 8:
+        raise bad("query_fanout", "must be within 1..8")
 
 
 def check_llm(value: str) -> str:

@@ -153,3 +153,23 @@ LLM_PROVIDERS = Registry("LLM provider", env="RAGSPINE_LLM", entries={
         "offline llama.cpp (xllamacpp) running SmolLM2-135M: a plumbing model, not for quality", extra="llm-local",
     ),
 })
+
+# -- query-time reasoning (ragspine/retrieval/query/, run by ragspine/retrieval/reasoning/) ------
+QUERY_TRANSFORMS = Registry("query transform", env="RAGSPINE_QUERY_TRANSFORM", entries={
+    "none": Entry(None, "the question as asked (and the glossary's variants)"),
+    "hyde": Entry("ragspine.retrieval.query.transforms:HyDETransform", "a hypothetical passage probes the dense leg (BM25 in economy mode)"),
+    "rag_fusion": Entry("ragspine.retrieval.query.transforms:RAGFusionTransform", "reworded queries, RRF-fused with the question's"),
+    "step_back": Entry("ragspine.retrieval.query.transforms:StepBackTransform", "one broader question searched next to the question"),
+}, aliases={"ragfusion": "rag_fusion", "fusion": "rag_fusion", "stepback": "step_back"})
+QUERY_DECOMPOSERS = Registry("query decomposer", env="RAGSPINE_QUERY_DECOMPOSE", entries={
+    "none": Entry(None, "no decomposition"),
+    "llm": Entry("ragspine.retrieval.query.decompose:LLMQueryDecomposer", "sub-questions, each through the guarded pipeline, results fused"),
+})
+COMPLEXITY_CLASSIFIERS = Registry("complexity classifier", env="RAGSPINE_ADAPTIVE", entries={
+    "none": Entry(None, "no routing"),
+    "heuristic": Entry(
+        "ragspine.retrieval.query.adaptive:HeuristicComplexityClassifier",
+        "deterministic: comparison words (en/zh/ja), several entities, periods or questions decompose",
+    ),
+    "llm": Entry("ragspine.retrieval.query.adaptive:LLMComplexityClassifier", "the model says SIMPLE or COMPLEX"),
+}, aliases={"deterministic": "heuristic", "on": "heuristic"})

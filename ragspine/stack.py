@@ -37,6 +37,8 @@ from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.pipeline import LibraryPipeline
 from ragspine.retrieval.postprocess.base import Postprocessor, make_postprocessor
 from ragspine.retrieval.ranking import Ranking, Stages
+from ragspine.retrieval.reasoning import ReasoningObserver, ReasoningOptions, ReasoningRetriever
+from ragspine.retrieval.reasoning.build import describe_gate, reasoning_parts, uses_llm
 from ragspine.retrieval.rerank.base import IndexingReranker, Reranker, make_reranker
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.routing.routers import make_library_router
@@ -44,6 +46,7 @@ from ragspine.retrieval.vector.embedding import EmbeddingBackend, model_id_of, v
 from ragspine.retrieval.vector.embedding_cache import CountingCache, EmbeddingCache
 from ragspine.retrieval.vector.gate import DenseGate
 from ragspine.retrieval.vector.vector_store import VectorStore, VectorStoreConnector
+from ragspine.security.gate import SecurityGate, make_security_gate
 from ragspine.stores.registry import (
     make_chunk_store,
     make_embedding_cache,
@@ -92,6 +95,8 @@ class Stack:
         self._lexical_text: dict[str, Any] = {}  # library -> the index-text function its lexical index was built with
         self._vectors: dict[tuple[str, str], VectorStore] = {}  # (library, embedding)
         self._rerankers: dict[str, Reranker | None] = {}  # a model reranker loads its model once
+        self._gate: tuple[SecurityGate | None] | None = None  # RAGSPINE_SECURITY_DENYLIST's, read once
+        self._reasoning: dict[ReasoningOptions, dict[str, Any]] = {}  # each option set's parts, built once
         self.chunk_cache = ChunkCache(s.chunk_cache)  # shared by every library's pipeline
         self._closed = False
 
@@ -532,10 +537,47 @@ class Stack:
         *,
         descriptions: dict[str, str] | None = None,
         retry_without_filters: bool = True,
+        reasoning: ReasoningOptions | None = None,
     ) -> NarrativeRetriever:
         """The link exit over ``pipelines`` (library id → pipeline): one library's exit, or the
         routed, fused multi-library one (the retry without filters then applies to the fused
-        answer, so one library's unfiltered fallback never sits next to another's matches)."""
+        answer, so one library's unfiltered fallback never sits next to another's matches).
+        With a security deny list or any query-time ``reasoning`` (default: the configured
+        options) the exit is wrapped in a :class:`ReasoningRetriever`; with neither it is the
+        plain exit, byte for byte."""
+        options = self.reasoning_options() if reasoning is None else reasoning
+        gate = self.security_gate
+        if not options.active and gate is None:
+            return self._exit_for(pipelines, descriptions, retry_without_filters)
+        owns_retry = options.decompose != "none" or options.adaptive != "none" or options.corrective
+        inner = self._exit_for(pipelines, descriptions, retry_without_filters and not owns_retry)
+        return ReasoningRetriever(
+            inner, gate=gate, retry_without_filters=retry_without_filters, owns_retry=owns_retry, rrf_k=self.settings.rrf_k,
+            observer=self._llm_observer if isinstance(self._llm_observer, ReasoningObserver) else None,
+            **self._reasoning_parts(options),
+        )
+
+    @property
+    def security_gate(self) -> SecurityGate | None:
+        """The gate of ``RAGSPINE_SECURITY_DENYLIST`` (``None``: no deny list), read once."""
+        with self._lock:
+            if self._gate is None:
+                self._gate = (make_security_gate(self.settings.security_denylist),)
+            return self._gate[0]
+
+    def reasoning_options(self, **overrides: Any) -> ReasoningOptions:
+        """The configured query-time reasoning with a request's ``overrides`` (checked)."""
+        return ReasoningOptions.from_settings(self.settings).override(**overrides)
+
+    def _reasoning_parts(self, options: ReasoningOptions) -> dict[str, Any]:
+        """The transform, decomposer, classifier and rewrite of ``options`` (built once each)."""
+        with self._lock:
+            if options not in self._reasoning:
+                self._reasoning[options] = reasoning_parts(options, self.settings, self.provider if uses_llm(options) else None)
+            return self._reasoning[options]
+
+    def _exit_for(self, pipelines: dict[str, LibraryPipeline], descriptions: dict[str, str] | None,
+                  retry_without_filters: bool) -> NarrativeRetriever:
         extractor = self.filter_extractor
         if len(pipelines) == 1:
             (pipeline,) = pipelines.values()
@@ -600,6 +642,8 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
         ("library router", settings.library_router),
         ("filter extractor", settings.filter_extractor),
         ("llm", describe_llm(settings)),
+        *ReasoningOptions.from_settings(settings).describe(),
+        ("security gate", describe_gate(settings.security_denylist)),
     ]
 
 

@@ -21,8 +21,8 @@ log = logging.getLogger(__name__)
 
 #: The failure kinds a call reports: a timeout, any other error, or the request's budget spent.
 FAILURES = ("timeout", "error", "budget")
-#: The seams that read a model's answer.
-SEAMS = ("listwise", "router", "filter_extractor")
+#: The seams that read a model's answer (the query-time ones: ragspine/retrieval/query/).
+SEAMS = ("listwise", "router", "filter_extractor", "hyde", "rag_fusion", "step_back", "decompose", "adaptive", "rewrite")
 
 
 class LLMObserver(Protocol):

@@ -49,6 +49,7 @@ from ragspine.retrieval.lexical.hybrid import DEFAULT_CANDIDATE_K, HybridRetriev
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.postprocess.base import Postprocessor
 from ragspine.retrieval.query.base import QueryRewriter
+from ragspine.retrieval.query.probes import with_probes
 from ragspine.retrieval.ranking import current_stages
 from ragspine.retrieval.rerank.base import DEFAULT_RERANK_DEPTH, IndexingReranker, Reranker, rerank_open_subset
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
@@ -303,8 +304,9 @@ class LibraryPipeline:
         return self.retriever.dense_coverage
 
     def queries(self, query: str) -> list[str]:
-        """The query variants a search runs (the original first)."""
-        return self.rewriter.rewrite(query) if self.rewriter is not None else [query]
+        """The query variants a search runs (the original first), then the probes a query
+        transform generated for it in this request (:mod:`ragspine.retrieval.query.probes`)."""
+        return with_probes(query, self.rewriter.rewrite(query) if self.rewriter is not None else [query])
 
     def max_fused_score(self, query: str) -> float:
         """The fused score of a chunk ranked first by every ranking ``retrieve(query)`` feeds to

@@ -15,7 +15,12 @@ as in tests — never collide).
   ``ragspine_llm_failures_total{provider,reason}`` (reason ``timeout | error | budget``: a
   call the request's ``RAGSPINE_LLM_MAX_CALLS`` refused) and
   ``ragspine_llm_malformed_answers_total{seam}`` (``listwise | router | filter_extractor``:
-  an answer the seam could not read, and degraded on) — the :class:`LLMObserver` hook.
+  an answer the seam could not read, and degraded on) — the :class:`LLMObserver` hook;
+* ``ragspine_query_refusals_total{reason}`` (``gate | gate_probe | corrective``),
+  ``ragspine_query_transforms_total{transform,outcome}`` (``hyde | rag_fusion | step_back |
+  decompose | adaptive`` × ``applied | degraded | single``) and
+  ``ragspine_corrective_rounds_total{action}`` (``keep | drop_filters | rewrite | refuse``) —
+  the :class:`~ragspine.retrieval.reasoning.ReasoningObserver` hook.
 """
 
 from __future__ import annotations
@@ -60,6 +65,21 @@ class Metrics:
         self.llm_malformed_answers = Counter(
             "ragspine_llm_malformed_answers", "LLM answers a seam could not read (it degraded)", ["seam"], registry=r
         )
+        self.query_refusals = Counter("ragspine_query_refusals", "questions and generated queries refused", ["reason"], registry=r)
+        self.query_transforms = Counter(
+            "ragspine_query_transforms", "query-time reasoning steps asked, by outcome", ["transform", "outcome"], registry=r
+        )
+        self.corrective_rounds = Counter("ragspine_corrective_rounds", "corrective loop decisions", ["action"], registry=r)
+
+    # -- the ReasoningObserver hook (ragspine.retrieval.reasoning), through the stack's observer --------
+    def query_refused(self, reason: str) -> None:
+        self.query_refusals.labels(reason).inc()
+
+    def query_transform(self, transform: str, outcome: str) -> None:
+        self.query_transforms.labels(transform, outcome).inc()
+
+    def corrective_round(self, action: str) -> None:
+        self.corrective_rounds.labels(action).inc()
 
     # -- the LLMObserver hook (ragspine.llm.observe), set on the stack by the service --------------
     def llm_call(self, provider: str, seconds: float, failure: str | None) -> None:

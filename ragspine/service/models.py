@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.metadata import validate_metadata
@@ -185,6 +185,11 @@ class RetrieveIn(_In):
     rerank_depth: int | None = Field(None, ge=1, le=MAX_RERANK_DEPTH, description="this request's rerank depth (default: each library's)")
     postprocessor: str | None = Field(None, max_length=200, description="this request's postprocessor chain (default: each library's)")
     fusion_weights: str | dict[str, float] | None = Field(None, description="this request's fusion weights (default: each library's)")
+    query_transform: str | None = Field(None, max_length=32, description="hyde | rag_fusion | step_back | none (default: RAGSPINE_QUERY_TRANSFORM; needs the server's LLM)")
+    decompose: str | None = Field(None, max_length=32, description="llm | none: sub-questions, each searched, results fused (default: RAGSPINE_QUERY_DECOMPOSE)")
+    adaptive: str | None = Field(None, max_length=32, description="heuristic | llm | none: single-shot or decomposition (default: RAGSPINE_ADAPTIVE)")
+    corrective: bool | None = Field(None, description="grade the answer; drop filters (if retry_without_filters), then rewrite, then refuse (default: RAGSPINE_CORRECTIVE)")
+    query_fanout: int | None = Field(None, ge=1, le=8, description="most variants / sub-questions per question, at most the server's RAGSPINE_QUERY_FANOUT")
 
 
 class DenseIncompleteOut(BaseModel):
@@ -204,6 +209,22 @@ class RetrieveOut(BaseModel):
         default_factory=list,
         description="libraries whose dense leg lacked vectors: the answer came from BM25 plus the vectors that exist (`ragspine embed` computes the rest)",
     )
+    refusal: str | None = Field(None, description="present when the question was refused (security gate, corrective loop): a fixed message; no snippets then")
+    refused: list[dict[str, Any]] | None = Field(
+        None, description="present with a security deny list or query-time reasoning: each refused text {kind, query, entity} (a HyDE passage is never shown)",
+    )
+    trace: list[dict[str, Any]] | None = Field(
+        None, description="present with a security deny list or query-time reasoning: every step (gate, adaptive, decompose, transform, search, grade, act)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _plain_when_unused(self, handler: Any) -> Any:
+        """Without a deny list or reasoning the answer has exactly the fields it always had."""
+        data = handler(self)
+        for key in ("refusal", "refused", "trace"):
+            if isinstance(data, dict) and data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 # -- Dify's external knowledge API ---------------------------------------------------------

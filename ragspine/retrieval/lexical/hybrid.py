@@ -31,6 +31,7 @@ from ragspine.retrieval.fusion.weights import AdaptiveWeights, LegWeights, effec
 from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
+from ragspine.retrieval.query.probes import dense_only
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
 from ragspine.retrieval.vector.dense import DEFAULT_EMBED_BATCH, DenseCoverage, DenseLeg
@@ -166,6 +167,8 @@ class HybridRetriever:
         """The legs a search for ``query`` runs: the dense leg only when the gate can read the
         query; BM25 when configured, or in its place when the dense leg cannot run."""
         dense_ok = "vector" in self.legs and self.dense is not None and self.dense.reads(query)
+        if dense_only(query):  # a HyDE passage: a probe of the dense leg (of BM25 when there is none)
+            return ("vector",) if dense_ok else ("bm25",)
         return (("bm25",) if "bm25" in self.legs or not dense_ok else ()) + (("vector",) if dense_ok else ())
 
     def depth(self, want: int, rankings: int) -> int:

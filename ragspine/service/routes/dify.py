@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from ragspine.config import filter_limits
 from ragspine.errors import FilterError
 from ragspine.retrieval.filtering.filters import parse_filter
+from ragspine.retrieval.reasoning.options import ReasoningOptions
 from ragspine.service import dify
 from ragspine.service.context import ServiceContext
 from ragspine.service.models import DifyRequest
@@ -54,7 +55,9 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
     if not body.query.strip():
         return JSONResponse({"records": []})
     index = ctx.index(library)
-    retriever = ctx.stack.retriever_for({library.library_id: index}, retry_without_filters=False)  # never widen Dify's filter
+    # never widen Dify's filter; no query-time reasoning (Dify's score is normalized on the plain
+    # pipeline, its schema has no trace), but the security gate, when configured, applies here too
+    retriever = ctx.stack.retriever_for({library.library_id: index}, retry_without_filters=False, reasoning=ReasoningOptions())
     start = time.perf_counter()
     answer = retriever.search(body.query, filters=metadata_filter, top_k=top_k)
     snippets = answer.snippets

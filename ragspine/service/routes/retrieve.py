@@ -7,7 +7,10 @@ snippets were found only after dropping the filters (``retry_without_filters``),
 ``dense_incomplete`` which libraries' dense leg lacked vectors (a query never computes them).
 Each library ranks with its own reranker, depth, postprocessors and fusion weights; a request
 naming ``reranker``/``rerank_depth``/``postprocessor`` or ``fusion_weights`` ranks with those
-instead (depth at most ``MAX_RERANK_DEPTH``; no pipeline is built for it).
+instead (depth at most ``MAX_RERANK_DEPTH``; no pipeline is built for it). A request may choose its
+query-time reasoning (``query_transform``, ``decompose``, ``adaptive``, ``corrective``,
+``query_fanout`` at most the server's) within the server's LLM call budget per request; the
+security gate, when configured, applies whatever the request says (``refusal``, ``refused``).
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ def request_ranking(ctx: ServiceContext, body: RetrieveIn) -> tuple[Stages | Non
 @router.post("/retrieve", response_model=RetrieveOut, summary="Retrieve cited snippets")
 def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> RetrieveOut:
     metadata_filter = parse_filter(body.filters, limits=filter_limits(ctx.settings))  # the one parse of this request's filter
+    reasoning = ctx.stack.reasoning_options(
+        transform=body.query_transform, decompose=body.decompose, adaptive=body.adaptive, corrective=body.corrective, fanout=body.query_fanout,
+    )  # a request's own query-time reasoning, checked (400 when it needs a model the server lacks)
     mode = make_retrieval_mode(body.mode).name if body.mode is not None else None
     if body.libraries:
         libraries = [library_or_404(ctx, tenant, name) for name in dict.fromkeys(body.libraries)]
@@ -57,6 +63,7 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
         {lib.library_id: ctx.index(lib, mode) for lib in libraries},
         descriptions={lib.library_id: lib.description for lib in libraries},
         retry_without_filters=body.retry_without_filters,
+        reasoning=reasoning,
     )
     stages, weights = request_ranking(ctx, body)
     start = time.perf_counter()
@@ -73,4 +80,5 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
     return RetrieveOut(
         query=body.query, libraries=[lib.name for lib in libraries], snippets=answer.snippets,
         filters_dropped=answer.filters_dropped, dense_incomplete=incomplete,
+        refusal=getattr(answer, "refusal", None), refused=getattr(answer, "refused", None), trace=getattr(answer, "trace", None),
     )
