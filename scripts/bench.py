@@ -30,6 +30,11 @@ Parts (any combination; none selected = quality, speed and embedding):
   document level and on the article forms of xquad-en, xquad-zh and drcd at passage level
   (a snippet is a hit when it overlaps the gold paragraph by half the shorter span), next to
   bm25s over whole documents / the hand-split paragraphs in the same run.
+* ``--llm``: query-time reasoning (``_bench_llm.py``): HyDE, RAG-Fusion, step-back,
+  decomposition, Adaptive-RAG and the corrective loop against the plain exit on a seeded sample
+  of ``--llm-queries`` queries of ``--llm-sets``, with a scripted stand-in model and/or the
+  local one (``--llm-provider``): quality, latency, LLM calls per query. ``--llm-calibrate``:
+  the corrective grade's signals on answerable and foreign queries (how its thresholds were set).
 * ``--scale N[,N...]``: ingest time and chunks/s, query p50/p99 and resident memory of a
   synthetic N-chunk library in economy mode on the embedded default (SQLite + in-process
   index), each N in a fresh process. ``scripts/bench_scale.py`` does the measuring when it is
@@ -630,6 +635,13 @@ def main() -> int:
                         help="--fusion scores only each set's first N queries (file order): a cheaper reranker run")
     parser.add_argument("--fusion-load", type=Path, default=None,
                         help="a --fusion-save folder: --fusion reuses its legs instead of ingesting and embedding again")
+    parser.add_argument("--llm", action="store_true", help="query-time reasoning: each transform, decomposition and CRAG against the plain exit")
+    parser.add_argument("--llm-calibrate", action="store_true", help="the corrective grade's signals on answerable and foreign queries")
+    parser.add_argument("--llm-sets", default="nq-open", help="dev sets for --llm / --llm-calibrate")
+    parser.add_argument("--llm-modes", default="economy", help="retrieval modes for --llm / --llm-calibrate")
+    parser.add_argument("--llm-configs", default="none,hyde,rag_fusion,step_back,decompose,adaptive,corrective", help="configurations for --llm")
+    parser.add_argument("--llm-provider", default="scripted", help="scripted (no model) and/or local (SmolLM2-135M: slow, keep --llm-queries small)")
+    parser.add_argument("--llm-queries", type=int, default=100, help="queries sampled (seeded) per set for --llm / --llm-calibrate")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
     parser.add_argument("--chunker-headers", default="none,header", help="contextual settings for --chunkers (none, header or both)")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
@@ -651,7 +663,8 @@ def main() -> int:
     if args.all:
         args.quality = args.speed = args.embedding = True
         args.scale = args.scale or DEFAULT_SCALE
-    if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare):
+    if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare
+            or args.llm or args.llm_calibrate):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -703,6 +716,19 @@ def main() -> int:
             tuple(h for h in args.chunker_headers.split(",") if h),
         )
         print("\n".join(_bench_chunking.table(results["chunkers"])))
+    if args.llm or args.llm_calibrate:
+        import _bench_llm
+
+        root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
+        names = [n for n in args.llm_sets.split(",") if n]
+        modes = [m for m in args.llm_modes.split(",") if m]
+        if args.llm_calibrate:
+            results["llm_calibrate"] = _bench_llm.calibrate(root, names, modes, args.llm_queries, log)
+            print("\n".join(_bench_llm.calibration_table(results["llm_calibrate"])))
+        if args.llm:
+            results["llm"] = _bench_llm.quality(root, names, modes, [c for c in args.llm_configs.split(",") if c],
+                                                [p for p in args.llm_provider.split(",") if p], args.llm_queries, log)
+            print("\n".join(_bench_llm.table(results["llm"])))
     results["environment"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     results["environment"]["seconds"] = round(time.time() - started, 1)
     rows = table_rows(results)

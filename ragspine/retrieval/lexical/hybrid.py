@@ -31,7 +31,7 @@ from ragspine.retrieval.fusion.weights import AdaptiveWeights, LegWeights, effec
 from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
-from ragspine.retrieval.query.probes import dense_only
+from ragspine.retrieval.query.probes import dense_only, probe_weight
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
 from ragspine.retrieval.vector.dense import DEFAULT_EMBED_BATCH, DenseCoverage, DenseLeg
@@ -53,6 +53,7 @@ class Legs(dict[str, list[tuple[str, float]]]):
     def __init__(self) -> None:
         super().__init__()
         self.versions: dict[str, int] = {}
+        self.weight = 1.0  # a query transform's probe counts less in RRF (query/probes.py)
 
 
 class HybridRetriever:
@@ -161,6 +162,7 @@ class HybridRetriever:
             else:
                 assert self.dense is not None
                 legs["vector"] = self.dense.search(query, metadata_filter, depth, legs.versions)
+        legs.weight = probe_weight(query)
         return legs
 
     def legs_for(self, query: str) -> tuple[str, ...]:
@@ -189,6 +191,7 @@ class HybridRetriever:
         rankings: list[list[str]] = []
         ranking_legs: list[str] = []
         ranking_scores: list[list[float]] = []
+        probe_weights: list[float] = []
         best: dict[str, dict[str, float]] = {}  # leg -> chunk_id -> its best score over the queries
         scored: dict[str, int] = {}
         for legs in legs_per_query:
@@ -197,6 +200,7 @@ class HybridRetriever:
                 rankings.append([cid for cid, _ in ranking])
                 ranking_legs.append(leg)
                 ranking_scores.append([score for _, score in ranking])
+                probe_weights.append(getattr(legs, "weight", 1.0))
                 top = best.setdefault(leg, {})
                 for cid, score in ranking:
                     if cid not in top or score > top[cid]:
@@ -207,6 +211,8 @@ class HybridRetriever:
             weights = leg_weights.weights(ranking_scores)
         else:
             weights = None if leg_weights is None else [leg_weights.get(leg, 1.0) for leg in ranking_legs]
+        if any(w != 1.0 for w in probe_weights):  # generated probes count less than the question
+            weights = [w * (1.0 if weights is None else weights[i]) for i, w in enumerate(probe_weights)]
         if len(rankings) == 1:  # RRF of one ranking is that ranking, with 1/(k + rank) as score
             ordered = list(rrf_fuse(rankings, k=self.rrf_k).items())
         else:

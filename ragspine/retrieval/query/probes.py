@@ -9,6 +9,12 @@ glossary's variants, and HyDE's passage runs the dense leg only — the lexical 
 where there is none (economy mode) or the dense gate cannot read it (:func:`dense_only`).
 Everything is fused by the pipeline's one RRF, reranked against the question itself.
 
+A probe's rankings count :data:`PROBE_WEIGHT` in that RRF (:func:`probe_weight`), the
+question's own (and its glossary variants') 1: a document that only a generated text ranks
+first scores below the question's own first, instead of tying it (with equal weights a poor
+step-back query's first document won half those ties). A probe still reorders the question's
+near-ties — that is what it is for, and why a poor one costs quality (README, *Query transforms*).
+
 A probe is only ever a query: it is never returned, stored or cited. Outside a
 :func:`request_probes` block (the default path) nothing changes.
 """
@@ -20,7 +26,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["ProbePlan", "current_probes", "dense_only", "request_probes", "with_probes"]
+__all__ = ["PROBE_WEIGHT", "ProbePlan", "current_probes", "dense_only", "probe_weight", "request_probes", "with_probes"]
+
+#: The RRF weight of a generated probe's rankings (the question's own weigh 1).
+PROBE_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -68,3 +77,11 @@ def dense_only(text: str) -> bool:
     """Whether ``text`` is a dense-leg probe (a HyDE passage) of the current plan."""
     plan = _PLAN.get()
     return plan is not None and text in plan.dense and text not in plan.queries and text != plan.question
+
+
+def probe_weight(text: str) -> float:
+    """:data:`PROBE_WEIGHT` for a generated probe of the current plan, else 1."""
+    plan = _PLAN.get()
+    if plan is None or text == plan.question or (text not in plan.queries and text not in plan.dense):
+        return 1.0
+    return PROBE_WEIGHT

@@ -11,7 +11,7 @@ from ragspine.llm.observe import LLMStats
 from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.retrieval.fusion import rrf_fuse, sort_fused
 from ragspine.retrieval.query.decompose import LLMQueryDecomposer, QueryRewrite
-from ragspine.retrieval.query.probes import ProbePlan, current_probes, request_probes, with_probes
+from ragspine.retrieval.query.probes import PROBE_WEIGHT, ProbePlan, current_probes, probe_weight, request_probes, with_probes
 from ragspine.retrieval.query.transforms import HyDETransform, RAGFusionTransform, StepBackTransform
 from ragspine.retrieval.reasoning import CORRECTIVE_REFUSAL, GATE_REFUSAL, ReasoningRetriever, ReasoningStats
 from ragspine.testing.llm import ScriptedLLMProvider
@@ -87,11 +87,14 @@ def test_probes_apply_only_to_their_own_question():
     assert with_probes("q1", ["q1"]) == ["q1"]
 
 
-def test_step_back_searches_one_broader_question(library, exit_):
+def test_step_back_searches_one_broader_question_whose_rankings_count_half(library, exit_):
     _, spy = library
-    answer = ReasoningRetriever(exit_, transform=StepBackTransform(ScriptedLLMProvider("What drives plant output?"))).search(
+    answer = ReasoningRetriever(exit_, transform=StepBackTransform(ScriptedLLMProvider("northern valley rainfall spring"))).search(
         "motor revenue", top_k=3)
-    assert spy.saw("drives") and ids(answer)
+    assert spy.saw("rainfall") and ids(answer) == ["motor", "gearbox", "weather"]  # the probe's first ranks below the question's
+    assert [s["scores"]["fused"] for s in answer.snippets] == [1 / 61, 1 / 62, PROBE_WEIGHT / 61]
+    with request_probes(ProbePlan("q", ("v",), ("p",))):
+        assert (probe_weight("q"), probe_weight("v"), probe_weight("p"), probe_weight("other")) == (1.0, PROBE_WEIGHT, PROBE_WEIGHT, 1.0)
 
 
 def test_the_corrective_loop_drops_filters_then_rewrites_then_refuses(exit_):
