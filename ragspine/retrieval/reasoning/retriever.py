@@ -185,8 +185,8 @@ class ReasoningRetriever:
                 break
             if action == "drop_filters":
                 filters, dropped = None, True
-                answer = _dropped(self._answer(run, question, None, top_k))
                 run.trace.append({"step": "act", "round": number, "action": action})
+                answer = _dropped(self._answer(run, question, None, top_k))
             else:
                 rewritten = self.rewriter.rewrite(question)
                 if rewritten is None:
