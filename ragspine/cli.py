@@ -14,6 +14,8 @@
     ragspine facts ingest FILE | facts list  the structured channel's facts (see ragspine/structured/cli.py)
     ragspine metric METRIC --entity E --period P [--channel C] [--as-of DATE] [--json]
                                              one number from the fact table: found / not_found / unrecognized_param
+    ragspine ask "question" [--library L] [--as-of DATE] [--json]
+                                             the agent: structured, narrative or composite, with sources
 
 Bad input exits with status 2 and one line on stderr naming the problem; nothing is
 written, so the previous version of every document stays active.
@@ -30,6 +32,7 @@ import tempfile
 from typing import Any, Iterator, NoReturn, Sequence
 
 from ragspine import __version__
+from ragspine.agent.cli import add_ask_command, cmd_ask
 from ragspine.config import describe, filter_limits, load_settings
 from ragspine.errors import RagspineError
 from ragspine.registries import CHUNKERS, LLM_PROVIDERS, POSTPROCESSORS, RERANKERS
@@ -155,6 +158,7 @@ def _parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run ingest jobs from the Redis job queue (RQ)")
     worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
     add_structured_commands(sub, common)
+    add_ask_command(sub, common)
     return parser
 
 
@@ -547,6 +551,7 @@ _COMMANDS = {
     "worker": cmd_worker,
     "facts": cmd_facts,
     "metric": cmd_metric,
+    "ask": cmd_ask,
 }
 
 

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from ragspine.errors import ConfigError
 from ragspine.registries import (
+    AGENT_ROUTERS,
     CHUNKERS,
     COMPLEXITY_CLASSIFIERS,
     EMBEDDING_BACKENDS,
@@ -142,6 +143,10 @@ SETTINGS: dict[str, Setting] = {
     "security_denylist": Setting(
         "RAGSPINE_SECURITY_DENYLIST", None, "YAML deny list of entities (glossary format): queries naming one are refused before any retrieval"
     ),
+    "agent_router": _named("RAGSPINE_AGENT_ROUTER", "deterministic", "how `ragspine ask` / POST /v1/answer route a question", AGENT_ROUTERS),
+    "fact_glossary": Setting(
+        "RAGSPINE_FACT_GLOSSARY", None, "controlled glossary (YAML/JSON) of the structured channel and the agent (default: the shipped demo glossary)"
+    ),
     "onnx_model_dir": Setting(
         "RAGSPINE_ONNX_MODEL_DIR", None, "directory with model.onnx + tokenizer files (overrides the packaged model)"
     ),
@@ -263,6 +268,8 @@ class Settings:
     query_fanout: int
     corrective: bool
     security_denylist: str | None
+    agent_router: str
+    fact_glossary: str | None
     onnx_model_dir: str | None
     cache_dir: str
     glossary: str | None

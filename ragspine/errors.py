@@ -9,6 +9,7 @@ __all__ = [
     "BackendError",
     "FilterError",
     "IngestError",
+    "QuestionError",
     "SchemaError",
 ]
 
@@ -48,3 +49,8 @@ class FilterError(RagspineError, ValueError):
 
 class IngestError(RagspineError, ValueError):
     """A document cannot be ingested (empty, not UTF-8, bad metadata, ...)."""
+
+
+class QuestionError(RagspineError, ValueError):
+    """A question the agent cannot take (empty, too long, a bad as-of date or history), raised
+    before any lookup."""

@@ -134,6 +134,11 @@ LIBRARY_ROUTERS = Registry("library router", env="RAGSPINE_LIBRARY_ROUTER", entr
     "keyword": Entry("ragspine.retrieval.routing.routers:KeywordLibraryRouter", "BM25 of the query over library descriptions"),
     "llm": Entry("ragspine.retrieval.routing.routers:LLMLibraryRouter", "an LLM picks libraries (needs an LLM provider)"),
 })
+#: How the agent (``ragspine.agent``) routes a question: structured, narrative or composite.
+AGENT_ROUTERS = Registry("agent router", env="RAGSPINE_AGENT_ROUTER", entries={
+    "deterministic": Entry("ragspine.agent.router:DeterministicRouter", "glossary hits and question shape (why/how, how much)"),
+    "llm": Entry("ragspine.agent.router:LLMAgentRouter", "the model picks the route; a malformed answer routes deterministically"),
+})
 FILTER_EXTRACTORS = Registry("filter extractor", env="RAGSPINE_FILTER_EXTRACTOR", entries={
     "none": Entry(None, "no automatic filter"),
     "controlled_vocab": Entry(

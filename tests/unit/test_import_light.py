@@ -37,6 +37,7 @@ LIGHT_MODULES = (
     "ragspine.llm.openai_compatible",
     "ragspine.llm.llamacpp",
     "ragspine.testing.openai_stub",
+    "ragspine.agent",
 )
 
 
