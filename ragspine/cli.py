@@ -14,6 +14,7 @@
     ragspine facts ingest FILE | facts list  the structured channel's facts (see ragspine/structured/cli.py)
     ragspine metric METRIC --entity E --period P [--channel C] [--as-of DATE] [--json]
                                              one number from the fact table: found / not_found / unrecognized_param
+    ragspine graph edges|rollup|peers|trace  the relation graph: cited edges, subsidiary roll-up, peers, derivations
     ragspine ask "question" [--library L] [--as-of DATE] [--json]
                                              the agent: structured, narrative or composite, with sources
 
@@ -35,6 +36,7 @@ from ragspine import __version__
 from ragspine.agent.cli import add_ask_command, cmd_ask
 from ragspine.config import describe, filter_limits, load_settings
 from ragspine.errors import RagspineError
+from ragspine.graph.cli import add_graph_commands, cmd_graph
 from ragspine.registries import CHUNKERS, LLM_PROVIDERS, POSTPROCESSORS, RERANKERS
 from ragspine.retrieval.filtering.filters import (
     OPERATORS,
@@ -158,6 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run ingest jobs from the Redis job queue (RQ)")
     worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
     add_structured_commands(sub, common)
+    add_graph_commands(sub, common)
     add_ask_command(sub, common)
     return parser
 
@@ -551,6 +554,7 @@ _COMMANDS = {
     "worker": cmd_worker,
     "facts": cmd_facts,
     "metric": cmd_metric,
+    "graph": cmd_graph,
     "ask": cmd_ask,
 }
 

@@ -18,12 +18,14 @@ from ragspine.registries import (
     COMPLEXITY_CLASSIFIERS,
     EMBEDDING_BACKENDS,
     FILTER_EXTRACTORS,
+    GRAPH_STORES,
     LEXICAL_INDEXES,
     LIBRARY_ROUTERS,
     LLM_PROVIDERS,
     POSTPROCESSORS,
     QUERY_DECOMPOSERS,
     QUERY_TRANSFORMS,
+    RELATION_EXTRACTORS,
     RERANKERS,
 )
 from ragspine.registry import Registry
@@ -115,6 +117,11 @@ SETTINGS: dict[str, Setting] = {
     "filter_vocabulary": Setting(
         "RAGSPINE_FILTER_VOCABULARY", None,
         "YAML/JSON file of the fields and values automatic filters may use: field -> {value: [surface forms]}",
+    ),
+    "graph_store": _named("RAGSPINE_GRAPH_STORE", "memory", "where the graph utilities' relation graph lives", GRAPH_STORES),
+    "relation_extractor": _named(
+        "RAGSPINE_RELATION_EXTRACTOR", "none", "relations read from chunks into the relation graph (llm needs RAGSPINE_LLM)",
+        RELATION_EXTRACTORS,
     ),
     "llm": Setting(
         "RAGSPINE_LLM", "none", f"language model (listwise judge, LLM router, LLM filter extractor): {LLM_PROVIDERS.choices('|')} | a base URL"
@@ -254,6 +261,8 @@ class Settings:
     library_router: str
     filter_extractor: str
     filter_vocabulary: str | None
+    graph_store: str
+    relation_extractor: str
     llm: str
     llm_model: str | None
     llm_api_key: str | None

@@ -146,6 +146,23 @@ FILTER_EXTRACTORS = Registry("filter extractor", env="RAGSPINE_FILTER_EXTRACTOR"
     ),
     "llm": Entry("ragspine.retrieval.filtering.automatic:LLMFilterExtractor", "an LLM proposes filters within the vocabulary"),
 }, aliases={"vocab": "controlled_vocab", "controlled": "controlled_vocab"})
+
+# -- the graph utilities (ragspine/graph/): a support surface, not a router branch ------------
+GRAPH_STORES = Registry("graph store", env="RAGSPINE_GRAPH_STORE", entries={
+    "memory": Entry("ragspine.graph.memory:InProcessGraphStore", "in-process dictionaries, no dependency"),
+    "networkx": Entry("ragspine.stores.networkx_graph:NetworkXGraphStore", "a networkx MultiDiGraph (for its algorithms)", extra="graph"),
+}, aliases={"inprocess": "memory"})
+RELATION_EXTRACTORS = Registry("relation extractor", env="RAGSPINE_RELATION_EXTRACTOR", entries={
+    "none": Entry(None, "no relation from chunks: the graph is the glossary's and the facts'"),
+    "cooccurrence": Entry(
+        "ragspine.graph.extractors.cooccurrence:CooccurrenceRelationExtractor",
+        "co_occurs_with edges between glossary entities named in one chunk (cited by the chunk)",
+    ),
+    "llm": Entry(
+        "ragspine.graph.extractors.llm:LLMRelationExtractor",
+        "an LLM proposes relations between the entities a chunk names: model-derived, unverified, never cited",
+    ),
+}, aliases={"co_occurrence": "cooccurrence"})
 LLM_PROVIDERS = Registry("LLM provider", env="RAGSPINE_LLM", entries={
     "none": Entry(None, "no language model"),
     "openai": Entry(

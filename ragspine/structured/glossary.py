@@ -245,17 +245,17 @@ def _check_relations(terms: Mapping[str, Mapping[str, Term]], where: str) -> Non
             path, pending = [start], [iter(links[start])]
             state[start] = 1
             while pending:
-                target = next(pending[-1], None)
-                if target is None:
+                step = next(pending[-1], None)
+                if step is None:
                     state[path.pop()] = 2
                     pending.pop()
-                elif state.get(target) == 1:
-                    cycle = " -> ".join([*path[path.index(target):], target])
+                elif state.get(step) == 1:
+                    cycle = " -> ".join([*path[path.index(step):], step])
                     raise ConfigError(f"{where}: {section} {name} closes a cycle: {cycle}")
-                elif target not in state:
-                    state[target] = 1
-                    path.append(target)
-                    pending.append(iter(links[target]))
+                elif step not in state:
+                    state[step] = 1
+                    path.append(step)
+                    pending.append(iter(links[step]))
 
 
 def _index_term(index: dict[str, Match], term: Term, entry: Mapping[str, Any], where: str, keep_existing: bool = False) -> None:

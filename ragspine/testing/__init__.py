@@ -18,6 +18,7 @@ from ragspine.testing.chunk_store import ChunkStoreConformance
 from ragspine.testing.chunker import ChunkerConformance
 from ragspine.testing.embedding_cache import EmbeddingCacheConformance
 from ragspine.testing.fact_store import FactStoreConformance
+from ragspine.testing.graph_store import GraphStoreConformance
 from ragspine.testing.lexical_index import LexicalIndexConformance
 from ragspine.testing.random_filters import random_filter, random_metadata
 from ragspine.testing.vector_store import VectorStoreConformance
@@ -27,6 +28,7 @@ __all__ = [
     "ChunkStoreConformance",
     "EmbeddingCacheConformance",
     "FactStoreConformance",
+    "GraphStoreConformance",
     "LexicalIndexConformance",
     "VectorStoreConformance",
     "random_filter",

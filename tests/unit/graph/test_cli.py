@@ -1,0 +1,80 @@
+"""``ragspine graph edges|rollup|peers|trace`` over a library's facts and chunks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragspine import cli
+
+HEADER = "metric,entity,period,channel,value,unit,source_doc_id,source_locator,valid_as_of,sensitivity\n"
+FACTS = HEADER + (
+    "revenue,Kestrel China,2024Q3,,60,EUR_M,kestrel/china-q3-2024,table 1,2024-10-30,\n"
+    "revenue,Kestrel Japan,2024Q3,,40.25,EUR_M,kestrel/japan-q3-2024,p. 2,2024-10-30,\n"
+    "operating profit,Kestrel China,2024Q3,,6.5,EUR_M,kestrel/china-q3-2024,table 2,2024-10-30,\n"
+    "operating profit,Kestrel Japan,2024Q3,,-2,EUR_M,kestrel/board-memo-q3,item 4,2024-10-20,RESTRICTED\n"
+)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def db(tmp_path, capsys, monkeypatch) -> str:
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
+    monkeypatch.setenv("RAGSPINE_CACHE_DIR", str(tmp_path / "cache"))
+    path = str(tmp_path / "kb.db")
+    (tmp_path / "facts.csv").write_text(FACTS, encoding="utf-8")
+    code, out, err = run(capsys, "--db", path, "facts", "ingest", str(tmp_path / "facts.csv"), "--library", "kb")
+    assert code == 0, err
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "supply.md").write_text("# Supply\n\nKestrel China ships gearboxes to Kestrel Japan every month.\n", encoding="utf-8")
+    (docs / "memo.md").write_text("---\nsensitivity: RESTRICTED\n---\n# Memo\n\nKestrel Japan may merge with Kestrel Robotics.\n",
+                                  encoding="utf-8")
+    code, out, err = run(capsys, "--db", path, "ingest", str(docs), "--library", "kb")
+    assert code == 0, err
+    return path
+
+
+def test_rollup_prints_the_cited_total_and_exits_zero(capsys, db) -> None:
+    code, out, err = run(capsys, "graph", "rollup", "revenue", "--entity", "Kestrel", "--period", "Q3 2024", "--library", "kb", "--db", db)
+    assert code == 0 and out.startswith("Kestrel Robotics revenue for Q3 2024: 100.25 million euros") and "(kestrel/japan-q3-2024, p. 2)" in out
+    code, out, _ = run(capsys, "graph", "rollup", "operating profit", "--entity", "Kestrel", "--period", "2024Q3", "--library", "kb",
+                       "--db", db, "--json")
+    data = json.loads(out)
+    assert code == 1 and (data["status"], data["total"], data["missing"]) == ("incomplete", "", ["KESTREL_JP"]) and "board-memo" not in out
+
+
+def test_an_unrecognized_input_is_one_line_on_stderr_and_exit_two(capsys, db) -> None:
+    code, out, err = run(capsys, "graph", "rollup", "revenu", "--entity", "Kestrel", "--period", "2024Q3", "--library", "kb", "--db", db)
+    assert code == 2 and out == "" and err.startswith("ragspine: error: Not recognized: the metric") and err.count("\n") == 1
+
+
+def test_peers_and_trace(capsys, db) -> None:
+    code, out, _ = run(capsys, "graph", "peers", "revenue", "--entity", "Kestrel China", "--period", "2024Q3", "--library", "kb", "--db", db)
+    assert code == 0 and "comparable" in out
+    code, out, _ = run(capsys, "graph", "trace", "operating margin", "--entity", "Kestrel China", "--period", "2024Q3",
+                       "--library", "kb", "--db", db)
+    assert code == 0 and "derived from operating profit and revenue" in out and "revenue: 60 million euros" in out
+    code, out, _ = run(capsys, "graph", "trace", "operating margin", "--db", db)
+    assert code == 0 and out.startswith("operating margin is derived from")
+
+
+def test_edges_lists_cited_edges_and_the_extractor_adds_cooccurrence_from_open_chunks(capsys, db) -> None:
+    code, out, _ = run(capsys, "graph", "edges", "--library", "kb", "--db", db, "--json")
+    plain = json.loads(out)
+    assert code == 0 and {e["relation"] for e in plain["edges"]} == {"subsidiary_of", "derived_from", "reports"}
+    assert all(e["citable"] for e in plain["edges"]) and "board-memo" not in out
+    code, out, err = run(capsys, "graph", "edges", "--library", "kb", "--db", db, "--extractor", "cooccurrence")
+    assert code == 0 and "entity:KESTREL_CN -co_occurs_with-> entity:KESTREL_JP\tsupply" in out
+    assert "memo" not in out  # the RESTRICTED chunk names two entities too, and adds nothing
+    code, out, err = run(capsys, "graph", "edges", "--library", "kb", "--db", db, "--extractor", "llm")
+    assert code == 2 and "needs an LLM provider" in err
