@@ -19,6 +19,7 @@ from ragspine.errors import (
     FilterError,
     IngestError,
     MissingDependencyError,
+    QuestionError,
 )
 from ragspine.service.dify import INVALID_REQUEST
 from ragspine.service.jobs import JobQueueUnavailable
@@ -84,6 +85,7 @@ STATUS_OF: tuple[tuple[type[Exception], int, str], ...] = (
     (Conflict, 409, "{}"),
     (Unstorable, 422, "{}"),
     (FilterError, 400, "bad filter: {}"),
+    (QuestionError, 400, "{}"),
     (UnsupportedMediaType, 415, "{}"),
     (IngestError, 422, "{}"),
     (MissingDependencyError, 503, "the server is missing a dependency: {}"),

@@ -47,6 +47,10 @@ PUBLIC: dict[tuple[str, str], str] = {
 B_LIB, B_DOC, B_MARKER = "vault", "plans", "KESTREL"
 B_TEXT = f"Globex board minutes: the {B_MARKER} merger closes in May; gearbox division is sold."
 A_TEXT = "Acme handbook: the gearbox warranty lasts 36 months."
+#: B's fact: a number only B's library holds (``/v1/metric`` and ``/v1/answer`` must never show it to A).
+B_VALUE = "777.25"
+B_FACT = {"metric": "revenue", "entity": "Kestrel", "period": "2024Q3", "value": B_VALUE, "unit": "EUR_M",
+          "source_doc_id": B_DOC, "source_locator": "minutes, item 4", "valid_as_of": "2024-10-30"}
 
 
 def app_routes(app: Any) -> set[tuple[str, str]]:
@@ -107,8 +111,15 @@ def build_matrix() -> Matrix:
     m.hide("POST", "/v1/retrieve", "/v1/retrieve", json={"query": "merger", "libraries": ["mine", B_LIB]})
     m.hide("POST", "/v1/retrieve", "/v1/retrieve", json={"query": "merger", "libraries": [B_LIB], "filters": {"year": 2024}, "retry_without_filters": True})
     m.hide("POST", "/retrieval", "/retrieval", json=dify_body(B_LIB))
+    m.hide("POST", "/v1/facts", "/v1/facts", json={"library": B_LIB, "facts": [B_FACT]})
+    m.hide("GET", "/v1/metric", f"/v1/metric?metric=revenue&entity=Kestrel&period=2024Q3&library={B_LIB}")
+    m.hide("GET", "/v1/metric", f"/v1/metric?metric=revenue&entity=Kestrel&period=2024Q3&library=mine&library={B_LIB}")
+    m.hide("POST", "/v1/metric", "/v1/metric", json={"metric": "revenue", "entity": "Kestrel", "period": "2024Q3", "libraries": [B_LIB]})
+    m.hide("POST", "/v1/answer", "/v1/answer", json={"question": f"{B_MARKER} revenue Q3 2024 merger", "libraries": [B_LIB]})
+    m.hide("POST", "/v1/answer", "/v1/answer", json={"question": "Why the merger, and by how much?", "libraries": ["mine", B_LIB]})
     # listings, creation and the admin routes are checked by the test body; registered here
-    for route in [("GET", "/v1/libraries"), ("POST", "/v1/libraries"), ("GET", "/v1/jobs"), ("POST", "/v1/retrieve"), ("POST", "/retrieval")]:
+    for route in [("GET", "/v1/libraries"), ("POST", "/v1/libraries"), ("GET", "/v1/jobs"), ("POST", "/v1/retrieve"), ("POST", "/retrieval"),
+                  ("GET", "/v1/metric"), ("POST", "/v1/metric"), ("POST", "/v1/answer")]:
         m.cover(*route)
     for route in ADMIN_ROUTES:
         m.cover(route[0], route[1])
@@ -194,6 +205,7 @@ def test_tenant_a_cannot_reach_tenant_b(service: Service) -> None:
 
     new_library(client, b, B_LIB, description="merger plans board")
     b_job = ok_job(service, ingest(client, b, B_LIB, doc(B_DOC, B_TEXT, metadata={"year": 2024, "team": "board"})))["job_id"]
+    assert client.post("/v1/facts", json={"library": B_LIB, "facts": [B_FACT]}, headers=b).status_code == 200
     b_snapshot = client.get(f"/v1/libraries/{B_LIB}", headers=b).json()
     assert (b_snapshot["documents"], b_snapshot["chunks"]) == (1, 1)
 
@@ -226,6 +238,14 @@ def test_tenant_a_cannot_reach_tenant_b(service: Service) -> None:
         assert B_MARKER not in r.text.replace(body["query"], "") and "globex" not in r.text
     r = client.post("/retrieval", json=dify_body("mine", f"{B_MARKER} merger gearbox"), headers=a)
     assert r.status_code == 200 and {rec["metadata"]["document_id"] for rec in r.json()["records"]} == {"own"}
+    # the structured channel and the agent over "all my libraries" never reach B's facts or chunks
+    metric = {"metric": "revenue", "entity": "Kestrel", "period": "2024Q3"}
+    for r in (client.get("/v1/metric", params=metric, headers=a), client.post("/v1/metric", json=metric, headers=a)):
+        assert r.status_code == 200 and r.json()["status"] == "not_found" and B_VALUE not in r.text, r.text
+    for question in (f"What was {B_MARKER}'s revenue in Q3 2024?", f"Why did {B_MARKER} merge, and by how much did revenue fall in Q3 2024?"):
+        r = client.post("/v1/answer", json={"question": question}, headers=a)
+        assert r.status_code == 200 and r.json()["libraries"] == ["mine"], r.text
+        assert B_VALUE not in r.text and B_DOC not in r.text and "globex" not in r.text and "merger closes" not in r.text
 
     # the admin routes refuse tenant keys, and change nothing
     b_key_id = b["Authorization"].split("_")[1]
@@ -254,6 +274,7 @@ def test_tenant_a_cannot_reach_tenant_b(service: Service) -> None:
     assert client.get(f"/v1/libraries/{B_LIB}/documents", headers=a).json()["doc_ids"] == []
     assert retrieve(client, a, f"{B_MARKER} merger", libraries=[B_LIB]).json()["snippets"] == []
     assert client.post("/retrieval", json=dify_body(B_LIB, f"{B_MARKER} merger"), headers=a).json() == {"records": []}
+    assert client.post("/v1/metric", json={**metric, "libraries": [B_LIB]}, headers=a).json()["status"] == "not_found"
     ok_job(service, ingest(client, a, B_LIB, doc(B_DOC, "Acme's own plans: a picnic in June.")))
     assert [s["text"] for s in retrieve(client, a, "plans picnic", libraries=[B_LIB]).json()["snippets"]] == ["Acme's own plans: a picnic in June."]
     assert client.delete(f"/v1/libraries/{B_LIB}/documents/{B_DOC}", headers=a).status_code == 200
@@ -266,5 +287,7 @@ def test_tenant_a_cannot_reach_tenant_b(service: Service) -> None:
     assert [(s["doc_id"], s["text"], s["version"]) for s in snippets] == [(B_DOC, B_TEXT, 1)]
     records = client.post("/retrieval", json=dify_body(B_LIB, f"{B_MARKER} merger"), headers=b).json()["records"]
     assert [r["content"] for r in records] == [B_TEXT]
+    found = client.post("/v1/metric", json={**metric, "libraries": [B_LIB]}, headers=b).json()
+    assert (found["status"], found["value"], found["library"]) == ("found", B_VALUE, B_LIB)
     assert [j["job_id"] for j in client.get("/v1/jobs", headers=b).json()] == [b_job]
     assert client.get(f"/v1/jobs/{b_job}", headers=b).json()["state"] == "succeeded"

@@ -31,7 +31,7 @@ from schemathesis.generation import GenerationMode
 from tests.service.conftest import ADMIN_TOKEN, Service, ok_job, wait_jobs_idle
 from tests.unit.service.conftest import doc, ingest, new_library, new_tenant
 
-#: Per operation (22 operations). RAGSPINE_TEST_SCHEMATHESIS_EXAMPLES=500 for a deeper local run.
+#: Per operation (26 operations). RAGSPINE_TEST_SCHEMATHESIS_EXAMPLES=500 for a deeper local run.
 MAX_EXAMPLES = int(os.environ.get("RAGSPINE_TEST_SCHEMATHESIS_EXAMPLES", "25"))
 
 
@@ -74,6 +74,8 @@ def seed(service: Service) -> dict:
         doc("memo", "Board memo: the gearbox merger.", sensitivity="RESTRICTED", metadata={"year": 2024}),
         doc("cn", "第三季度营收下滑。", metadata={"year": 2023, "flag": True, "none": None}),
     ))
+    facts = client.post("/v1/facts", json={"library": "kb", "facts": [FACT_ROW]}, headers=headers)
+    assert facts.status_code == 200, facts.text
     victim = client.post("/v1/admin/tenants", json={"tenant_id": "victim"}, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).json()
     return {
         "headers": headers,
@@ -111,6 +113,22 @@ DIFY_CONDITIONS = st.fixed_dictionaries({
 })
 
 
+#: A good fact row; the aimed /v1/facts cases send it, or it with one field replaced by arbitrary JSON.
+FACT_ROW = {"metric": "revenue", "entity": "Kestrel", "period": "2024Q3", "value": "182", "unit": "EUR_M",
+            "source_doc_id": "d1", "source_locator": "para 1", "valid_as_of": "2024-10-30"}
+FACT_ROWS = st.one_of(
+    st.just([FACT_ROW]),
+    st.tuples(st.sampled_from([*FACT_ROW, "channel", "sensitivity", "colour"]), JSON | st.sampled_from(NASTY)).map(
+        lambda kv: [{**FACT_ROW, kv[0]: kv[1]}]),
+    st.lists(st.dictionaries(st.sampled_from([*FACT_ROW, "channel"]), JSON, max_size=10), min_size=1, max_size=3),
+)
+#: Questions that reach every route of the agent, in three languages, and arbitrary text.
+QUESTIONS = st.sampled_from([
+    "What was Kestrel's revenue in Q3 2024?", "Why did Kestrel's Q3 revenue fall, and by how much?", "gearbox warranty",
+    "红隼机器人2024年第三季度的营收是多少？", "ケストレルの前年度の売上高はいくらですか", "How much EBITDA did Kestrel make last quarter?",
+]) | st.text(min_size=1, max_size=40)
+
+
 def aimed(operation, targets: dict) -> st.SearchStrategy:
     """Cases of both generation modes, as schemathesis makes them, or aimed at things that
     exist (the known path parameters, the seeded library in bodies, filter-shaped filters and
@@ -119,7 +137,7 @@ def aimed(operation, targets: dict) -> st.SearchStrategy:
     nasty_path = st.sampled_from([n for n in NASTY if not any("\ud800" <= ch <= "\udfff" for ch in n)])
 
     def aim(drawn):
-        case, how, filters, condition, nasty = drawn
+        (case, how, filters, condition, nasty), (rows, question) = drawn
         if how == "as generated":
             return case
         if how == "nasty":
@@ -137,10 +155,18 @@ def aimed(operation, targets: dict) -> st.SearchStrategy:
                 case.body = {**case.body, "libraries": ["kb"], "filters": filters}
             elif operation.path == "/retrieval":
                 case.body = {**case.body, "knowledge_id": "kb", "metadata_condition": condition}
+            elif operation.path == "/v1/facts":
+                case.body = {**case.body, "library": "kb", "facts": rows}
+            elif operation.path == "/v1/metric":
+                case.body = {**case.body, "libraries": ["kb"]}
+            elif operation.path == "/v1/answer":
+                case.body = {**case.body, "libraries": ["kb"], "question": question}
+        elif operation.path == "/v1/metric" and isinstance(case.query, dict):
+            case.query = {**case.query, "library": ["kb"]}
         return case
 
     how = st.sampled_from(["as generated", "as generated", "aimed", "aimed", "nasty"])
-    return st.tuples(cases, how, FILTERS, DIFY_CONDITIONS, nasty_path).map(aim)
+    return st.tuples(st.tuples(cases, how, FILTERS, DIFY_CONDITIONS, nasty_path), st.tuples(FACT_ROWS, QUESTIONS)).map(aim)
 
 
 def fuzzer(operation, targets: dict, headers: dict, statuses: dict[int, int]):
@@ -224,6 +250,19 @@ HOSTILE = [
     ("POST", "/retrieval", '{"knowledge_id": "kb\\u0000", "query": "gearbox"}', False, 400),
     ("POST", "/retrieval", '{"knowledge_id": "kb", "query": "\\ud800"}', False, (200, 422)),
     ("POST", "/retrieval", '{"knowledge_id": "kb", "query": "x", "retrieval_setting": {"top_k": NaN}}', False, 422),
+    ("POST", "/v1/facts", '{"library": "kb", "facts": [{"metric": "revenue", "value": NaN}]}', False, 422),
+    ("POST", "/v1/facts", '{"library": "kb", "facts": [{"metric": "\\ud800", "\\udc00": 1}]}', False, 422),
+    ("POST", "/v1/facts", '{"library": "kb", "facts": [{"metric": "revenue", "entity": "Kestrel", "period": "2024Q3", "value": 1,'
+     ' "source_doc_id": "a\\u0000b", "source_locator": "p", "valid_as_of": "2024-10-30"}]}', False, 422),
+    ("POST", "/v1/facts", '{"library": "kb\\u0000", "facts": [{}]}', False, 422),
+    ("POST", "/v1/metric", '{"metric": "revenue\\u0000", "entity": "Kestrel", "period": "2024Q3"}', False, 200),
+    ("POST", "/v1/metric", '{"metric": "revenue", "entity": "Kestrel", "period": "2024Q3", "libraries": ["kb\\u0000"]}', False, 404),
+    ("GET", "/v1/metric?metric=revenue%00&entity=Kestrel&period=2024Q3", None, False, 200),
+    ("GET", "/v1/metric?metric=revenue&entity=Kestrel&period=2024Q3&library=%ED%A0%80", None, False, (404, 422)),
+    ("POST", "/v1/answer", '{"question": "revenue \\ud800 Q3 2024"}', False, (200, 422)),
+    ("POST", "/v1/answer", '{"question": "Kestrel revenue\\u0000 Q3 2024"}', False, 400),
+    ("POST", "/v1/answer", '{"question": "x", "top_k": NaN}', False, 422),
+    ("POST", "/v1/answer", '{"question": "x", "history": [{"role": "user", "content": "\\ud800"}]}', False, (200, 422)),
     ("POST", "/v1/admin/tenants", '{"tenant_id": NaN}', True, 422),
     ("POST", "/v1/admin/tenants", '{"tenant_id": "t2", "name": "a\\u0000b"}', True, (201, 422)),
     ("POST", "/v1/admin/tenants/acme/keys", '{"label": "\\ud800"}', True, 422),

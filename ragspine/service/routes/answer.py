@@ -1,0 +1,47 @@
+"""``POST /v1/answer``: the agent over the tenant's libraries (structured, narrative or composite).
+
+The libraries are the tenant's (another tenant's is a 404, like a missing one): their fact
+stores answer the structured half, their link exit (the same one ``/v1/retrieve`` uses, so
+RESTRICTED chunks never come out and the security gate applies) the narrative half. The
+``history`` is context for generated prose only — never a source, never searched. Library ids
+in the answer are the tenant's names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+
+from ragspine.agent.factory import agent_for
+from ragspine.service.agent_models import AnswerIn, AnswerOut
+from ragspine.service.context import ServiceContext
+from ragspine.service.routes.common import context, documented_bearer, external_name, tenant_id
+from ragspine.service.routes.facts import tenant_libraries
+
+router = APIRouter(prefix="/v1", tags=["agent"], dependencies=[Depends(documented_bearer)])
+
+
+@router.post("/answer", response_model=AnswerOut, summary="Answer a question: a stored number, cited snippets, or both")
+def answer(body: AnswerIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> AnswerOut:
+    libraries = tenant_libraries(ctx, tenant, body.libraries)
+    retriever = ctx.stack.retriever_for(
+        {lib.library_id: ctx.index(lib) for lib in libraries},
+        descriptions={lib.library_id: lib.description for lib in libraries},
+        retry_without_filters=False,
+    ) if libraries else None
+    agent = agent_for(ctx.stack, [lib.library_id for lib in libraries], retriever, top_k=body.top_k)
+    history = [turn.model_dump() for turn in body.history]
+    out = agent.answer(body.question, history, as_of=body.as_of).to_dict()
+    return AnswerOut(**_external(out), libraries=[lib.name for lib in libraries])
+
+
+def _external(answer: dict[str, Any]) -> dict[str, Any]:
+    """The answer with every library id as the tenant's name for it (no tenant prefix)."""
+    for source in answer["sources"]:
+        source["library_id"] = external_name(source["library_id"])
+    if answer["structured"] is not None and answer["structured"]["library_id"]:
+        answer["structured"]["library_id"] = external_name(answer["structured"]["library_id"])
+    for citation in (answer["narrative"] or {}).get("citations", []):
+        citation["library_id"] = external_name(citation["library_id"])
+    return answer
