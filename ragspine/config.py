@@ -139,10 +139,7 @@ SETTINGS: dict[str, Setting] = {
     "llm_max_tokens": Setting("RAGSPINE_LLM_MAX_TOKENS", 256, "longest answer an LLM call asks for, in tokens", int),
     "query_transform": _named("RAGSPINE_QUERY_TRANSFORM", "none", "LLM query transform (needs RAGSPINE_LLM)", QUERY_TRANSFORMS),
     "query_decompose": _named("RAGSPINE_QUERY_DECOMPOSE", "none", "LLM decomposition into sub-questions (needs RAGSPINE_LLM)", QUERY_DECOMPOSERS),
-    "adaptive": _named("RAGSPINE_ADAPTIVE", "none", "Adaptive-RAG: single-shot or decomposition (needs RAGSPINE_LLM)", COMPLEXITY_CLASSIFIERS),
-    "adaptive_glossary": Setting(
-        "RAGSPINE_ADAPTIVE_GLOSSARY", None, "glossary (structured channel format) whose entities Adaptive-RAG counts (default: the shipped one)"
-    ),
+    "adaptive": _named("RAGSPINE_ADAPTIVE", "none", "Adaptive-RAG: single-shot or decomposition (needs RAGSPINE_LLM; heuristic counts RAGSPINE_FACT_GLOSSARY's entities)", COMPLEXITY_CLASSIFIERS),
     "query_fanout": Setting("RAGSPINE_QUERY_FANOUT", 3, "most RAG-Fusion variants / sub-questions one question generates (1..8)", int),
     "corrective": Setting(
         "RAGSPINE_CORRECTIVE", False, "corrective retrieval: grade the answer, drop filters, then rewrite, then refuse (at most 2 rounds)", bool
@@ -273,7 +270,6 @@ class Settings:
     query_transform: str
     query_decompose: str
     adaptive: str
-    adaptive_glossary: str | None
     query_fanout: int
     corrective: bool
     security_denylist: str | None

@@ -7,8 +7,8 @@ always takes the same route — and decomposes when the question has any of thes
   ``difference(s) between``, ``differ``, ``relative to``, ``outperform``, ``which is
   higher/lower/larger/better``; Chinese 比较 对比 相比 比起 区别 差异 哪个更; Japanese 比較 比べ
   違い 差異 対比 どちら;
-* ``entities``: two or more entities of a controlled glossary (the structured channel's format;
-  ``RAGSPINE_ADAPTIVE_GLOSSARY``, default the shipped one), matched like the security gate;
+* ``entities``: two or more entities of the structured channel's controlled glossary
+  (``RAGSPINE_FACT_GLOSSARY``, default the shipped one), matched like the security gate;
 * ``periods``: two or more distinct periods (``2023``, ``Q3 2024``, ``FY2024``, ``H1``,
   ``2024年第三季度``, ``上半年``, ``2024年度``, ``第3四半期`` …; ``Q3 2024`` is one period);
 * ``questions``: two or more question marks (``?`` or ``？``).

@@ -29,7 +29,7 @@ def reasoning_parts(options: ReasoningOptions, settings: Settings, provider: LLM
     ``options``: the transform, decomposer (Adaptive-RAG decomposes with the model), classifier
     and corrective rewrite. A part that needs a model without ``provider`` raises ``ConfigError``."""
     llm: dict[str, Any] = {"provider": provider, "max_tokens": settings.llm_max_tokens}
-    entities = glossary_entities(settings.adaptive_glossary) if options.adaptive == "heuristic" else None
+    entities = glossary_entities(settings.fact_glossary) if options.adaptive == "heuristic" else None  # the structured channel's
     decompose = "llm" if options.adaptive != "none" else options.decompose
     return {
         "transform": make_query_transform(options.transform, fanout=options.fanout, **llm),
