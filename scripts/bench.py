@@ -643,7 +643,7 @@ def main() -> int:
     parser.add_argument("--llm-provider", default="scripted", help="scripted (no model) and/or local (SmolLM2-135M: slow, keep --llm-queries small)")
     parser.add_argument("--llm-queries", type=int, default=100, help="queries sampled (seeded) per set for --llm / --llm-calibrate")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
-    parser.add_argument("--chunker-headers", default="none,header", help="contextual settings for --chunkers (none, header or both)")
+    parser.add_argument("--chunker-headers", default="none,header", help="contextual settings for --chunkers: a comma list of none and header (both = none,header)")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
     parser.add_argument("--chunker-sets", default="scifact,xquad-en,xquad-zh,drcd", help="dev sets for --chunkers")
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding the dev sets (default: the --data folder's parent)")
@@ -713,7 +713,7 @@ def main() -> int:
         results["chunkers"] = _bench_chunking.section(
             root, [c for c in args.chunkers.split(",") if c], [m for m in args.chunker_modes.split(",") if m],
             [n for n in args.chunker_sets.split(",") if n], log, [int(b) for b in args.chunk_chars.split(",") if b],
-            tuple(h for h in args.chunker_headers.split(",") if h),
+            tuple(h for part in args.chunker_headers.split(",") for h in (("none", "header") if part == "both" else (part,)) if h),
         )
         print("\n".join(_bench_chunking.table(results["chunkers"])))
     if args.llm or args.llm_calibrate:
