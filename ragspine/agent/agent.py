@@ -10,7 +10,8 @@ One answer, left to right (one request of the LLM call budget, every call includ
    :class:`~ragspine.agent.structured.StructuredPath` → found / not_found /
    unrecognized_param. The numbers come from the fact table only: the narrative path, the
    history and a model never reach it.
-4. **Narrative** (narrative, composite): the question → one sub-query, gated, then
+4. **Narrative** (narrative, composite): the question less its clauses asking for a quantity
+   (:func:`~ragspine.agent.reading.narrative_query`) → one sub-query, gated, then
    :class:`~ragspine.agent.narrative.NarrativePath` → cited snippets (extractive) or checked
    prose (with a model). The history reaches the generation prompt only.
 5. **Merge** (composite): the structured text, then the narrative text; the fact source, then
@@ -37,7 +38,7 @@ from ragspine.agent.base import (
 )
 from ragspine.agent.messages import GATE_REFUSAL, message
 from ragspine.agent.narrative import NarrativePath
-from ragspine.agent.reading import question_language, read_question
+from ragspine.agent.reading import narrative_query, question_language, read_question
 from ragspine.agent.router import DeterministicRouter
 from ragspine.agent.spotting import TermSpotter, load_fact_glossary
 from ragspine.agent.structured import StructuredPath
@@ -97,9 +98,10 @@ class Agent:
                     refusals.append(gated)
                     texts.append(message(GATE_REFUSAL, language))
             if route in (NARRATIVE, COMPOSITE):
-                gated = self._gate("narrative", question)
+                sub_query = narrative_query(question)
+                gated = self._gate("narrative", sub_query)
                 if gated is None:
-                    narrative = self.narrative.answer(question, language, turns)
+                    narrative = self.narrative.answer(sub_query, language, turns)
                     texts.append(narrative.text)
                 else:
                     refusals.append(gated)

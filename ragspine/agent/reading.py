@@ -70,6 +70,20 @@ class Reading:
         return {"metric": _key(self.metric), "entity": _key(self.entity), "period": period, "channel": _key(self.channel)}
 
 
+_CLAUSE = re.compile(r"[,，、;；]|\s+and\s+(?=(?:by\s+)?how\s+(?:much|many)\b)", re.IGNORECASE)
+
+
+def narrative_query(question: str) -> str:
+    """The narrative sub-query: ``question`` without its clauses that ask for a quantity
+    (``..., and by how much?``, ``…，下降了多少？``) — the fact table answers those — unless
+    nothing else is left."""
+    clauses = [c.strip() for c in _CLAUSE.split(question) if c.strip()]
+    kept = [c for c in clauses if ASKS_NUMBER.search(fold(c)) is None]
+    if not kept or len(kept) == len(clauses):
+        return question.strip()
+    return ", ".join(kept)
+
+
 def _key(hit: Hit | None) -> str | None:
     return None if hit is None else hit.key
 

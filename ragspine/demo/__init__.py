@@ -3,7 +3,8 @@
 The corpus (``demo/corpus/``, written for this project) describes a fictional robot maker in
 English and Chinese. One document, a board memo, is RESTRICTED and is deliberately the best
 lexical match for the first question: the demo shows it is the top BM25 hit inside the
-index, and that it never appears among the snippets.
+index, and that it never appears among the snippets. Then the agent answers four questions
+from a fact table for the corpus and the cited snippets (:mod:`ragspine.demo.answers`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class DemoReport:
     restricted_doc: str = ""
     restricted_top_lexical: bool = False
     restricted_leaked: bool = False
+    agent_answers: list[tuple[Any, Any]] = field(default_factory=list)  # (AgentQuestion, AgentAnswer), see answers.py
 
 
 def run_demo(stack: Any, *, echo: Callable[[str], None] = print) -> DemoReport:
@@ -118,6 +120,9 @@ def run_demo(stack: Any, *, echo: Callable[[str], None] = print) -> DemoReport:
             f"RESTRICTED check: the best BM25 match in the store for the first question is {chunk.doc_id} "
             f"(sensitivity {chunk.sensitivity}, bm25 {scores[best]:.2f}); it was {verdict}."
         )
+    from ragspine.demo.answers import run_agent_demo
+
+    report.agent_answers = run_agent_demo(stack, echo=echo)
     return report
 
 

@@ -48,6 +48,34 @@ def _check_report(report: DemoReport) -> None:
                 assert all(s["metadata"].get(k) == v for k, v in question.filters.items())
 
 
+def _check_agent_answers(report: DemoReport) -> None:
+    """The demo's four agent answers: found with its source, not_found, unrecognized_param, and
+    the composite with both source lists (every cited snippet a span of an open corpus file)."""
+    from ragspine.demo.answers import QUESTIONS as AGENT_QUESTIONS
+
+    answers = {item.expect: answer for item, answer in report.agent_answers}
+    assert [item for item, _ in report.agent_answers] == list(AGENT_QUESTIONS)
+    found = answers["found"]
+    assert (found.route, found.structured.result.status, found.structured.result.value) == ("structured", "found", "182")
+    assert found.sources == [found.structured.source()] and found.sources[0]["source_doc_id"] == "kestrel/q3-2024-results"
+    assert found.sources[0]["library_id"] == "kestrel-reports" and "182 million euros" in found.text
+    for status in ("not_found", "unrecognized_param"):
+        answer = answers[status]
+        assert answer.route == "structured" and answer.structured.result.status == status and answer.sources == []
+        assert not re.search(r"\d|[０-９]", answer.text), answer.text
+    assert answers["unrecognized_param"].structured.result.params == ("metric",)
+    composite = answers["composite"]
+    assert composite.route == "composite" and composite.structured.result.status == "found"
+    kinds = [s["kind"] for s in composite.sources]
+    assert kinds[0] == "fact" and kinds.count("chunk") >= 1 and composite.sources[1]["doc_id"] == "kestrel/q3-2024-results"
+    for s in composite.sources[1:]:
+        path, _, span = s["source_locator"].partition("#char=")
+        start, end = map(int, span.split(","))
+        assert Path(path).parent == CORPUS_DIR and Path(path).read_text(encoding="utf-8")[start:end] == s["text"]
+        assert s["doc_id"] != BOARD_MEMO
+    assert composite.text.startswith(composite.structured.result.text)
+
+
 def test_the_corpus_has_the_restricted_memo():
     memo = read_document(CORPUS_DIR / "board-memo-q3.md", CORPUS_DIR)
     assert memo.doc_id == BOARD_MEMO and is_restricted(memo.sensitivity)
@@ -63,6 +91,7 @@ def test_run_demo_report(tmp_path, mode):
     with Stack(load_settings(env), mode=mode) as stack:
         report = run_demo(stack, echo=lines.append)
     _check_report(report)
+    _check_agent_answers(report)
     text = "\n".join(lines)
     assert "withheld (not indexed, and dropped at both exits)" in text and "LEAKED" not in text
     assert text.count(f"cite: {CORPUS_DIR}/") >= len(QUESTIONS)
@@ -80,6 +109,10 @@ def test_demo_command_in_process(capsys, tmp_path):
     assert re.search(rf"cite: {re.escape(str(CORPUS_DIR))}/[\w.-]+#char=\d+,\d+", out)
     assert f"demo database: {db}" in out  # --db keeps it
     assert "third-quarter revenue reversal" not in out  # memo text
+    assert "Q: What was Kestrel's revenue in Q3 2024?   [structured: found]" in out
+    assert "  Kestrel Robotics revenue for Q3 2024: 182 million euros (source: kestrel/q3-2024-results, paragraph 1;" in out
+    assert "[structured: not_found]" in out and "[structured: unrecognized_param]" in out and "[composite: found]" in out
+    assert "  source: fact  kestrel/q3-2024-results, paragraph 1 (library kestrel-reports;" in out and "  source: [S1] " in out
     assert "audit committee" not in out
 
 

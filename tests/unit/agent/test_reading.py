@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from ragspine.agent.reading import read_question
+from ragspine.agent.reading import narrative_query, read_question
 from ragspine.agent.spotting import TermSpotter, latest_ended_quarter
 from ragspine.structured import Glossary
 
@@ -70,3 +70,15 @@ def test_the_longest_form_wins_and_words_end_at_word_boundaries() -> None:
     assert [(h.section, h.key) for h in hits] == [
         ("entities", "KESTREL_CN"), ("metrics", "service_revenue"), ("entities", "KESTREL_CN"), ("metrics", "revenue"),
     ]
+
+
+@pytest.mark.parametrize(("question", "sub_query"), [
+    ("why did Kestrel's Q3 revenue fall, and by how much?", "why did Kestrel's Q3 revenue fall"),
+    ("why did revenue fall and by how much?", "why did revenue fall"),
+    ("营收为什么下滑，下降了多少？", "营收为什么下滑"),
+    ("売上高はなぜ減ったのか、いくら減ったのか", "売上高はなぜ減ったのか"),
+    ("Why did revenue fall?", "Why did revenue fall?"),
+    ("How much did revenue fall?", "How much did revenue fall?"),
+])
+def test_the_narrative_sub_query_leaves_out_the_clauses_asking_for_a_quantity(question, sub_query) -> None:
+    assert narrative_query(question) == sub_query
