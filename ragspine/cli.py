@@ -15,6 +15,7 @@
     ragspine metric METRIC --entity E --period P [--channel C] [--as-of DATE] [--json]
                                              one number from the fact table: found / not_found / unrecognized_param
     ragspine graph edges|rollup|peers|trace  the relation graph: cited edges, subsidiary roll-up, peers, derivations
+    ragspine workflow preview [--format json|yaml]   the pipeline as a Dify workflow picture (not executable)
     ragspine ask "question" [--library L] [--as-of DATE] [--json]
                                              the agent: structured, narrative or composite, with sources
 
@@ -47,6 +48,7 @@ from ragspine.retrieval.mode import RETRIEVAL_MODES
 from ragspine.retrieval.reasoning.cli import add_reasoning_flags, print_reasoning, reasoning_changes
 from ragspine.retrieval.sensitivity import reserved_key
 from ragspine.structured.cli import add_structured_commands, cmd_facts, cmd_metric
+from ragspine.workflow.cli import add_workflow_commands, cmd_workflow
 
 EXIT_USAGE = 2
 
@@ -161,6 +163,7 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
     add_structured_commands(sub, common)
     add_graph_commands(sub, common)
+    add_workflow_commands(sub, common)
     add_ask_command(sub, common)
     return parser
 
@@ -555,6 +558,7 @@ _COMMANDS = {
     "facts": cmd_facts,
     "metric": cmd_metric,
     "graph": cmd_graph,
+    "workflow": cmd_workflow,
     "ask": cmd_ask,
 }
 

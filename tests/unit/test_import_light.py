@@ -41,6 +41,8 @@ LIGHT_MODULES = (
     "ragspine.agent",
     "ragspine.graph",
     "ragspine.graph.cli",
+    "ragspine.workflow",
+    "ragspine.workflow.cli",
 )
 
 
