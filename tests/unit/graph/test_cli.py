@@ -78,3 +78,28 @@ def test_edges_lists_cited_edges_and_the_extractor_adds_cooccurrence_from_open_c
     assert "memo" not in out  # the RESTRICTED chunk names two entities too, and adds nothing
     code, out, err = run(capsys, "graph", "edges", "--library", "kb", "--db", db, "--extractor", "llm")
     assert code == 2 and "needs an LLM provider" in err
+
+
+def test_edges_with_the_llm_extractor_go_through_the_model_and_the_gate(capsys, db, tmp_path, monkeypatch) -> None:
+    """End to end: RAGSPINE_LLM (an OpenAI-compatible stub), the deny list as the endpoint gate,
+    no RESTRICTED text in any request, the model's edges stamped and never cited."""
+    pytest.importorskip("openai")
+    from ragspine.testing.openai_stub import OpenAIStub
+
+    answer = json.dumps([{"source": "KESTREL_CN", "relation": "supplies", "target": "KESTREL_JP"}])
+    with OpenAIStub(answer) as stub:
+        monkeypatch.setenv("RAGSPINE_LLM", stub.url)
+        monkeypatch.setenv("RAGSPINE_LLM_MODEL", "stub")
+        code, out, err = run(capsys, "graph", "edges", "--library", "kb", "--db", db, "--extractor", "llm", "--json")
+        sent = json.dumps(stub.requests, ensure_ascii=False)
+    assert code == 0, err
+    (edge,) = [e for e in json.loads(out)["edges"] if e["derivation"] == "model"]
+    assert (edge["relation"], edge["verified"], edge["citable"], edge["source_doc_id"]) == ("supplies", False, False, "supply.md")
+    assert "merge with Kestrel Robotics" not in sent and "ships gearboxes" in sent  # the RESTRICTED memo never sent
+    deny = tmp_path / "deny.yaml"
+    deny.write_text("entities:\n  KESTREL_JP: {en: [Kestrel Japan]}\n", encoding="utf-8")
+    monkeypatch.setenv("RAGSPINE_SECURITY_DENYLIST", str(deny))
+    with OpenAIStub(answer) as stub:
+        monkeypatch.setenv("RAGSPINE_LLM", stub.url)
+        code, out, err = run(capsys, "graph", "edges", "--library", "kb", "--db", db, "--extractor", "llm")
+    assert code == 0 and "supplies" not in out and "refused_by_gate 1" in err
