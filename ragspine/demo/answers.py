@@ -54,7 +54,7 @@ def run_agent_demo(stack: Any, *, echo: Callable[[str], None] = print) -> list[t
 
     facts = ingest_demo_facts(stack)
     agent = make_agent(stack)
-    echo(f"\nThe agent (ragspine ask): {facts} facts from {FACTS_DIR.name}/, answers as of {AS_OF}\n")
+    echo(f"\nThe agent (ragspine ask): {facts} facts from {FACTS_DIR.parent.name}/{FACTS_DIR.name}/, answers as of {AS_OF}\n")
     answers = []
     for item in QUESTIONS:
         answer = agent.answer(item.question, as_of=AS_OF)
