@@ -6,7 +6,8 @@ Adaptive-RAG, the corrective loop, the security gate), in every mode, one librar
   provider sees them all), whatever the RESTRICTED chunk's rank; no other library's chunk;
 * provenance — every snippet carries its fields and its text is its source's substring;
 * generated text is never evidence — a token planted in every generated text (passage,
-  variants, step-back, sub-questions, rewrite) appears in no snippet, in no field;
+  variants, step-back, sub-questions, rewrite) appears in no snippet, in no field, and the
+  number planted with it nowhere in the answer (the trace shows generated texts masked);
 * byte-identical default — every option unset or ``none`` gives the plain exit, the same JSON.
 
 Each checker is shown to fail on a deliberately broken implementation (no vacuous pass).
@@ -28,6 +29,7 @@ from ragspine.retrieval.query.base import Probes
 from ragspine.retrieval.query.decompose import LLMQueryDecomposer, QueryRewrite
 from ragspine.retrieval.query.transforms import HyDETransform, RAGFusionTransform, StepBackTransform
 from ragspine.retrieval.reasoning import CORRECTIVE_REFUSAL, ReasoningRetriever
+from ragspine.retrieval.reasoning.retriever import _Run
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
@@ -46,18 +48,19 @@ from tests.conformance.conftest import (
 )
 
 MARK = "zqgeneratedprobezq"  # in every generated text
+INVENTED = "987654"  # a number every generated text invents
 MODES = ("economy", "hybrid", "vector")
 
 
 def generated(prompt: str) -> str:
     """Every seam's answer carries MARK; the judge's is an order; Rival is deny-listed."""
     return {
-        "hyde": f"Gearbox supply delays were explained {MARK} by the plant managers in detail.",
-        "rag_fusion": f"gearbox supply {MARK}\ndelays of gearbox {MARK}\nRival gearbox supply",
-        "step_back": f"gearbox supply chain {MARK}",
-        "decompose": f"gearbox supply {MARK}\nwarranty claims gearbox {MARK}\nRival claims",
+        "hyde": f"Gearbox supply delays were explained {MARK} by the plant managers, {INVENTED} units.",
+        "rag_fusion": f"gearbox supply {MARK} {INVENTED}\ndelays of gearbox {MARK}\nRival gearbox supply {INVENTED}",
+        "step_back": f"gearbox supply chain {MARK} {INVENTED}",
+        "decompose": f"gearbox supply {MARK} {INVENTED}\nwarranty claims gearbox {MARK}\nRival claims {INVENTED}",
         "adaptive": "COMPLEX",
-        "rewrite": f"gearbox delays {MARK}",
+        "rewrite": f"gearbox delays {MARK} {INVENTED}",
     }.get(seam_of(prompt), "1, 0, 2")
 
 
@@ -95,7 +98,10 @@ def build(db: Any, mode: str, routed: bool, provider: Any) -> tuple[Any, dict[st
 
 
 def assert_never_evidence(answer: Retrieval, stores: dict[str, Any], marker: str = MARK) -> None:
-    """No generated text in any field of any snippet, and every snippet is a stored chunk."""
+    """No generated text in any field of any snippet, every snippet a stored chunk, and no
+    generated number anywhere in the answer (snippets, trace, refusals)."""
+    whole = json.dumps([answer.snippets, getattr(answer, "trace", []), getattr(answer, "refused", [])], ensure_ascii=False)
+    assert INVENTED not in whole, "a generated number is in the answer"
     for s in answer.snippets:
         assert marker not in json.dumps(s, ensure_ascii=False), f"generated text in snippet {s.get('chunk_id')!r}"
         stored = stores[s["library_id"]].get_chunks([s["chunk_id"]])
@@ -122,7 +128,7 @@ def test_reasoning_keeps_isolation_provenance_and_never_cites_generated_text(db,
         assert_never_evidence(answer, stores)
         assert {s["library_id"] for s in answer.snippets} <= set(stores)
     if name == "gate":
-        assert {r["query"] for r in answers[0].refused} == {"Rival gearbox supply", "Rival claims"}
+        assert {r["query"] for r in answers[0].refused} == {"Rival gearbox supply #", "Rival claims #"}
         assert all("rival" not in p.split("Question:")[-1].lower() for p in provider.prompts)  # never asked about either
 
 
@@ -167,11 +173,20 @@ class PromptingWithResults:
         return Probes(queries=("gearbox",))
 
 
+def test_a_trace_showing_generated_numbers_fails_the_checker(db, monkeypatch):
+    provider = ScriptedLLMProvider(generated)
+    exit_, _, stores = build(db, "economy", False, provider)
+    monkeypatch.setattr(_Run, "show", lambda self, text: text)  # broken on purpose: no masking
+    answer = ReasoningRetriever(exit_, transform=RAGFusionTransform(provider)).search(QUERY, top_k=5)
+    with pytest.raises(AssertionError, match="generated number"):
+        assert_never_evidence(answer, stores)
+
+
 def test_the_checkers_fail_on_broken_implementations(db):
     provider = ScriptedLLMProvider(generated)
     exit_, _, stores = build(db, "economy", False, provider)
     leaky = LeakyHyDE(exit_, transform=HyDETransform(provider)).search(QUERY, top_k=5)
-    with pytest.raises(AssertionError, match="generated text"):
+    with pytest.raises(AssertionError, match="generated"):
         assert_never_evidence(leaky, stores)
     prompting = ReasoningRetriever(exit_, transform=PromptingWithResults(provider, exit_.index))  # type: ignore[arg-type]
     answer = prompting.search(QUERY, top_k=5)

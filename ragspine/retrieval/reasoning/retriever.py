@@ -20,12 +20,15 @@ One search, left to right (one request of the LLM call budget, every call includ
 
 The answer (:class:`ReasonedRetrieval`) says what was refused (``refused``: the kind, the
 text — never HyDE's passage — and the entity) and carries the ``trace`` of every step. A
-generated text is only ever a query: never a snippet, a citation or a number. Every model
+generated text is only ever a query: never a snippet, a citation or a number (where the trace
+shows one, a number the user's question does not contain is masked as ``#``). Every model
 failure degrades to the plain question and is counted (:class:`ReasoningObserver`).
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -63,10 +66,22 @@ class ReasonedRetrieval(Retrieval):
     refusal: str | None = None
 
 
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
 @dataclass
 class _Run:
+    """One search's trace and refusals. Texts go in through :meth:`show`: a number a model
+    wrote that the user's question does not contain is masked (``#``) — a generated text is
+    shown as the probe it was, never as a number to read."""
+
+    question: str
     trace: list[dict[str, Any]] = field(default_factory=list)
     refused: list[dict[str, Any]] = field(default_factory=list)
+
+    def show(self, text: str) -> str:
+        asked = {unicodedata.normalize("NFKC", n) for n in _NUMBER.findall(self.question)}
+        return _NUMBER.sub(lambda m: m.group() if unicodedata.normalize("NFKC", m.group()) in asked else "#", text)
 
 
 class ReasoningRetriever:
@@ -106,7 +121,7 @@ class ReasoningRetriever:
 
     def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> ReasonedRetrieval:
         with llm_request():  # one budget for the transforms, the classifier, the judge and the router
-            run = _Run()
+            run = _Run(query)
             if not self._allowed(run, query, "question"):
                 notify(self.observer, "query_refused", "gate")
                 return ReasonedRetrieval(refused=run.refused, trace=run.trace, refusal=GATE_REFUSAL)
@@ -125,11 +140,11 @@ class ReasoningRetriever:
             return True
         decision = self.gate.check(text)
         if kind == "question":
-            run.trace.append({"step": "gate", "query": text, "allowed": decision.allowed, **({"entity": decision.entity} if decision.entity else {})})
+            run.trace.append({"step": "gate", "query": run.show(text), "allowed": decision.allowed, **({"entity": decision.entity} if decision.entity else {})})
         if not decision.allowed:
             refused: dict[str, Any] = {"kind": kind, "entity": decision.entity}
             if kind != "hyde":
-                refused["query"] = text
+                refused["query"] = run.show(text)
             run.refused.append(refused)
             if kind != "question":
                 notify(self.observer, "query_refused", "gate_probe")
@@ -148,7 +163,8 @@ class ReasoningRetriever:
         assert self.decomposer is not None
         subs = self.decomposer.decompose(question)
         allowed = [s for s in subs if self._allowed(run, s, "sub_question")]
-        run.trace.append({"step": "decompose", "question": question, "sub_questions": subs, "searched": allowed})
+        run.trace.append({"step": "decompose", "question": run.show(question), "sub_questions": [run.show(s) for s in subs],
+                          "searched": [run.show(s) for s in allowed]})
         notify(self.observer, "query_transform", "decompose", "applied" if subs else "single")
         answers = [self._search(run, q, filters, top_k) for q in [question, *allowed]]
         return fuse_answers(answers, top_k=top_k, rrf_k=self.rrf_k)
@@ -162,7 +178,8 @@ class ReasoningRetriever:
             queries = tuple(q for q in probes.queries if self._allowed(run, q, kind))
             dense = tuple(p for p in probes.dense if self._allowed(run, p, "hyde"))
             plan = ProbePlan(question, queries, dense)
-            step: dict[str, Any] = {"step": "transform", "transform": name, "question": question, "probes": list(queries)}
+            step: dict[str, Any] = {"step": "transform", "transform": name, "question": run.show(question),
+                                    "probes": [run.show(q) for q in queries]}
             if probes.dense:
                 step["hyde_passages"] = len(dense)  # counted, never shown: a passage is a probe, not text to read
             step["refused"] = len(probes.queries) + len(probes.dense) - len(queries) - len(dense)
@@ -171,7 +188,7 @@ class ReasoningRetriever:
             notify(self.observer, "query_transform", name, "degraded" if probes.degraded else "applied")
         with request_probes(plan):
             answer = self.inner.search(question, filters=filters, top_k=top_k)
-        run.trace.append({"step": "search", "question": question, "filtered": filters is not None, "snippets": len(answer.snippets)})
+        run.trace.append({"step": "search", "question": run.show(question), "filtered": filters is not None, "snippets": len(answer.snippets)})
         return answer
 
     def _correct(self, run: _Run, query: str, filters: MetadataFilter | None, top_k: int, answer: Retrieval) -> ReasonedRetrieval:
@@ -193,7 +210,7 @@ class ReasoningRetriever:
                     run.trace.append({"step": "act", "round": number, "action": action, "skipped": "no different query"})
                     break
                 question, source = rewritten
-                run.trace.append({"step": "act", "round": number, "action": action, "query": question, "source": source})
+                run.trace.append({"step": "act", "round": number, "action": action, "query": run.show(question), "source": source})
                 if not self._allowed(run, question, "rewrite"):
                     break
                 answer = self._answer(run, question, filters, top_k)

@@ -143,3 +143,11 @@ def test_without_corrective_an_owned_retry_drops_filters_once_when_nothing_match
     assert answer.filters_dropped and ids(answer)[0] == "motor"
     strict = ReasoningRetriever(exit_, owns_retry=True, retry_without_filters=False)
     assert strict.search("motor output", filters=parse_filter({"region": "west"}), top_k=3).snippets == []
+
+
+def test_a_trace_masks_the_numbers_a_model_invented_and_keeps_the_users(exit_):
+    provider = ScriptedLLMProvider("gearbox revenue 2023 fell 15%\nmotor revenue ２０２３ 343.33 K")
+    answer = ReasoningRetriever(exit_, transform=RAGFusionTransform(provider)).search("gearbox revenue in 2023", top_k=3)
+    step = next(s for s in answer.trace if s["step"] == "transform")
+    assert step["probes"] == ["gearbox revenue 2023 fell #%", "motor revenue ２０２３ # K"]
+    assert not re.search(r"15|343", json.dumps(answer.trace))
