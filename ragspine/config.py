@@ -161,7 +161,8 @@ SETTINGS: dict[str, Setting] = {
     ),
     "rrf_k": Setting("RAGSPINE_RRF_K", 60, "Reciprocal Rank Fusion constant", int),
     "fusion_weights": Setting(
-        "RAGSPINE_FUSION_WEIGHTS", None, "weighted RRF, e.g. bm25=1,vector=0.5 (unset: every leg 1, the seed's RRF)"
+        "RAGSPINE_FUSION_WEIGHTS", None, "weighted RRF, e.g. bm25=1,vector=0.5; adaptive (per-query weights); zscore (fuse the legs' z-scored scores, "
+        "each leg weighted by its best hit's z-score) (unset: every leg 1, the seed's RRF)"
     ),
     "candidate_k": Setting("RAGSPINE_CANDIDATE_K", 100, "depth of each ranking fed to RRF", int),
     "chunk_chars": Setting("RAGSPINE_CHUNK_CHARS", 480, "chunk budget in characters", int),

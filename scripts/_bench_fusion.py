@@ -6,8 +6,9 @@ default, ``--fusion-backends`` for others). For each query the two legs are run 
 the project's ``HybridRetriever.rankings`` (the dense gate applies: a query it will not embed
 has no dense leg), then fused offline:
 
-* ``bm25`` and ``dense`` alone, ``rrf`` (equal weights, today's default) and weighted RRF with
-  the dense leg's weight in ``--fusion-weights`` (BM25's weight 1);
+* ``bm25`` and ``dense`` alone, ``rrf`` (equal weights, today's default), weighted RRF with
+  the dense leg's weight in ``--fusion-weights`` (BM25's weight 1), ``rrf adaptive`` and
+  ``zscore`` (``RAGSPINE_FUSION_WEIGHTS=adaptive`` / ``zscore``);
 * each reranker of ``--fusion-rerankers`` over the top ``--rerank-depth`` of today's fusion
   (hybrid) and of BM25 alone (economy), through ``ScoreReranker`` (what ``RAGSPINE_RERANKER``
   runs), with its per-query latency.
@@ -103,6 +104,18 @@ def _load_legs(path: Path, data: Path) -> tuple[dict[str, dict[str, list[str]]],
             {"documents": len(corpus), "queries": len(saved["queries"]), "loaded": str(path), "scores": saved["scores"]})
 
 
+def _fuse_zscore(legs: dict[str, list[str]], scores: dict[str, list[float]]) -> list[str]:
+    """``RAGSPINE_FUSION_WEIGHTS=zscore`` over one query's legs (what HybridRetriever does)."""
+    from ragspine.retrieval.fusion import rrf_fuse, sort_fused
+    from ragspine.retrieval.fusion.zscore import zscore_fuse
+
+    names = list(legs)
+    if len(names) == 1:
+        return legs[names[0]]
+    fused = zscore_fuse([list(zip(legs[n], scores[n])) for n in names])
+    return [k for k, _ in sort_fused(fused if fused is not None else rrf_fuse([legs[n] for n in names]))]
+
+
 def section(
     data_root: Path, sets: list[str], backends: list[str], weights: list[float], rerankers: list[str], depth: int, log: Callable[[str], None],
     save: Path | None = None, load: Path | None = None, max_queries: int | None = None,
@@ -153,6 +166,7 @@ def section(
                 for w in weights:
                     rows[f"rrf dense×{w:g}"] = _figures({q: _fuse(v, w) for q, v in legs.items()}, qrels)
                 rows["rrf adaptive"] = _figures({q: _fuse_adaptive(v, leg_scores[q]) for q, v in legs.items()}, qrels)
+                rows["zscore"] = _figures({q: _fuse_zscore(v, leg_scores[q]) for q, v in legs.items()}, qrels)
                 fused = {q: _fuse(v, None) for q, v in legs.items()}
                 for rname, reranker in built.items():
                     if isinstance(reranker, IndexingReranker):

@@ -43,7 +43,7 @@ from ragspine.retrieval.chunking.chunking import (
 )
 from ragspine.retrieval.filtering.filters import MetadataFilter, combine_filters
 from ragspine.retrieval.fusion import DEFAULT_RRF_K
-from ragspine.retrieval.fusion.weights import AdaptiveWeights, LegWeights, effective_weights
+from ragspine.retrieval.fusion.weights import AdaptiveWeights, LegWeights, ZScoreFusion, effective_weights
 from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
 from ragspine.retrieval.lexical.hybrid import DEFAULT_CANDIDATE_K, HybridRetriever
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
@@ -310,10 +310,12 @@ class LibraryPipeline:
 
     def max_fused_score(self, query: str) -> float:
         """The fused score of a chunk ranked first by every ranking ``retrieve(query)`` feeds to
-        RRF (each leg of each query variant): ``n / (rrf_k + 1)``. A result's
+        RRF (each leg of each query variant): ``n / (rrf_k + 1)`` (``n`` with ``zscore`` fusion). A result's
         ``scores["fused"]`` divided by it is in [0, 1] — 1 means "first for every ranker"."""
         legs = [leg for q in self.queries(query) for leg in self.retriever.legs_for(q)]
         weights = effective_weights(self.retriever.leg_weights)
+        if isinstance(weights, ZScoreFusion) and len(legs) > 1:  # scaled so that first everywhere = n
+            return float(len(legs))
         if weights is None or isinstance(weights, AdaptiveWeights) or len(legs) < 2:  # adaptive weights sum to the count
             return len(legs) / (self.retriever.rrf_k + 1)
         return sum(weights.get(leg, 1.0) for leg in legs) / (self.retriever.rrf_k + 1)

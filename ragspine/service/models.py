@@ -78,7 +78,7 @@ class LibraryIn(_In):
     rerank_depth: int | None = Field(None, ge=1, le=MAX_RERANK_DEPTH, description="fused candidates the reranker and postprocessors see (default: the server's)")
     postprocessor: str | None = Field(None, max_length=200, description="comma-separated RAGSPINE_POSTPROCESSOR names (default: the server's)")
     fusion_weights: str | dict[str, float] | None = Field(
-        None, description='weighted RRF: "bm25=1,vector=0.5" or {"bm25": 1, "vector": 0.5} (default: the server\'s)'
+        None, description='weighted RRF: "bm25=1,vector=0.5" or {"bm25": 1, "vector": 0.5}; "adaptive"; "zscore" (score fusion) (default: the server\'s)'
     )
 
 

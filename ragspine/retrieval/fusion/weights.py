@@ -5,7 +5,8 @@ A search's fused score of a chunk is ``sum over rankings of weight(leg) / (k + r
 the request (:func:`request_weights`, which the service sets from ``/v1/retrieve``), the
 library (its pipeline's ``leg_weights``: a service library's ``fusion_weights``), else
 ``RAGSPINE_FUSION_WEIGHTS``. Unset everywhere, no weights are applied at all: RRF is computed
-exactly as the seed computes it. ``adaptive`` (:class:`AdaptiveWeights`) chooses them per query.
+exactly as the seed computes it. ``adaptive`` (:class:`AdaptiveWeights`) chooses them per query;
+``zscore`` (:class:`ZScoreFusion`) fuses the legs' scores instead of their ranks.
 """
 
 from __future__ import annotations
@@ -49,6 +50,16 @@ class AdaptiveWeights(dict[str, float]):
 
 ADAPTIVE = AdaptiveWeights()
 
+
+class ZScoreFusion(dict[str, float]):
+    """``RAGSPINE_FUSION_WEIGHTS=zscore``: not RRF weights but another fusion — each ranking's
+    scores as z-scores, weighted by how clearly its best hit stands out
+    (:func:`~ragspine.retrieval.fusion.zscore.zscore_fuse`). Carried where weights are, so a
+    library or a request chooses it the same way."""
+
+
+ZSCORE = ZScoreFusion()
+
 _REQUEST: ContextVar[LegWeights | None] = ContextVar("ragspine_fusion_weights", default=None)
 
 
@@ -60,11 +71,15 @@ def parse_weights(spec: str | Mapping[str, object] | None, *, where: str = "RAGS
         return None
     if isinstance(spec, AdaptiveWeights):
         return ADAPTIVE
+    if isinstance(spec, ZScoreFusion):
+        return ZSCORE
     if isinstance(spec, str):
         if not spec.strip() or spec.strip().lower() in ("none", "default"):
             return None
         if spec.strip().lower() == "adaptive":
             return ADAPTIVE
+        if spec.strip().lower() == "zscore":
+            return ZSCORE
         pairs: list[tuple[str, object]] = []
         for part in spec.split(","):
             if not part.strip():
@@ -97,6 +112,8 @@ def format_weights(weights: LegWeights | None) -> str:
     """``"bm25=1,vector=0.5"`` (``"none"`` for no weights, ``"adaptive"``)."""
     if isinstance(weights, AdaptiveWeights):
         return "adaptive"
+    if isinstance(weights, ZScoreFusion):
+        return "zscore"
     return ",".join(f"{k}={v:g}" for k, v in weights.items()) if weights else "none"
 
 

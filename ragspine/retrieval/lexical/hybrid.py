@@ -7,8 +7,8 @@ Per search:
 3. the dense leg (:class:`~ragspine.retrieval.vector.dense.DenseLeg`, when an embedding
    backend is injected and the dense gate can read the query) makes sure every surviving
    candidate has a vector, then asks the vector store for the nearest ones;
-4. the legs' rankings are fused with ``rrf_fuse``; ties are broken by ``(-fused_score,
-   chunk_id)``; the texts come from the :class:`~ragspine.retrieval.chunk_cache.ChunkCache`
+4. the legs' rankings are fused with ``rrf_fuse`` (or their scores by ``zscore_fuse`` with
+   ``RAGSPINE_FUSION_WEIGHTS=zscore``); ties are broken by ``(-fused_score, chunk_id)``; the texts come from the :class:`~ragspine.retrieval.chunk_cache.ChunkCache`
    (by scored version) or the store. Each ranking is ``candidate_k`` deep (at least as deep as the results asked
    for) — except when there is only one ranking: RRF of one ranking is that ranking, so it is
    only as deep as the results asked for (a top-up asks deeper when results went missing).
@@ -27,7 +27,8 @@ from ragspine.retrieval.chunking.chunk_store import ChunkStore, FollowableStore,
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.filtering.filters import MetadataFilter, combine_filters
 from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
-from ragspine.retrieval.fusion.weights import AdaptiveWeights, LegWeights, effective_weights
+from ragspine.retrieval.fusion.weights import AdaptiveWeights, LegWeights, ZScoreFusion, effective_weights
+from ragspine.retrieval.fusion.zscore import zscore_fuse
 from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
@@ -213,7 +214,11 @@ class HybridRetriever:
             weights = None if leg_weights is None else [leg_weights.get(leg, 1.0) for leg in ranking_legs]
         if any(w != 1.0 for w in probe_weights):  # generated probes count less than the question
             weights = [w * (1.0 if weights is None else weights[i]) for i, w in enumerate(probe_weights)]
-        if len(rankings) == 1:  # RRF of one ranking is that ranking, with 1/(k + rank) as score
+        by_score = zscore_fuse([list(zip(r, sc)) for r, sc in zip(rankings, ranking_scores)], weights) if (
+            isinstance(leg_weights, ZScoreFusion)) else None  # None: one ranking, or none with a spread: RRF
+        if by_score is not None:
+            ordered = sort_fused(by_score)
+        elif len(rankings) == 1:  # RRF of one ranking is that ranking, with 1/(k + rank) as score
             ordered = list(rrf_fuse(rankings, k=self.rrf_k).items())
         else:
             ordered = sort_fused(rrf_fuse(rankings, k=self.rrf_k, weights=weights))

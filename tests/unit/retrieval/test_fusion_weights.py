@@ -117,3 +117,53 @@ def test_adaptive_weights_through_the_pipeline(pipeline) -> None:
             want = sum(w / (60 + rank[leg][doc]) for leg, w in zip(("bm25", "vector"), expected) if doc in rank[leg])
             assert score == pytest.approx(want)
     assert adaptive.max_fused_score("alpha beta gamma") == pytest.approx(2 / 61)
+
+
+def test_zscore_fusion_by_hand() -> None:
+    from ragspine.retrieval.fusion.weights import ZSCORE
+    from ragspine.retrieval.fusion.zscore import zscore_fuse
+
+    assert parse_weights("zscore") is ZSCORE and format_weights(ZSCORE) == "zscore"
+    assert load_settings({"RAGSPINE_FUSION_WEIGHTS": "ZScore"}).fusion_weights == "zscore"
+    # BM25 is sure of "a" (z 2 over a flat tail); the dense leg barely prefers "b" over "a"
+    bm25 = [("a", 10.0), ("b", 2.0), ("c", 2.0), ("d", 2.0), ("e", 2.0)]  # mean 3.6, std 3.2: z(a) = 2, the rest -0.5
+    dense = [("b", 0.9), ("a", 0.8), ("c", 0.7)]  # mean 0.8, std 0.08165: z = 1.2247, 0, -1.2247
+    fused = zscore_fuse([bm25, dense])
+    zb, zd = 2.0, 1.5 ** 0.5
+    scale = 2 / (zb * zb + zd * zd)  # first in both rankings would score exactly 2
+    assert fused == pytest.approx({
+        "a": scale * (zb * 2.0 + zd * 0.0),
+        "b": scale * (zb * -0.5 + zd * zd),
+        "c": scale * (zb * -0.5 + zd * -zd),
+        "d": scale * (zb * -0.5 + zd * -zd),  # missing from the dense top: its lowest z
+        "e": scale * (zb * -0.5 + zd * -zd),
+    })
+    assert max(fused, key=fused.get) == "a"  # RRF ties a and b (1/61 + 1/62 each): the sure leg leads here
+    rrf = rrf_fuse([[k for k, _ in bm25], [k for k, _ in dense]])
+    assert rrf["a"] == pytest.approx(rrf["b"])
+    same = [("z", 3.0), ("y", 2.0), ("x", 1.0)]
+    assert zscore_fuse([same, same])["z"] == pytest.approx(2.0)  # first in every ranking: n
+    assert zscore_fuse([bm25]) is None  # one ranking: RRF's (that ranking)
+    assert zscore_fuse([bm25, [("a", 1.0), ("b", 1.0), ("c", 1.0)]]) is not None  # a flat ranking just counts nothing
+    assert zscore_fuse([[("a", 1.0), ("b", 1.0), ("c", 1.0)], [("a", 0.5), ("b", 0.4)]]) is None  # nothing to tell: RRF
+    half = zscore_fuse([bm25, dense], [1.0, 0.5])  # a probe's ranking at half weight leans less
+    assert half["b"] - half["a"] < fused["b"] - fused["a"]
+    with pytest.raises(ValueError):
+        zscore_fuse([bm25, dense], [1.0])
+
+
+def test_zscore_fusion_through_the_pipeline_and_a_request(pipeline) -> None:
+    from ragspine.retrieval.fusion.weights import ZSCORE
+    from ragspine.retrieval.fusion.zscore import zscore_fuse
+
+    plain, zs = pipeline(), pipeline(ZSCORE)
+    legs = plain.retriever.rankings("alpha beta gamma", depth=100)
+    expected = zscore_fuse([legs["bm25"], legs["vector"]])
+    assert expected is not None
+    got = fused(zs)
+    assert got == pytest.approx({cid.split("#")[0]: v for cid, v in expected.items() if cid.split("#")[0] in got})
+    assert list(got) == [cid.split("#")[0] for cid, _ in sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))][:3]
+    assert zs.max_fused_score("alpha beta gamma") == 2.0 and plain.max_fused_score("alpha beta gamma") == pytest.approx(2 / 61)
+    with request_weights(ZSCORE):
+        assert fused(plain) == pytest.approx(got)
+    assert fused(plain) != pytest.approx(got)  # the seed's RRF outside the block
