@@ -175,7 +175,9 @@ def section(
                         rows["info"][f"{rname}_index_s"] = round(time.perf_counter() - t0, 1)
                         log(f"  fusion: {name}: {rname} indexed {len(texts)} documents in {rows['info'][f'{rname}_index_s']} s")
                 lexical = {q: v.get("bm25", []) for q, v in legs.items()}
-                for (rname, reranker), (base, ranking) in ((r, b) for r in built.items() for b in (("rrf", fused), ("bm25", lexical))):
+                zfused = {q: _fuse_zscore(v, leg_scores[q]) for q, v in legs.items()}
+                bases = (("rrf", fused), ("zscore", zfused), ("bm25", lexical))
+                for (rname, reranker), (base, ranking) in ((r, b) for r in built.items() for b in bases):
                     if reranker is None:
                         continue
                     runs, times = {}, []
