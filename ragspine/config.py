@@ -25,11 +25,13 @@ from ragspine.registries import (
     POSTPROCESSORS,
     QUERY_DECOMPOSERS,
     QUERY_TRANSFORMS,
+    RAPTOR_SUMMARIZERS,
     RELATION_EXTRACTORS,
     RERANKERS,
 )
 from ragspine.registry import Registry
 from ragspine.retrieval.filtering.filters import FilterLimits
+from ragspine.retrieval.raptor.base import MAX_CLUSTER_LIMIT, MAX_LEVELS
 
 
 def _default_data_dir() -> str:
@@ -143,6 +145,20 @@ SETTINGS: dict[str, Setting] = {
     "query_fanout": Setting("RAGSPINE_QUERY_FANOUT", 3, "most RAG-Fusion variants / sub-questions one question generates (1..8)", int),
     "corrective": Setting(
         "RAGSPINE_CORRECTIVE", False, "corrective retrieval: grade the answer, drop filters, then rewrite, then refuse (at most 2 rounds)", bool
+    ),
+    "raptor": Setting(
+        "RAGSPINE_RAPTOR", False,
+        "RAPTOR: one more ranking — the leaves of the library's synthesis nodes nearest the query (hybrid mode only;"
+        " `ragspine raptor build` makes the tree)", bool,
+    ),
+    "raptor_summarizer": _named("RAGSPINE_RAPTOR_SUMMARIZER", "extractive", "who writes a RAPTOR node's text (a probe, never evidence)", RAPTOR_SUMMARIZERS),
+    "raptor_threshold": Setting("RAGSPINE_RAPTOR_THRESHOLD", 0.5, "RAPTOR: cosine similarity that joins a cluster (level k: minus 0.1 per level above 1)", float),
+    "raptor_max_cluster": Setting("RAGSPINE_RAPTOR_MAX_CLUSTER", 8, f"RAPTOR: members per cluster (2..{MAX_CLUSTER_LIMIT})", int),
+    "raptor_levels": Setting("RAGSPINE_RAPTOR_LEVELS", 3, f"RAPTOR: levels of synthesis nodes above the chunks (1..{MAX_LEVELS})", int),
+    "raptor_summary_chars": Setting("RAGSPINE_RAPTOR_SUMMARY_CHARS", 480, "RAPTOR: longest synthesis text, in characters", int),
+    "raptor_top_nodes": Setting("RAGSPINE_RAPTOR_TOP_NODES", 4, "RAPTOR: synthesis nodes a query resolves to their leaves (1..32)", int),
+    "raptor_max_chunks": Setting(
+        "RAGSPINE_RAPTOR_MAX_CHUNKS", 20000, "RAPTOR: largest library a build clusters (it compares every pair of chunks)", int
     ),
     "security_denylist": Setting(
         "RAGSPINE_SECURITY_DENYLIST", None, "YAML deny list of entities (glossary format): queries naming one are refused before any retrieval"
@@ -273,6 +289,14 @@ class Settings:
     adaptive: str
     query_fanout: int
     corrective: bool
+    raptor: bool
+    raptor_summarizer: str
+    raptor_threshold: float
+    raptor_max_cluster: int
+    raptor_levels: int
+    raptor_summary_chars: int
+    raptor_top_nodes: int
+    raptor_max_chunks: int
     security_denylist: str | None
     agent_router: str
     fact_glossary: str | None
@@ -407,6 +431,21 @@ def _check_ranges(values: dict[str, Any]) -> None:
         raise bad("llm_retries", "must be within 0..10")
     if not 1 <= values["query_fanout"] <= 8:
         raise bad("query_fanout", "must be within 1..8")
+    _check_raptor(values, bad)
+
+
+def _check_raptor(values: dict[str, Any], bad: Any) -> None:
+    if not 0.0 < values["raptor_threshold"] <= 1.0:
+        raise bad("raptor_threshold", "must be within (0, 1]")
+    if not 2 <= values["raptor_max_cluster"] <= MAX_CLUSTER_LIMIT:
+        raise bad("raptor_max_cluster", f"must be within 2..{MAX_CLUSTER_LIMIT}")
+    if not 1 <= values["raptor_levels"] <= MAX_LEVELS:
+        raise bad("raptor_levels", f"must be within 1..{MAX_LEVELS}")
+    if not 1 <= values["raptor_top_nodes"] <= 32:
+        raise bad("raptor_top_nodes", "must be within 1..32")
+    for name in ("raptor_summary_chars", "raptor_max_chunks"):
+        if values[name] <= 0:
+            raise bad(name, "must be positive")
 
 
 def check_llm(value: str) -> str:

@@ -31,6 +31,13 @@ FACT_STORES = Registry("fact store", entries={
         "ragspine.stores.postgres.fact_store:PostgresFactStore", "tables of the PostgreSQL chunk store (revision 0010)", extra="pgvector",
     ),
 })
+#: A library's RAPTOR tree, in the chunk store's database too (``make_raptor_store``).
+RAPTOR_STORES = Registry("RAPTOR tree store", entries={
+    "sqlite": Entry("ragspine.stores.sqlite.raptor_store:SQLiteRaptorStore", "tables of the SQLite chunk store's file"),
+    "postgresql": Entry(
+        "ragspine.stores.postgres.raptor_store:PostgresRaptorStore", "tables of the PostgreSQL chunk store (revision 0011)", extra="pgvector",
+    ),
+})
 VECTOR_STORES = Registry("vector store", env="RAGSPINE_VECTOR_STORE", entries={
     "memory": Entry("ragspine.retrieval.vector.store:InProcessVectorConnector", "memory (in-process exact cosine)", accepts=("memory",)),
     "pgvector": Entry(
@@ -146,6 +153,12 @@ FILTER_EXTRACTORS = Registry("filter extractor", env="RAGSPINE_FILTER_EXTRACTOR"
     ),
     "llm": Entry("ragspine.retrieval.filtering.automatic:LLMFilterExtractor", "an LLM proposes filters within the vocabulary"),
 }, aliases={"vocab": "controlled_vocab", "controlled": "controlled_vocab"})
+
+#: Who writes a RAPTOR synthesis node's text (a retrieval probe, never evidence).
+RAPTOR_SUMMARIZERS = Registry("RAPTOR summarizer", env="RAGSPINE_RAPTOR_SUMMARIZER", entries={
+    "extractive": Entry("ragspine.retrieval.raptor.summarize:ExtractiveSummarizer", "the members' most central sentences, verbatim (no model)"),
+    "llm": Entry("ragspine.retrieval.raptor.summarize:LLMSummarizer", "the LLM summarizes each cluster's open members (needs RAGSPINE_LLM)"),
+})
 
 # -- the graph utilities (ragspine/graph/): a support surface, not a router branch ------------
 GRAPH_STORES = Registry("graph store", env="RAGSPINE_GRAPH_STORE", entries={

@@ -37,6 +37,9 @@ from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.pipeline import LibraryPipeline
 from ragspine.retrieval.postprocess.base import Postprocessor, make_postprocessor
 from ragspine.retrieval.ranking import Ranking, Stages
+from ragspine.retrieval.raptor.base import RaptorStore, describe_raptor, raptor_requested
+from ragspine.retrieval.raptor.leg import attach_raptor
+from ragspine.retrieval.raptor.retriever import check_raptor, make_raptor_store
 from ragspine.retrieval.reasoning import ReasoningObserver, ReasoningOptions, ReasoningRetriever
 from ragspine.retrieval.reasoning.build import describe_gate, reasoning_parts, uses_llm
 from ragspine.retrieval.rerank.base import IndexingReranker, Reranker, make_reranker
@@ -475,7 +478,7 @@ class Stack:
                 vectors = self._vectors[(library_id, spec)] = self.vector_connector.open(
                     library_id, model_id=model_id_of(backend), dim=vector_dim(backend)
                 )
-        return LibraryPipeline(
+        pipeline = LibraryPipeline(
             store,
             embedding_backend=backend,
             vector_store=vectors,
@@ -495,6 +498,13 @@ class Stack:
             embed_batch_size=s.embed_batch_size,
             chunk_cache=self.chunk_cache,
         )
+        if backend is not None:  # RAPTOR's leg: it runs only when RAGSPINE_RAPTOR or a request turns it on
+            attach_raptor(pipeline, self.raptor_store(library_id), default=s.raptor, top_nodes=s.raptor_top_nodes)
+        return pipeline
+
+    def raptor_store(self, library_id: str) -> RaptorStore:
+        """``library_id``'s RAPTOR tree store, in the chunk database (no I/O)."""
+        return make_raptor_store(library_id, database=self.db)
 
     def _chunker_or_refusal(self, name: str, backend: EmbeddingBackend | None) -> Chunker:
         """The pipeline's chunker; one that cannot be built here (``semantic`` without an
@@ -545,6 +555,8 @@ class Stack:
         With a security deny list or any query-time ``reasoning`` (default: the configured
         options) the exit is wrapped in a :class:`ReasoningRetriever`; with neither it is the
         plain exit, byte for byte."""
+        if raptor_requested(self.settings.raptor):
+            check_raptor(pipelines)  # RAPTOR without vectors is refused, never silently left out
         options = self.reasoning_options() if reasoning is None else reasoning
         gate = self.security_gate
         if not options.active and gate is None:
@@ -643,6 +655,7 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
         ("filter extractor", settings.filter_extractor),
         ("llm", describe_llm(settings)),
         *ReasoningOptions.from_settings(settings).describe(),
+        ("raptor", describe_raptor(settings, uses)),
         ("security gate", describe_gate(settings.security_denylist)),
     ]
 

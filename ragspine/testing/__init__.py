@@ -21,6 +21,7 @@ from ragspine.testing.fact_store import FactStoreConformance
 from ragspine.testing.graph_store import GraphStoreConformance
 from ragspine.testing.lexical_index import LexicalIndexConformance
 from ragspine.testing.random_filters import random_filter, random_metadata
+from ragspine.testing.raptor_store import RaptorStoreConformance
 from ragspine.testing.vector_store import VectorStoreConformance
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "FactStoreConformance",
     "GraphStoreConformance",
     "LexicalIndexConformance",
+    "RaptorStoreConformance",
     "VectorStoreConformance",
     "random_filter",
     "random_metadata",

@@ -151,6 +151,11 @@ class DenseLeg:
         failing model leaves the previous version active; the replace then finds them cached."""
         return self._vectors_for(list(chunks))[1]
 
+    def vectors(self, chunks: Sequence[StoredChunk]) -> list[np.ndarray]:
+        """Each chunk's vector — cached, else embedded now (and cached) — the empty vector for
+        one the dense gate cannot read: what a build over the library (RAPTOR's) reads."""
+        return [v if v is not None else np.zeros(0, dtype=np.float32) for v in self._vectors_for(list(chunks))[0]]
+
     def forget(self, chunks: Sequence[StoredChunk]) -> int:
         """Delete the cache entries of ``chunks`` (deleting a library) and every vector of the
         library; returns how many cache entries existed."""

@@ -409,7 +409,7 @@ class PostgresDatabase:
         return n
 
     def delete_library(self, library_id: str) -> bool:
-        """Delete a library's chunks, lexical index, facts and catalog row (waits for its running
+        """Delete a library's chunks, lexical index, facts, RAPTOR tree and catalog row (waits for its running
         replaces)."""
         import sqlalchemy as sa
 
@@ -423,6 +423,8 @@ class PostgresDatabase:
             conn.execute(sa.text("DELETE FROM ragspine_lex_term WHERE library_id = :library_id"), params)
             n_facts = conn.execute(sa.text("DELETE FROM ragspine_fact WHERE library_id = :library_id"), params).rowcount
             conn.execute(sa.text("DELETE FROM ragspine_fact_source WHERE library_id = :library_id"), params)
+            conn.execute(sa.text("DELETE FROM ragspine_raptor_node WHERE library_id = :library_id"), params)
+            conn.execute(sa.text("DELETE FROM ragspine_raptor_tree WHERE library_id = :library_id"), params)
             n_lib = conn.execute(sa.text("DELETE FROM ragspine_library WHERE library_id = :library_id"), params).rowcount
             conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({LOCK_CHANGES_SQL})"), params)
             conn.execute(sa.text(

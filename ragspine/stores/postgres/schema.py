@@ -13,6 +13,9 @@ chunks, total tokens, whether its postings are complete).
 The structured channel's facts (revision 0010) are ``ragspine_fact`` — every version of every
 fact, ``active`` marking the current ones, at most one active fact per library and key — and
 ``ragspine_fact_source``, each source document's current version.
+
+A library's RAPTOR tree (revision 0011) is ``ragspine_raptor_tree`` (one row: what it was
+built from) and ``ragspine_raptor_node`` (its synthesis nodes, never chunks).
 """
 
 from __future__ import annotations
@@ -167,4 +170,37 @@ fact_source = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("facts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("changed_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+)
+
+#: A library's RAPTOR tree (revision 0011): what it was built from (the change-log position,
+#: the embedding model, the options) — one row per library — and its synthesis nodes, apart
+#: from ``ragspine_chunk`` so that no chunk query or index ever sees one.
+raptor_tree = sa.Table(
+    "ragspine_raptor_tree",
+    metadata,
+    sa.Column("library_id", sa.Text, primary_key=True),
+    sa.Column("tree_id", sa.Text, nullable=False),
+    sa.Column("change_seq", sa.BigInteger, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("params", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+    sa.Column("chunks", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("nodes", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("levels", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("built_at", sa.Text, nullable=False, server_default=""),
+    sa.Column("build_seconds", sa.Float, nullable=False, server_default="0"),
+)
+
+raptor_node = sa.Table(
+    "ragspine_raptor_node",
+    metadata,
+    sa.Column("library_id", sa.Text, primary_key=True),
+    sa.Column("node_id", sa.Text, primary_key=True),
+    sa.Column("level", sa.Integer, nullable=False),
+    sa.Column("ordinal", sa.Integer, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),  # a retrieval probe, never evidence
+    sa.Column("children", JSONB, nullable=False),  # member chunk ids (level 1) or node ids
+    sa.Column("leaves", JSONB, nullable=False),  # [[chunk_id, doc_id, version, source_locator], ...]
+    sa.Column("vector", sa.LargeBinary, nullable=False),  # float32 little-endian, L2-normalized
+    sa.Column("written_by", sa.Text, nullable=False, server_default="extractive"),
+    sa.Index("ragspine_raptor_node_order", "library_id", "ordinal"),
 )

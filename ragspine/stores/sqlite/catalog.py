@@ -76,7 +76,7 @@ def list_libraries(db: SQLiteDatabase, library_ids: Sequence[str] | None = None)
 
 
 def delete_library(db: SQLiteDatabase, library_id: str) -> bool:
-    """Delete a library's chunks, facts and catalog row, log the drop (followers rebuild), and
+    """Delete a library's chunks, facts, RAPTOR tree and catalog row, log the drop (followers rebuild), and
     remove its saved lexical index."""
     db.init_schema()
     with db.transaction() as cur:
@@ -85,6 +85,8 @@ def delete_library(db: SQLiteDatabase, library_id: str) -> bool:
         cur.execute("DELETE FROM structured_fact WHERE library_id = ?", (library_id,))
         n_facts = cur.rowcount
         cur.execute("DELETE FROM structured_source WHERE library_id = ?", (library_id,))
+        cur.execute("DELETE FROM raptor_node WHERE library_id = ?", (library_id,))
+        cur.execute("DELETE FROM raptor_tree WHERE library_id = ?", (library_id,))
         cur.execute("DELETE FROM library WHERE library_id = ?", (library_id,))
         n_lib = cur.rowcount
         cur.execute(

@@ -4,7 +4,8 @@
 ``narrative_change`` is the change log derived indexes follow (one row per replace, with the
 document's fingerprint), ``library`` the catalog; ``structured_fact`` every version of every
 numeric fact (``active`` marks the current ones; one active fact per key and library, by a
-partial unique index) and ``structured_source`` each fact source's current version. Older files (without ``library_id``, the
+partial unique index) and ``structured_source`` each fact source's current version;
+``raptor_tree`` / ``raptor_node`` a library's RAPTOR tree (apart from the chunks). Older files (without ``library_id``, the
 metadata JSON column, the parent/window fields or the change log's fingerprints) are upgraded
 by adding the missing columns; ``PRAGMA user_version`` records :data:`SCHEMA_VERSION`.
 """
@@ -15,7 +16,7 @@ import sqlite3
 
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 
-SCHEMA_VERSION = 4  # 4: the structured channel's fact tables
+SCHEMA_VERSION = 5  # 4: the structured channel's fact tables; 5: RAPTOR trees
 
 CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("library_id", f"TEXT NOT NULL DEFAULT '{DEFAULT_LIBRARY_ID}'"),
@@ -65,6 +66,14 @@ _DDL = (
     "CREATE TABLE IF NOT EXISTS structured_source ("
     "library_id TEXT NOT NULL, source_doc_id TEXT NOT NULL, version INTEGER NOT NULL, facts INTEGER NOT NULL DEFAULT 0,"
     " changed_at TEXT NOT NULL DEFAULT '', PRIMARY KEY (library_id, source_doc_id))",
+    "CREATE TABLE IF NOT EXISTS raptor_tree ("
+    "library_id TEXT PRIMARY KEY, tree_id TEXT NOT NULL, change_seq INTEGER NOT NULL, model TEXT NOT NULL,"
+    " params TEXT NOT NULL DEFAULT '{}', chunks INTEGER NOT NULL DEFAULT 0, nodes INTEGER NOT NULL DEFAULT 0,"
+    " levels INTEGER NOT NULL DEFAULT 0, built_at TEXT NOT NULL DEFAULT '', build_seconds REAL NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS raptor_node ("
+    "library_id TEXT NOT NULL, node_id TEXT NOT NULL, level INTEGER NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL,"
+    " children TEXT NOT NULL, leaves TEXT NOT NULL, vector BLOB NOT NULL, written_by TEXT NOT NULL DEFAULT 'extractive',"
+    " PRIMARY KEY (library_id, node_id))",
 )
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS narrative_chunk_active"
@@ -78,6 +87,7 @@ _INDEXES = (
     "CREATE UNIQUE INDEX IF NOT EXISTS structured_fact_active_key"
     " ON structured_fact (library_id, metric, entity, period, channel) WHERE active = 1",
     "CREATE INDEX IF NOT EXISTS structured_fact_source ON structured_fact (library_id, source_doc_id, active)",
+    "CREATE INDEX IF NOT EXISTS raptor_node_order ON raptor_node (library_id, ordinal)",
 )
 _CHANGE_MIGRATIONS = (("fingerprint", "TEXT NOT NULL DEFAULT ''"),)
 

@@ -12,11 +12,12 @@ from tests.backends import free_port
 from tests.helpers import needs
 from tests.unit.stores.postgres.helpers import active, doc
 
-HEAD = "0010_facts"
+HEAD = "0011_raptor"
 TABLES = (
     "ragspine_library", "ragspine_chunk", "ragspine_change", "ragspine_vector_space",
     "ragspine_tenant", "ragspine_api_key", "ragspine_service_library", "ragspine_job",
     "ragspine_lex_posting", "ragspine_lex_term", "ragspine_lex_stats", "ragspine_fact", "ragspine_fact_source",
+    "ragspine_raptor_tree", "ragspine_raptor_node",
 )
 
 

@@ -1,0 +1,148 @@
+"""RAPTOR's leg of a hybrid search: synthesis-node hits resolved to their leaves.
+
+With RAPTOR on (``RAGSPINE_RAPTOR``, ``--raptor``, a request's ``raptor``), each query the
+dense leg reads gets one more ranking, fused by RRF with the BM25 and dense ones
+(``HybridRetriever``'s ``"raptor"`` leg):
+
+1. the query's vector is compared with every synthesis node of the library's tree (exact
+   cosine over the tree's matrix, rounded to 1e-6, ties by node id);
+2. nodes are taken best first, skipping every node one of whose leaves is no longer active
+   at the version the tree was built from (the library changed: the node's text may speak
+   of text that is gone) — until :attr:`top_nodes` are found;
+3. their leaves — stored chunks, never the node — are ranked by (the best node's rank, the
+   leaf's own similarity to the query, chunk id) within the request's metadata filter (the
+   vector store's ``where`` and ``ids``); only leaves active at their vector's version count.
+
+A synthesis text never leaves this module: what the leg returns are chunk ids, which the
+pipeline fetches from the chunk store like the other legs' and hands to both RESTRICTED exits.
+The tree is read from its store when its :class:`TreeInfo` changes (one small read per search).
+A library without a tree, or with one of another embedding model, is an error naming
+``ragspine raptor build`` — never a silent answer without RAPTOR.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ragspine.errors import ConfigError
+from ragspine.retrieval.filtering.filters import MetadataFilter
+from ragspine.retrieval.lexical.base import VersionedIndex
+from ragspine.retrieval.raptor.base import RaptorStore, RaptorTree, SynthesisNode, TreeInfo, raptor_requested
+from ragspine.retrieval.raptor.cluster import SIMILARITY_DECIMALS, normalized
+from ragspine.retrieval.vector.embedding import embed_query, model_namespace
+
+__all__ = ["RaptorLeg", "attach_raptor"]
+
+
+class _Loaded:
+    def __init__(self, tree: RaptorTree) -> None:
+        self.info = tree.info
+        self.nodes = sorted(tree.nodes, key=lambda n: n.node_id)
+        self.matrix = normalized(np.asarray([n.vector for n in self.nodes], dtype=np.float32)) if self.nodes else None
+
+
+class RaptorLeg:
+    """See the module docstring. ``default``: whether it runs when the request does not say."""
+
+    def __init__(self, trees: RaptorStore, dense: Any, index: Any, *, default: bool = False, top_nodes: int = 4) -> None:
+        if top_nodes < 1:
+            raise ConfigError(f"RAGSPINE_RAPTOR_TOP_NODES must be >= 1, got {top_nodes}")
+        self.trees = trees
+        self.dense = dense
+        self.index = index
+        self.default = default
+        self.top_nodes = top_nodes
+        self._lock = threading.Lock()
+        self._loaded: _Loaded | None = None
+
+    @property
+    def library_id(self) -> str:
+        return self.trees.library_id
+
+    def active(self) -> bool:
+        return raptor_requested(self.default)
+
+    def tree(self) -> _Loaded:
+        """The library's current tree (reloaded when its stored info changed)."""
+        info: TreeInfo | None = self.trees.info()
+        if info is None:
+            raise ConfigError(f"library {self.library_id!r} has no RAPTOR tree: run `ragspine raptor build --library {self.library_id}`")
+        namespace = model_namespace(self.dense.backend)
+        if info.model != namespace:
+            raise ConfigError(
+                f"library {self.library_id!r}'s RAPTOR tree was built with the embedding {info.model!r}, this search embeds with"
+                f" {namespace!r}: run `ragspine raptor build --library {self.library_id}`"
+            )
+        with self._lock:
+            if self._loaded is None or self._loaded.info != info:
+                tree = self.trees.load()
+                if tree is None:  # deleted in between
+                    raise ConfigError(f"library {self.library_id!r} has no RAPTOR tree: run `ragspine raptor build --library {self.library_id}`")
+                self._loaded = _Loaded(tree)
+            return self._loaded
+
+    def _active_versions(self, chunk_ids: list[str]) -> dict[str, int]:
+        if isinstance(self.index, VersionedIndex):
+            return self.index.versions(chunk_ids)
+        wanted = set(chunk_ids)
+        return {cid: ver for cid, ver in self.index.candidates() if cid in wanted}
+
+    def nodes_for(self, query: str, qvec: Any = None) -> list[tuple[SynthesisNode, float]]:
+        """The :attr:`top_nodes` current nodes nearest ``query`` (``qvec``: its vector, when
+        already embedded), with their similarity."""
+        loaded = self.tree()
+        if loaded.matrix is None:
+            return []
+        qvec = embed_query(self.dense.backend, query) if qvec is None else qvec
+        q = normalized(np.asarray([qvec], dtype=np.float32))[0]
+        if q.shape[0] != loaded.matrix.shape[1]:
+            return []
+        sims = np.round(loaded.matrix @ q, SIMILARITY_DECIMALS)
+        order = np.lexsort((np.arange(len(sims)), -sims))  # nodes are sorted by id: ties by id
+        chosen: list[tuple[SynthesisNode, float]] = []
+        step = max(4 * self.top_nodes, 16)
+        for start in range(0, len(order), step):
+            batch = [loaded.nodes[i] for i in order[start : start + step]]
+            active = self._active_versions(list(dict.fromkeys(leaf.chunk_id for n in batch for leaf in n.leaves)))
+            for node, i in zip(batch, order[start : start + step]):
+                if all(active.get(leaf.chunk_id) == leaf.version for leaf in node.leaves):
+                    chosen.append((node, float(sims[i])))
+                    if len(chosen) == self.top_nodes:
+                        return chosen
+        return chosen
+
+    def search(
+        self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None
+    ) -> list[tuple[str, float]]:
+        """The leaves of the nodes nearest ``query``, best first: ``[(chunk_id, node similarity)]``
+        (at most ``depth``); records each leaf's version in ``versions``."""
+        qvec = embed_query(self.dense.backend, query)
+        nodes = self.nodes_for(query, qvec)
+        rank: dict[str, tuple[int, float]] = {}
+        for r, (node, sim) in enumerate(nodes):
+            for leaf in node.leaves:
+                rank.setdefault(leaf.chunk_id, (r, sim))
+        if not rank:
+            return []
+        hits = self.dense.vector_store.query(qvec, top_k=len(rank), where=metadata_filter, ids=list(rank))
+        active = self._active_versions([h.id for h in hits])
+        current = [h for h in hits if active.get(h.id) == h.version]
+        current.sort(key=lambda h: (rank[h.id][0], -round(h.score, SIMILARITY_DECIMALS), h.id))
+        current = current[:depth]
+        if versions is not None:
+            versions.update((h.id, h.version) for h in current)
+        return [(h.id, round(rank[h.id][1], SIMILARITY_DECIMALS)) for h in current]
+
+
+def attach_raptor(pipeline: Any, trees: RaptorStore, *, default: bool = False, top_nodes: int = 4) -> RaptorLeg | None:
+    """Give ``pipeline``'s hybrid retriever RAPTOR's leg (off unless ``default`` or a request
+    turns it on); ``None`` for a pipeline without a dense leg (economy mode)."""
+    retriever = pipeline.retriever
+    if getattr(retriever, "dense", None) is None:
+        return None
+    leg = RaptorLeg(trees, retriever.dense, retriever.index, default=default, top_nodes=top_nodes)
+    retriever.raptor = leg
+    return leg

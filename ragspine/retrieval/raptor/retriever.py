@@ -1,0 +1,116 @@
+"""``make_raptor_retriever``: a link exit whose searches run RAPTOR's leg; ``make_raptor_store``.
+
+``make_raptor_retriever(pipeline)`` (or ``{library: pipeline}``) gives each pipeline RAPTOR's
+leg (``leg.py``) reading the tree of its library from ``trees`` (default: the tables of the
+pipeline's own chunk database), and returns a :class:`RaptorRetriever`: the usual exit
+(:class:`~ragspine.retrieval.link.narrative_link.NarrativeIndexRetriever`, or the routed
+multi-library one) with the leg switched on for its searches only. What comes out is what
+the exit always returns — snippets of stored chunks, RESTRICTED ones dropped at both exits;
+a synthesis node's text is never one. A pipeline without vectors (economy mode) is refused
+(:func:`check_raptor`), as is a library without a tree (on its first search).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ragspine.errors import ConfigError
+from ragspine.registries import CHUNK_STORES, RAPTOR_STORES
+from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
+from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
+from ragspine.retrieval.raptor.base import RaptorOptions, RaptorStore, request_raptor
+from ragspine.retrieval.raptor.build import economy_refusal
+from ragspine.retrieval.raptor.leg import RaptorLeg, attach_raptor
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
+    from ragspine.retrieval.link.narrative_link import Retrieval
+
+__all__ = ["RaptorRetriever", "check_raptor", "make_raptor_retriever", "make_raptor_store", "raptor_leg"]
+
+DEFAULT_TOP_K = 50
+
+
+def make_raptor_store(library_id: str = DEFAULT_LIBRARY_ID, *, database: Any = None, settings: Settings | None = None) -> RaptorStore:
+    """The RAPTOR tree store of ``library_id`` in ``database`` (a chunk database: its
+    :data:`~ragspine.registries.RAPTOR_STORES` line of the same name; default: the configured
+    chunk store, opened here and closed with the tree store). No I/O."""
+    owns = database is None
+    if database is None:
+        from ragspine.stores.registry import make_chunk_store
+
+        database = make_chunk_store(settings=settings)
+    target = f"{type(database).__module__}:{type(database).__qualname__}"
+    kind = next((name for name in CHUNK_STORES.names() if CHUNK_STORES[name].target == target), None)
+    if kind is None or kind not in RAPTOR_STORES.names():
+        raise ConfigError(f"no RAPTOR tree store for a chunk store of type {type(database).__name__}; they are {RAPTOR_STORES.choices()}")
+    store: RaptorStore = RAPTOR_STORES.load(kind)(database, library_id=library_id, owns_db=owns)
+    return store
+
+
+def raptor_leg(pipeline: Any) -> RaptorLeg | None:
+    """``pipeline``'s RAPTOR leg, if it has one."""
+    leg = getattr(getattr(pipeline, "retriever", None), "raptor", None)
+    return leg if isinstance(leg, RaptorLeg) else None
+
+
+def check_raptor(pipelines: Mapping[str, Any]) -> None:
+    """Refuse RAPTOR over a pipeline without vectors (economy mode): one line, naming the fix."""
+    for library_id, pipeline in pipelines.items():
+        if getattr(pipeline.retriever, "dense", None) is None:
+            raise economy_refusal(library_id, pipeline.mode.name)
+
+
+def _ensure_leg(pipeline: Any, trees: RaptorStore | None, options: RaptorOptions) -> RaptorLeg:
+    leg = raptor_leg(pipeline)
+    if leg is not None and trees is None:
+        return leg
+    if trees is None:
+        trees = make_raptor_store(pipeline.library_id, database=getattr(pipeline.store, "db", None))
+    made = attach_raptor(pipeline, trees, default=leg.default if leg is not None else False, top_nodes=options.top_nodes)
+    assert made is not None  # check_raptor ran first
+    return made
+
+
+class RaptorRetriever:
+    """``inner`` (a link exit) with RAPTOR's leg on in its searches (see the module docstring)."""
+
+    def __init__(self, inner: Any, legs: Mapping[str, RaptorLeg]) -> None:
+        self.inner = inner
+        self.legs = dict(legs)
+
+    def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_TOP_K) -> Retrieval:
+        with request_raptor(True):
+            result: Retrieval = self.inner.search(query, filters=filters, top_k=top_k)
+            return result
+
+    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_TOP_K) -> list[dict[str, Any]]:
+        return self.search(query, filters=parse_filter(filters), top_k=top_k).snippets  # FilterError before any I/O
+
+
+def make_raptor_retriever(
+    index: Any, *, trees: RaptorStore | Mapping[str, RaptorStore] | None = None, options: RaptorOptions | None = None,
+    retry_without_filters: bool = True, filter_extractor: Any = None, inner: Any = None,
+) -> RaptorRetriever:
+    """See the module docstring. ``index``: a :class:`~ragspine.retrieval.pipeline.LibraryPipeline`
+    or ``{library_id: pipeline}``; ``trees``: a tree store (one library) or one per library;
+    ``inner``: the exit to wrap (default: the plain exit over the pipelines)."""
+    from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
+    from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
+
+    pipelines: dict[str, Any] = dict(index) if isinstance(index, Mapping) else {index.library_id: index}
+    check_raptor(pipelines)
+    options = options or RaptorOptions()
+    per_library = trees if isinstance(trees, Mapping) else {lib: trees for lib in pipelines} if trees is not None else {}
+    legs = {lib: _ensure_leg(p, per_library.get(lib), options) for lib, p in pipelines.items()}
+    if inner is None:
+        if len(pipelines) == 1:
+            (pipeline,) = pipelines.values()
+            inner = NarrativeIndexRetriever(pipeline, retry_without_filters=retry_without_filters, filter_extractor=filter_extractor)
+        else:
+            inner = MultiIndexRetriever(
+                {lib: NarrativeIndexRetriever(p, retry_without_filters=False, share_expansions=False) for lib, p in pipelines.items()},
+                filter_extractor=filter_extractor, retry_without_filters=retry_without_filters,
+            )
+    return RaptorRetriever(inner, legs)

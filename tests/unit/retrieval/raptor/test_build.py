@@ -1,0 +1,121 @@
+"""Building and rebuilding a tree; the query-time leg's filter, staleness and model checks; rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragspine.errors import ConfigError
+from ragspine.retrieval.narrative_index import NarrativeIndex
+from ragspine.retrieval.raptor import (
+    RaptorOptions,
+    build_raptor_tree,
+    make_raptor_retriever,
+    make_raptor_store,
+    rebuild,
+    request_raptor,
+)
+from ragspine.retrieval.raptor.build import describe_tree
+from ragspine.retrieval.raptor.codec import NODE_COLUMNS, TREE_COLUMNS, info_row, node_row, row_to_info, row_to_node
+from ragspine.retrieval.raptor.retriever import raptor_leg
+from ragspine.retrieval.raptor.summarize import LLMSummarizer
+from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
+from ragspine.testing.llm import ScriptedLLMProvider
+from ragspine.testing.raptor_store import sample_tree
+
+OPTIONS = RaptorOptions(threshold=0.3, max_cluster=4)
+DOCS = {
+    "g1": ("Gearbox supply delays slowed the northern plant. Gearbox castings were late.", {"region": "north"}),
+    "g2": ("Gearbox supply delays hit the south plant too. Castings for gearbox lines arrived late.", {"region": "south"}),
+    "g3": ("The gearbox supplier missed castings deadlines and supply delays grew.", {"region": "north"}),
+    "w1": ("Warranty claims rose in 2023. Warranty service handled claims within five days.", {"region": "south"}),
+    "w2": ("Warranty claims on motors rose; the warranty service team grew.", {"region": "north"}),
+    "memo": ("Board memo: gearbox supply delays and the secret xylophonequartz plan.", {"region": "north"}),
+}
+
+
+@pytest.fixture
+def index(sqlite_db):
+    pipeline = NarrativeIndex(sqlite_db.chunk_store("lib"), embedding_backend=DeterministicEmbeddingBackend())
+    for doc_id, (text, meta) in DOCS.items():
+        pipeline.ingest_text(doc_id, text, title=doc_id, source=doc_id, metadata=meta,
+                             sensitivity="RESTRICTED" if doc_id == "memo" else "INTERNAL")
+    return pipeline
+
+
+def trees(index):
+    return make_raptor_store("lib", database=index.store.db)
+
+
+def test_a_tree_clusters_the_open_chunks_and_embeds_each_synthesis_text(index) -> None:
+    tree = build_raptor_tree(index, options=OPTIONS)
+    assert tree.info.chunks == 5 and tree.info.nodes == len(tree.nodes) > 0  # the memo is not a member
+    assert not any("memo" in n.doc_ids or "xylophonequartz" in n.text for n in tree.nodes)
+    backend = DeterministicEmbeddingBackend()
+    for node in tree.nodes:
+        expected = np.asarray(backend.embed_texts([node.text])[0], dtype=np.float32)
+        assert float(node.vector @ expected) == pytest.approx(1.0, abs=1e-5)
+        assert node.is_synthesis and node.chunk_ids == sorted(node.chunk_ids)
+    assert tree.info.params == OPTIONS.build_params() and tree.info.change_seq == index.store.change_seq()
+
+
+def test_rebuild_skips_a_current_tree_and_summarizes_only_changed_clusters(index) -> None:
+    provider = ScriptedLLMProvider(lambda prompt: "Summary of " + str(len(prompt)) + " characters.")
+    summarizer = LLMSummarizer(provider)
+    store = trees(index)
+    tree, outcome = rebuild(index, store, options=OPTIONS, summarizer=summarizer)
+    assert outcome == "built" and tree is not None and provider.calls == len(tree.nodes)
+    assert rebuild(index, store, options=OPTIONS, summarizer=summarizer) == (None, "unchanged")
+    assert provider.calls == len(tree.nodes)
+    index.ingest_text("w2", "Warranty claims on motors rose sharply; the warranty service team grew.", source="w2")
+    again, outcome = rebuild(index, store, options=OPTIONS, summarizer=summarizer)
+    assert outcome == "built" and again is not None
+    touched = [n for n in again.nodes if "w2" in n.doc_ids]
+    assert touched and provider.calls == len(tree.nodes) + len(touched), "unchanged clusters were summarized again"
+    assert rebuild(index, store, options=RaptorOptions(threshold=0.35, max_cluster=4), summarizer=summarizer)[1] == "built"
+
+
+def test_a_library_over_the_limit_is_refused(index) -> None:
+    with pytest.raises(ConfigError, match="RAGSPINE_RAPTOR_MAX_CHUNKS"):
+        build_raptor_tree(index, options=RaptorOptions(max_chunks=3))
+
+
+def test_the_leg_keeps_to_the_filter_and_the_top_nodes(index) -> None:
+    rebuild(index, trees(index), options=OPTIONS)
+    make_raptor_retriever(index, options=RaptorOptions(threshold=0.3, max_cluster=4, top_nodes=1))
+    leg = raptor_leg(index)
+    assert leg is not None and leg.top_nodes == 1 and len(leg.nodes_for("gearbox castings")) == 1
+    from ragspine.retrieval.filtering.filters import parse_filter
+
+    ranked = leg.search("gearbox castings", parse_filter({"region": "north"}), 10)
+    assert ranked and {cid for cid, _ in ranked} <= {"g1#0", "g3#0"}
+    with request_raptor(True):
+        results = index.search_once("gearbox castings", 10, parse_filter({"region": "south"})).items
+    assert {r.chunk.doc_id for r in results} <= {"g2", "w1"}
+
+
+def test_a_tree_of_another_model_or_no_tree_is_an_error(index, sqlite_db) -> None:
+    rebuild(index, trees(index), options=OPTIONS)
+    other = NarrativeIndex(sqlite_db.chunk_store("lib"), embedding_backend=DeterministicEmbeddingBackend(dim=64))
+    with pytest.raises(ConfigError, match="raptor build"):
+        make_raptor_retriever(other).retrieve("gearbox")
+    trees(index).delete()
+    with pytest.raises(ConfigError, match="no RAPTOR tree"):
+        make_raptor_retriever(index).retrieve("gearbox")
+
+
+def test_describe_tree_says_current_or_stale(index) -> None:
+    assert "no tree" in describe_tree(None, 3)
+    tree = build_raptor_tree(index, options=OPTIONS)
+    assert describe_tree(tree.info, tree.info.change_seq).endswith("current")
+    assert "stale" in describe_tree(tree.info, tree.info.change_seq + 1)
+
+
+def test_rows_round_trip() -> None:
+    tree = sample_tree("lib")
+    for json_as_text in (True, False):
+        row = info_row(tree.info, json_as_text=json_as_text)
+        assert row_to_info([row[c] for c in TREE_COLUMNS]) == tree.info
+        for i, node in enumerate(tree.nodes):
+            back = row_to_node([node_row("lib", i, node, json_as_text=json_as_text)[c] for c in NODE_COLUMNS])
+            assert back.same(node)
