@@ -2,7 +2,7 @@
 
     ragspine ingest PATH... --library NAME   add or replace documents (.txt/.md)
     ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--mode M] [--top-k N] [--llm SPEC] [--json]
-                   [--query-transform T] [--decompose D] [--adaptive A] [--corrective] [--trace]
+                   [--query-transform T] [--decompose D] [--adaptive A] [--corrective] [--trace] [--raptor]
     ragspine libraries                       list libraries
     ragspine stats                           counts and the resolved stack
     ragspine config                          every RAGSPINE_* setting as resolved
@@ -18,6 +18,7 @@
     ragspine workflow preview [--format json|yaml]   the pipeline as a Dify workflow picture (not executable)
     ragspine ask "question" [--library L] [--as-of DATE] [--json]
                                              the agent: structured, narrative or composite, with sources
+    ragspine raptor build|status|show [--library L]   RAPTOR trees (see ragspine/retrieval/raptor/cli.py)
 
 Bad input exits with status 2 and one line on stderr naming the problem; nothing is
 written, so the previous version of every document stays active.
@@ -45,6 +46,7 @@ from ragspine.retrieval.filtering.filters import (
     MetadataFilter,
 )
 from ragspine.retrieval.mode import RETRIEVAL_MODES
+from ragspine.retrieval.raptor.cli import add_raptor_commands, add_raptor_flag, cmd_raptor, raptor_changes
 from ragspine.retrieval.reasoning.cli import add_reasoning_flags, print_reasoning, reasoning_changes
 from ragspine.retrieval.sensitivity import reserved_key
 from ragspine.structured.cli import add_structured_commands, cmd_facts, cmd_metric
@@ -135,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
         " or an OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default: RAGSPINE_LLM)",
     )
     add_reasoning_flags(query)
+    add_raptor_flag(query)
 
     embed = sub.add_parser("embed", help="compute the vectors a library lacks (after `ingest --no-embed`, a failed vector write)")
     embed.add_argument("--library", action="append", help="library to embed (repeatable; default: all)")
@@ -165,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     add_graph_commands(sub, common)
     add_workflow_commands(sub, common)
     add_ask_command(sub, common)
+    add_raptor_commands(sub, common)
     return parser
 
 
@@ -342,7 +346,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be positive, got {args.top_k}")
     filters = MetadataFilter(tuple(FilterCondition(f, op, _parse_value(op, v)) for f, op, v in args.filter))
     filter_limits(_settings(args)).check(filters)
-    with _stack(args, **_ranking_changes(args), **reasoning_changes(args)) as stack:
+    with _stack(args, **_ranking_changes(args), **reasoning_changes(args), **raptor_changes(args)) as stack:
         retriever = stack.retriever(args.library, retry_without_filters=not args.strict_filters)
         answer = retriever.search(args.query, filters=filters or None, top_k=args.top_k)
     print_reasoning(answer, args)
@@ -560,6 +564,7 @@ _COMMANDS = {
     "graph": cmd_graph,
     "workflow": cmd_workflow,
     "ask": cmd_ask,
+    "raptor": cmd_raptor,
 }
 
 

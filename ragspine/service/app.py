@@ -25,7 +25,7 @@ from ragspine.service.auth import AuthMiddleware
 from ragspine.service.limits import BodyLimitMiddleware, DeadlineMiddleware, NoInheritedDeadline
 from ragspine.service.metrics import Metrics, MetricsMiddleware
 from ragspine.service.paths import NormalizePathMiddleware
-from ragspine.service.routes import admin, answer, dify, documents, facts, libraries, ops, retrieve, workflow
+from ragspine.service.routes import admin, answer, dify, documents, facts, libraries, ops, raptor, retrieve, workflow
 
 DESCRIPTION = """Multi-tenant retrieval over document libraries: cited, RESTRICTED-free snippets.
 
@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None, *, stack: Any = None) -> FastAP
     app.state.service = None
     metrics.watch(lambda: app.state.service)
     for router in (admin.router, libraries.router, documents.router, retrieve.router, facts.router, answer.router, workflow.router, dify.router,
-                   ops.router):
+                   ops.router, raptor.router):
         app.include_router(router)
     errors.install(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

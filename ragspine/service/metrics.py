@@ -20,7 +20,10 @@ as in tests — never collide).
   ``ragspine_query_transforms_total{transform,outcome}`` (``hyde | rag_fusion | step_back |
   decompose | adaptive`` × ``applied | degraded | single``) and
   ``ragspine_corrective_rounds_total{action}`` (``keep | drop_filters | rewrite | refuse``) —
-  the :class:`~ragspine.retrieval.reasoning.ReasoningObserver` hook.
+  the :class:`~ragspine.retrieval.reasoning.ReasoningObserver` hook;
+* ``ragspine_raptor_builds_total{outcome}`` (``built | unchanged | failed``),
+  ``ragspine_raptor_build_duration_seconds`` and ``ragspine_raptor_nodes_built_total`` — the
+  :class:`~ragspine.retrieval.raptor.RaptorObserver` hook (``POST /v1/libraries/{name}/raptor``).
 """
 
 from __future__ import annotations
@@ -70,6 +73,12 @@ class Metrics:
             "ragspine_query_transforms", "query-time reasoning steps asked, by outcome", ["transform", "outcome"], registry=r
         )
         self.corrective_rounds = Counter("ragspine_corrective_rounds", "corrective loop decisions", ["action"], registry=r)
+        self.raptor_builds = Counter("ragspine_raptor_builds", "RAPTOR tree builds asked, by outcome", ["outcome"], registry=r)
+        self.raptor_build_latency = Histogram(
+            "ragspine_raptor_build_duration_seconds", "time one RAPTOR build took (summaries and their embeddings included)",
+            buckets=(0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0), registry=r,
+        )
+        self.raptor_nodes = Counter("ragspine_raptor_nodes_built", "synthesis nodes in the trees this process built", registry=r)
 
     # -- the ReasoningObserver hook (ragspine.retrieval.reasoning), through the stack's observer --------
     def query_refused(self, reason: str) -> None:
@@ -80,6 +89,13 @@ class Metrics:
 
     def corrective_round(self, action: str) -> None:
         self.corrective_rounds.labels(action).inc()
+
+    # -- the RaptorObserver hook (ragspine.retrieval.raptor): POST /v1/libraries/{name}/raptor ------
+    def raptor_build(self, outcome: str, seconds: float, nodes: int) -> None:
+        self.raptor_builds.labels(outcome).inc()
+        if outcome == "built":
+            self.raptor_build_latency.observe(seconds)
+            self.raptor_nodes.inc(nodes)
 
     # -- the LLMObserver hook (ragspine.llm.observe), set on the stack by the service --------------
     def llm_call(self, provider: str, seconds: float, failure: str | None) -> None:

@@ -11,6 +11,7 @@ instead (depth at most ``MAX_RERANK_DEPTH``; no pipeline is built for it). A req
 query-time reasoning (``query_transform``, ``decompose``, ``adaptive``, ``corrective``,
 ``query_fanout`` at most the server's) within the server's LLM call budget per request; the
 security gate, when configured, applies whatever the request says (``refusal``, ``refused``).
+``raptor`` adds RAPTOR's ranking (``routes/raptor.py``: a library without vectors or a tree is a 400).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.retrieval.fusion.weights import parse_weights, request_weights
 from ragspine.retrieval.mode import make_retrieval_mode
 from ragspine.retrieval.ranking import Stages, request_stages
+from ragspine.retrieval.raptor.base import request_raptor
 from ragspine.service.context import ServiceContext
 from ragspine.service.models import DenseIncompleteOut, RetrieveIn, RetrieveOut
 from ragspine.service.routes.common import (
@@ -33,6 +35,7 @@ from ragspine.service.routes.common import (
     library_or_404,
     tenant_id,
 )
+from ragspine.service.routes.raptor import check_raptor_request
 
 router = APIRouter(prefix="/v1", tags=["retrieval"], dependencies=[Depends(documented_bearer)])
 
@@ -59,15 +62,18 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
         libraries = ctx.store.list_libraries(tenant)
     if not libraries:
         return RetrieveOut(query=body.query, libraries=[], snippets=[])
-    retriever = ctx.stack.retriever_for(
-        {lib.library_id: ctx.index(lib, mode) for lib in libraries},
-        descriptions={lib.library_id: lib.description for lib in libraries},
-        retry_without_filters=body.retry_without_filters,
-        reasoning=reasoning,
-    )
+    pipelines = {lib.library_id: ctx.index(lib, mode) for lib in libraries}
+    check_raptor_request(ctx, libraries, pipelines, body.raptor)  # 400 without vectors or a tree
+    with request_raptor(body.raptor):
+        retriever = ctx.stack.retriever_for(
+            pipelines,
+            descriptions={lib.library_id: lib.description for lib in libraries},
+            retry_without_filters=body.retry_without_filters,
+            reasoning=reasoning,
+        )
     stages, weights = request_ranking(ctx, body)
     start = time.perf_counter()
-    with request_stages(stages), request_weights(weights):
+    with request_stages(stages), request_weights(weights), request_raptor(body.raptor):
         answer = retriever.search(body.query, filters=metadata_filter, top_k=body.top_k)
     if ctx.metrics is not None:
         ctx.metrics.retrieval_latency.labels("retrieve", mode or "library").observe(time.perf_counter() - start)

@@ -1,0 +1,100 @@
+"""``/v1/libraries/{name}/raptor``: a library's RAPTOR tree — build it (``POST``), see it (``GET``);
+and the checks of a ``/v1/retrieve`` request that asks for RAPTOR.
+
+A build runs in the request (bounded by its deadline) through the library's own pipeline
+(its embedding model), with the server's ``RAGSPINE_RAPTOR_*`` options; it answers what the
+tree is, or that it was already current. It needs vectors: a library in economy mode is a
+400 naming why, as is a retrieval asking for RAPTOR on one, or on a library without a tree.
+Builds are counted and timed in ``/metrics`` (``ragspine_raptor_builds_total{outcome}``,
+``ragspine_raptor_build_duration_seconds``). Synthesis texts are never served here: they
+are probes, never evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragspine.errors import ConfigError
+from ragspine.retrieval.chunking.chunk_store import ChangeLog
+from ragspine.retrieval.raptor.base import RaptorOptions, TreeInfo, raptor_requested
+from ragspine.service.context import ServiceContext
+from ragspine.service.routes.common import context, documented_bearer, library_or_404, tenant_id
+from ragspine.service.store import Library
+
+router = APIRouter(prefix="/v1/libraries", tags=["raptor"], dependencies=[Depends(documented_bearer)])
+
+
+class RaptorBuildIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    force: bool = Field(False, description="build even when the stored tree is current")
+
+
+class RaptorTreeOut(BaseModel):
+    library: str
+    state: str = Field(description="none | current | stale (the library changed since: its changed nodes are ignored)")
+    outcome: str | None = Field(None, description="POST only: built | unchanged")
+    nodes: int = 0
+    chunks: int = Field(0, description="open chunks the build clustered")
+    levels: int = 0
+    model: str | None = None
+    summarizer: str | None = None
+    built_at: str | None = None
+    build_seconds: float | None = None
+
+
+def _out(library: Library, info: TreeInfo | None, seq: int | None, outcome: str | None = None) -> RaptorTreeOut:
+    if info is None:
+        return RaptorTreeOut(library=library.name, state="none", outcome=outcome)
+    state = "current" if seq is None or seq == info.change_seq else "stale"
+    return RaptorTreeOut(
+        library=library.name, state=state, outcome=outcome, nodes=info.nodes, chunks=info.chunks, levels=info.levels,
+        model=info.model, summarizer=str(info.params.get("summarizer")), built_at=info.built_at, build_seconds=info.build_seconds,
+    )
+
+
+def _seq(ctx: ServiceContext, library: Library) -> int | None:
+    store = ctx.stack.db.chunk_store(library.library_id)
+    return store.change_seq() if isinstance(store, ChangeLog) else None
+
+
+def _needs_vectors(library: Library, pipeline: Any) -> None:
+    if getattr(pipeline.retriever, "dense", None) is None:
+        raise ConfigError(f"RAPTOR needs chunk vectors, and library {library.name!r} runs in economy mode (no embedding model)")
+
+
+@router.post("/{name}/raptor", response_model=RaptorTreeOut, summary="Build the library's RAPTOR tree")
+def build_tree(name: str, body: RaptorBuildIn | None = None, ctx: ServiceContext = Depends(context),
+               tenant: str = Depends(tenant_id)) -> RaptorTreeOut:
+    from ragspine.retrieval.raptor.build import rebuild
+    from ragspine.retrieval.raptor.summarize import make_summarizer
+
+    library = library_or_404(ctx, tenant, name)
+    pipeline = ctx.index(library)
+    _needs_vectors(library, pipeline)
+    options = RaptorOptions.from_settings(ctx.settings)
+    summarizer = make_summarizer(options.summarizer, provider=ctx.stack.provider if options.summarizer == "llm" else None)
+    trees = ctx.stack.raptor_store(library.library_id)
+    tree, outcome = rebuild(pipeline, trees, options=options, summarizer=summarizer, force=bool(body and body.force),
+                            observer=ctx.metrics)
+    return _out(library, tree.info if tree is not None else trees.info(), _seq(ctx, library), outcome)
+
+
+@router.get("/{name}/raptor", response_model=RaptorTreeOut, summary="The library's RAPTOR tree")
+def show_tree(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> RaptorTreeOut:
+    library = library_or_404(ctx, tenant, name)
+    return _out(library, ctx.stack.raptor_store(library.library_id).info(), _seq(ctx, library))
+
+
+def check_raptor_request(ctx: ServiceContext, libraries: Sequence[Library], pipelines: Mapping[str, Any], raptor: bool | None) -> None:
+    """A retrieval with RAPTOR on (the request's ``raptor``, else ``RAGSPINE_RAPTOR``): every
+    library needs vectors and a tree (400 naming the library and the fix)."""
+    if not raptor_requested(ctx.settings.raptor) if raptor is None else not raptor:
+        return
+    for library in libraries:
+        _needs_vectors(library, pipelines[library.library_id])
+        if ctx.stack.raptor_store(library.library_id).info() is None:
+            raise ConfigError(f"library {library.name!r} has no RAPTOR tree: POST /v1/libraries/{library.name}/raptor builds it")
