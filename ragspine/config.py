@@ -148,8 +148,8 @@ SETTINGS: dict[str, Setting] = {
     ),
     "raptor": Setting(
         "RAGSPINE_RAPTOR", False,
-        "RAPTOR: one more ranking — the leaves of the library's synthesis nodes nearest the query (hybrid mode only;"
-        " `ragspine raptor build` makes the tree)", bool,
+        "RAPTOR: the dense leg searches the library's tree too — a synthesis node nearer the query than the chunks brings its"
+        " leaves up (hybrid mode only; `ragspine raptor build` makes the tree)", bool,
     ),
     "raptor_summarizer": _named("RAGSPINE_RAPTOR_SUMMARIZER", "extractive", "who writes a RAPTOR node's text (a probe, never evidence)", RAPTOR_SUMMARIZERS),
     "raptor_threshold": Setting("RAGSPINE_RAPTOR_THRESHOLD", 0.5, "RAPTOR: cosine similarity that joins a cluster (level k: minus 0.1 per level above 1)", float),

@@ -35,6 +35,9 @@ Parts (any combination; none selected = quality, speed and embedding):
   of ``--llm-queries`` queries of ``--llm-sets``, with a scripted stand-in model and/or the
   local one (``--llm-provider``): quality, latency, LLM calls per query. ``--llm-calibrate``:
   the corrective grade's signals on answerable and foreign queries (how its thresholds were set).
+* ``--raptor``: RAPTOR (``_bench_raptor.py``): nDCG@10 and Recall@100 with and without its
+  ranking on the article form of ``--raptor-sets`` (MiniLM, hybrid), one tree per
+  ``--raptor-thresholds`` value: its build time and node count.
 * ``--scale N[,N...]``: ingest time and chunks/s, query p50/p99 and resident memory of a
   synthetic N-chunk library in economy mode on the embedded default (SQLite + in-process
   index), each N in a fresh process. ``scripts/bench_scale.py`` does the measuring when it is
@@ -642,6 +645,10 @@ def main() -> int:
     parser.add_argument("--llm-configs", default="none,hyde,rag_fusion,step_back,decompose,adaptive,corrective", help="configurations for --llm")
     parser.add_argument("--llm-provider", default="scripted", help="scripted (no model) and/or local (SmolLM2-135M: slow, keep --llm-queries small)")
     parser.add_argument("--llm-queries", type=int, default=100, help="queries sampled (seeded) per set for --llm / --llm-calibrate")
+    parser.add_argument("--raptor", action="store_true", help="RAPTOR: nDCG@10 with and without its ranking, build time, nodes (MiniLM, hybrid)")
+    parser.add_argument("--raptor-sets", default="xquad-en", help="passage sets (article form) for --raptor")
+    parser.add_argument("--raptor-thresholds", default="0.5", help="RAGSPINE_RAPTOR_THRESHOLD values for --raptor (one tree each)")
+    parser.add_argument("--raptor-queries", type=int, default=300, help="queries sampled (seeded) per set for --raptor")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
     parser.add_argument("--chunker-headers", default="none,header", help="contextual settings for --chunkers: a comma list of none and header (both = none,header)")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
@@ -664,7 +671,7 @@ def main() -> int:
         args.quality = args.speed = args.embedding = True
         args.scale = args.scale or DEFAULT_SCALE
     if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare
-            or args.llm or args.llm_calibrate):
+            or args.llm or args.llm_calibrate or args.raptor):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -729,6 +736,13 @@ def main() -> int:
             results["llm"] = _bench_llm.quality(root, names, modes, [c for c in args.llm_configs.split(",") if c],
                                                 [p for p in args.llm_provider.split(",") if p], args.llm_queries, log)
             print("\n".join(_bench_llm.table(results["llm"])))
+    if args.raptor:
+        import _bench_raptor
+
+        root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
+        results["raptor"] = _bench_raptor.section(root, [n for n in args.raptor_sets.split(",") if n],
+                                                  [float(t) for t in args.raptor_thresholds.split(",") if t], args.raptor_queries, log)
+        print("\n".join(_bench_raptor.table(results["raptor"])))
     results["environment"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     results["environment"]["seconds"] = round(time.time() - started, 1)
     rows = table_rows(results)

@@ -190,7 +190,7 @@ class RetrieveIn(_In):
     adaptive: str | None = Field(None, max_length=32, description="heuristic | llm | none: single-shot or decomposition (default: RAGSPINE_ADAPTIVE)")
     corrective: bool | None = Field(None, description="grade the answer; drop filters (if retry_without_filters), then rewrite, then refuse (default: RAGSPINE_CORRECTIVE)")
     query_fanout: int | None = Field(None, ge=1, le=8, description="most variants / sub-questions per question, at most the server's RAGSPINE_QUERY_FANOUT")
-    raptor: bool | None = Field(None, description="add RAPTOR's ranking: the leaves of each library's nearest synthesis nodes (needs vectors and a built tree; default: RAGSPINE_RAPTOR)")
+    raptor: bool | None = Field(None, description="search each library's RAPTOR tree too: synthesis hits as their leaves (needs vectors and a built tree; default: RAGSPINE_RAPTOR)")
 
 
 class DenseIncompleteOut(BaseModel):

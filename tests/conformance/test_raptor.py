@@ -120,11 +120,15 @@ def built(index: Any, summarizer: Any = None) -> Any:
 
 
 def raptor_hits(index: Any, query: str = QUERY) -> list[Any]:
-    """The pipeline's results with the leg on that the leg ranked (synthesis hits' leaves)."""
+    """The pipeline's results with RAPTOR on that are leaves of the synthesis nodes the query hit."""
     make_raptor_retriever(index)  # gives the pipeline its leg
+    leg = raptor_leg(index)
+    assert leg is not None
+    via = {leaf.chunk_id for node, _ in leg.nodes_for(query) for leaf in node.leaves}
+    assert any(node is not None for _, _, node in leg.collapse(query, None, 20)), "no synthesis hit (vacuous)"
     with request_raptor(True):
         results = index.search_once(query, 20, None).items
-    return [r for r in results if r.scores.get("raptor", 0.0) > 0]
+    return [r for r in results if r.chunk_id in via]
 
 
 def search_json(retriever: Any, query: str = QUERY) -> str:
@@ -206,6 +210,13 @@ def test_a_restricted_leaf_reached_through_a_synthesis_hit_is_dropped_at_both_ex
     snippets = make_raptor_retriever(a).retrieve(QUERY, top_k=20)
     assert snippets and not any(is_restricted(s["sensitivity"]) or SECRET_WORD in json.dumps(s) for s in snippets)
     assert judge.calls and not any(SECRET_WORD in text for call in judge.calls for text in call), "the judge saw RESTRICTED text"
+    b = pipeline(database, "lib-b")  # the default index: a RESTRICTED chunk is never indexed nor embedded
+    with restricted_members():
+        tree = built(b)
+    assert any("b/board-claims" in n.doc_ids for n in tree.nodes)
+    make_raptor_retriever(b)
+    leg = raptor_leg(b)
+    assert leg is not None and not any(cid.startswith("b/board-claims") for cid, _, _ in leg.collapse(QUERY, None, 20))
 
 
 # -- generated text is never evidence --------------------------------------------------------------------

@@ -93,7 +93,7 @@ class HybridRetriever:
         self.rrf_k = rrf_k
         self.candidate_k = candidate_k
         self.dense: DenseLeg | None = None
-        #: RAPTOR's leg (``ragspine.retrieval.raptor.leg``): one more ranking when it is active.
+        #: RAPTOR (``ragspine.retrieval.raptor.leg``): when active, the dense leg searches the collapsed tree.
         self.raptor: Any = None
         if embedding_backend is not None:
             self.dense = DenseLeg(
@@ -162,11 +162,12 @@ class HybridRetriever:
                 hits = self.index.search(tokenize(query), metadata_filter=metadata_filter, top_k=depth)
                 legs["bm25"] = [(h.chunk_id, h.score) for h in hits]
                 legs.versions.update((h.chunk_id, h.version) for h in hits)
-            elif leg == "raptor":  # synthesis-node hits resolved to their leaves (stored chunks)
-                legs["raptor"] = self.raptor.search(query, metadata_filter, depth, legs.versions)
             else:
                 assert self.dense is not None
-                legs["vector"] = self.dense.search(query, metadata_filter, depth, legs.versions)
+                if self.raptor is not None and self.raptor.active():  # RAPTOR: the collapsed tree in the dense leg's place
+                    legs["vector"] = self.raptor.search(query, metadata_filter, depth, legs.versions)
+                else:
+                    legs["vector"] = self.dense.search(query, metadata_filter, depth, legs.versions)
         legs.weight = probe_weight(query)
         return legs
 
@@ -176,8 +177,7 @@ class HybridRetriever:
         dense_ok = "vector" in self.legs and self.dense is not None and self.dense.reads(query)
         if dense_only(query):  # a HyDE passage: a probe of the dense leg (of BM25 when there is none)
             return ("vector",) if dense_ok else ("bm25",)
-        raptor = ("raptor",) if dense_ok and self.raptor is not None and self.raptor.active() else ()
-        return (("bm25",) if "bm25" in self.legs or not dense_ok else ()) + (("vector",) if dense_ok else ()) + raptor
+        return (("bm25",) if "bm25" in self.legs or not dense_ok else ()) + (("vector",) if dense_ok else ())
 
     def depth(self, want: int, rankings: int) -> int:
         """How deep each ranking goes for ``want`` fused results (see the module docstring)."""
@@ -251,8 +251,6 @@ class HybridRetriever:
                     if cid in scored and chunk.version != scored[cid]:
                         continue
                 scores = {"bm25": bm25.get(cid, 0.0), "vector": vector.get(cid, 0.0), "fused": fused}
-                if "raptor" in best:  # the leg ran: its node similarity (snippets show the seed's three)
-                    scores["raptor"] = best["raptor"].get(cid, 0.0)
                 results.append(RetrievalResult(chunk, scores, self.library_id))
         return results, pos >= len(ordered)
 

@@ -1,4 +1,4 @@
-"""RAPTOR: a library's tree of synthesis nodes over its chunk vectors, as one more ranking.
+"""RAPTOR: a library's tree of synthesis nodes over its chunk vectors, searched with its chunks.
 
     layout: base.py (the types, the RaptorStore and Summarizer roles, RaptorOptions, the
     per-request switch) · cluster.py (deterministic threshold clustering) · summarize.py

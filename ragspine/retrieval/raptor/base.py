@@ -235,4 +235,4 @@ def describe_raptor(settings: Settings, uses_embeddings: bool) -> str:
         return f"off (a query's --raptor / \"raptor\": true turns it on); {build}"
     if not uses_embeddings:
         return "on, but refused: economy mode has no vectors (RAGSPINE_RETRIEVAL_MODE=hybrid)"
-    return f"on: the leaves of the {o.top_nodes} nearest synthesis nodes as one more ranking; {build}"
+    return f"on: the dense leg searches chunks and the {o.top_nodes} nearest synthesis nodes (as their leaves); {build}"

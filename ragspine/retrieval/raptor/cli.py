@@ -3,7 +3,7 @@
     ragspine raptor build [--library L ...] [--force] [--summarizer extractive|llm]
     ragspine raptor status [--library L ...]
     ragspine raptor show --library L [--level N] [--limit N] [--json]
-    ragspine query "..." --raptor        RAPTOR's leg for this query (RAGSPINE_RAPTOR for every query)
+    ragspine query "..." --raptor        RAPTOR for this query (RAGSPINE_RAPTOR for every query)
 
 A build needs vectors (hybrid mode, an embedding backend): in economy mode it is refused with
 one line, as is ``query --raptor``. ``show`` prints synthesis texts — probes the tree searches
@@ -24,7 +24,7 @@ __all__ = ["add_raptor_commands", "add_raptor_flag", "cmd_raptor", "raptor_chang
 
 def add_raptor_flag(query: argparse.ArgumentParser) -> None:
     query.add_argument("--raptor", action="store_true", default=None,
-                       help="add RAPTOR's ranking: the leaves of the library's nearest synthesis nodes (default: RAGSPINE_RAPTOR;"
+                       help="search the library's RAPTOR tree too: synthesis hits as their leaves (default: RAGSPINE_RAPTOR;"
                        " needs hybrid mode and `ragspine raptor build`)")
 
 

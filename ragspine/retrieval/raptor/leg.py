@@ -1,23 +1,27 @@
-"""RAPTOR's leg of a hybrid search: synthesis-node hits resolved to their leaves.
+"""RAPTOR at query time: the dense leg searches the *collapsed tree* — chunks and synthesis
+nodes in one pool — and a synthesis hit stands for its leaves.
 
 With RAPTOR on (``RAGSPINE_RAPTOR``, ``--raptor``, a request's ``raptor``), each query the
-dense leg reads gets one more ranking, fused by RRF with the BM25 and dense ones
-(``HybridRetriever``'s ``"raptor"`` leg):
+dense leg reads is ranked in the dense leg's place (``HybridRetriever``) by:
 
-1. the query's vector is compared with every synthesis node of the library's tree (exact
-   cosine over the tree's matrix, rounded to 1e-6, ties by node id);
-2. nodes are taken best first, skipping every node one of whose leaves is no longer active
-   at the version the tree was built from (the library changed: the node's text may speak
-   of text that is gone) — until :attr:`top_nodes` are found;
-3. their leaves — stored chunks, never the node — are ranked by (the best node's rank, the
-   leaf's own similarity to the query, chunk id) within the request's metadata filter (the
-   vector store's ``where`` and ``ids``); only leaves active at their vector's version count.
+1. the query's vector against every synthesis node of the library's tree (exact cosine over
+   the tree's matrix, rounded to 1e-6, ties by node id); nodes are taken best first, skipping
+   every node one of whose leaves is no longer active at the version the tree was built from
+   (the library changed: its text may speak of text that is gone), until :attr:`top_nodes`;
+2. the dense leg's own ranking of chunks and those nodes merged by similarity (a chunk first
+   on a tie; a node weaker than the ranking's last chunk is left out): a node's place is taken
+   by its leaves — stored chunks, never the node — in order of their own similarity, within
+   the request's metadata filter (the vector store's ``where`` and ``ids``), each counted once.
 
-A synthesis text never leaves this module: what the leg returns are chunk ids, which the
-pipeline fetches from the chunk store like the other legs' and hands to both RESTRICTED exits.
-The tree is read from its store when its :class:`TreeInfo` changes (one small read per search).
-A library without a tree, or with one of another embedding model, is an error naming
-``ragspine raptor build`` — never a silent answer without RAPTOR.
+So a chunk that matches the query better than any summary keeps its place, and a summary that
+matches better than any single chunk (a theme spread over several) brings its members up —
+RAPTOR's collapsed-tree retrieval, fused with BM25 by RRF as the dense leg always is. Each
+leaf keeps its own similarity as its ``vector`` score. A synthesis text never leaves this
+module: what it returns are chunk ids, which the pipeline fetches from the chunk store and
+hands to both RESTRICTED exits. The tree is read from its store when its :class:`TreeInfo`
+changes (one small read per search). A library without a tree, or with one of another
+embedding model, is an error naming ``ragspine raptor build`` — never a silent answer without
+RAPTOR.
 """
 
 from __future__ import annotations
@@ -114,27 +118,51 @@ class RaptorLeg:
                         return chosen
         return chosen
 
-    def search(
-        self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None
-    ) -> list[tuple[str, float]]:
-        """The leaves of the nodes nearest ``query``, best first: ``[(chunk_id, node similarity)]``
-        (at most ``depth``); records each leaf's version in ``versions``."""
+    def collapse(
+        self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None,
+    ) -> list[tuple[str, float, str | None]]:
+        """The collapsed tree's ranking: the dense leg's ``[(chunk_id, similarity)]`` and the
+        nearest current synthesis nodes in one order by similarity (a chunk first on a tie); a
+        node stands for its leaves, in order of their own similarity, within the filter.
+        ``[(chunk_id, its own similarity, the node it came through or None)]``, at most ``depth``;
+        the query is embedded once."""
         qvec = embed_query(self.dense.backend, query)
-        nodes = self.nodes_for(query, qvec)
-        rank: dict[str, tuple[int, float]] = {}
-        for r, (node, sim) in enumerate(nodes):
-            for leaf in node.leaves:
-                rank.setdefault(leaf.chunk_id, (r, sim))
-        if not rank:
-            return []
-        hits = self.dense.vector_store.query(qvec, top_k=len(rank), where=metadata_filter, ids=list(rank))
+        dense = self.dense.search(query, metadata_filter, depth, versions, qvec=qvec)
+        floor = dense[depth - 1][1] if len(dense) >= depth else -np.inf  # a node below the depth-th chunk adds nothing
+        nodes = [(node, sim) for node, sim in self.nodes_for(query, qvec) if sim > floor]
+        if not nodes:
+            return [(cid, score, None) for cid, score in dense[:depth]]
+        leaf_ids = list(dict.fromkeys(leaf.chunk_id for node, _ in nodes for leaf in node.leaves))
+        hits = self.dense.vector_store.query(qvec, top_k=len(leaf_ids), where=metadata_filter, ids=leaf_ids)
         active = self._active_versions([h.id for h in hits])
-        current = [h for h in hits if active.get(h.id) == h.version]
-        current.sort(key=lambda h: (rank[h.id][0], -round(h.score, SIMILARITY_DECIMALS), h.id))
-        current = current[:depth]
-        if versions is not None:
-            versions.update((h.id, h.version) for h in current)
-        return [(h.id, round(rank[h.id][1], SIMILARITY_DECIMALS)) for h in current]
+        own = {h.id: (round(h.score, SIMILARITY_DECIMALS), h.version) for h in hits if active.get(h.id) == h.version}
+        items: list[tuple[float, int, str, Any]] = [(score, 0, cid, None) for cid, score in dense]
+        items += [(round(sim, SIMILARITY_DECIMALS), 1, node.node_id, node) for node, sim in nodes]
+        items.sort(key=lambda item: (-item[0], item[1], item[2]))
+        out: list[tuple[str, float, str | None]] = []
+        seen: set[str] = set()
+        for score, _, item_id, node in items:
+            if node is None:
+                members = [(item_id, score)]
+            else:
+                members = sorted(((leaf.chunk_id, own[leaf.chunk_id][0]) for leaf in node.leaves if leaf.chunk_id in own),
+                                 key=lambda m: (-m[1], m[0]))
+            for cid, sim in members:
+                if cid not in seen:
+                    seen.add(cid)
+                    out.append((cid, sim, node.node_id if node is not None else None))
+                    if node is not None and versions is not None:
+                        versions[cid] = own[cid][1]
+            if len(out) >= depth:
+                break
+        return out[:depth]
+
+    def search(
+        self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None,
+    ) -> list[tuple[str, float]]:
+        """:meth:`collapse` as a ranking ``[(chunk_id, similarity)]``: what the hybrid search
+        fuses in the dense leg's place."""
+        return [(cid, score) for cid, score, _ in self.collapse(query, metadata_filter, depth, versions)]
 
 
 def attach_raptor(pipeline: Any, trees: RaptorStore, *, default: bool = False, top_nodes: int = 4) -> RaptorLeg | None:

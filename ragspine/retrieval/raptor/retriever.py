@@ -1,4 +1,4 @@
-"""``make_raptor_retriever``: a link exit whose searches run RAPTOR's leg; ``make_raptor_store``.
+"""``make_raptor_retriever``: a link exit whose searches use RAPTOR's tree; ``make_raptor_store``.
 
 ``make_raptor_retriever(pipeline)`` (or ``{library: pipeline}``) gives each pipeline RAPTOR's
 leg (``leg.py``) reading the tree of its library from ``trees`` (default: the tables of the

@@ -235,13 +235,14 @@ class DenseLeg:
         return bool(query.strip()) and self.gate.query_readable(query)
 
     def search(
-        self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None
+        self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None,
+        qvec: Any = None,
     ) -> list[tuple[str, float]]:
         """The ``depth`` nearest current chunks ``[(chunk_id, similarity)]``; records each
-        hit's version in ``versions``."""
+        hit's version in ``versions``. ``qvec``: the query's vector, when the caller has it."""
         if not self._sync_candidates(metadata_filter):
             return []
-        qvec = embed_query(self.backend, query)
+        qvec = embed_query(self.backend, query) if qvec is None else qvec
         want = depth + VECTOR_OVERFETCH
         hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter)
         current = self._current(hits, qvec, metadata_filter)

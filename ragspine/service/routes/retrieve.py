@@ -11,7 +11,7 @@ instead (depth at most ``MAX_RERANK_DEPTH``; no pipeline is built for it). A req
 query-time reasoning (``query_transform``, ``decompose``, ``adaptive``, ``corrective``,
 ``query_fanout`` at most the server's) within the server's LLM call budget per request; the
 security gate, when configured, applies whatever the request says (``refusal``, ``refused``).
-``raptor`` adds RAPTOR's ranking (``routes/raptor.py``: a library without vectors or a tree is a 400).
+``raptor`` searches each library's RAPTOR tree too (``routes/raptor.py``: without vectors or a tree, a 400).
 """
 
 from __future__ import annotations

@@ -87,8 +87,12 @@ def test_the_leg_keeps_to_the_filter_and_the_top_nodes(index) -> None:
     assert leg is not None and leg.top_nodes == 1 and len(leg.nodes_for("gearbox castings")) == 1
     from ragspine.retrieval.filtering.filters import parse_filter
 
-    ranked = leg.search("gearbox castings", parse_filter({"region": "north"}), 10)
-    assert ranked and {cid for cid, _ in ranked} <= {"g1#0", "g3#0"}
+    north = parse_filter({"region": "north"})
+    ranked = leg.collapse("gearbox castings", north, 10)
+    assert {cid for cid, _, _ in ranked} <= {"g1#0", "g3#0", "w2#0"}  # the memo is RESTRICTED: never indexed
+    via = {cid for cid, _, node in ranked if node is not None}
+    assert via and via <= {"g1#0", "g3#0"}
+    assert leg.search("gearbox castings", north, 10) == [(cid, score) for cid, score, _ in ranked]
     with request_raptor(True):
         results = index.search_once("gearbox castings", 10, parse_filter({"region": "south"})).items
     assert {r.chunk.doc_id for r in results} <= {"g2", "w1"}
