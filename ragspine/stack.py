@@ -39,7 +39,7 @@ from ragspine.retrieval.postprocess.base import Postprocessor, make_postprocesso
 from ragspine.retrieval.ranking import Ranking, Stages
 from ragspine.retrieval.raptor.base import RaptorStore, describe_raptor, raptor_requested
 from ragspine.retrieval.raptor.leg import attach_raptor
-from ragspine.retrieval.raptor.retriever import check_raptor, make_raptor_store
+from ragspine.retrieval.raptor.retriever import check_raptor, make_raptor_store, raptor_store_kind
 from ragspine.retrieval.reasoning import ReasoningObserver, ReasoningOptions, ReasoningRetriever
 from ragspine.retrieval.reasoning.build import describe_gate, reasoning_parts, uses_llm
 from ragspine.retrieval.rerank.base import IndexingReranker, Reranker, make_reranker
@@ -498,7 +498,7 @@ class Stack:
             embed_batch_size=s.embed_batch_size,
             chunk_cache=self.chunk_cache,
         )
-        if backend is not None:  # RAPTOR's leg: it runs only when RAGSPINE_RAPTOR or a request turns it on
+        if backend is not None and raptor_store_kind(self.db) is not None:  # RAPTOR: only when RAGSPINE_RAPTOR or a request turns it on
             attach_raptor(pipeline, self.raptor_store(library_id), default=s.raptor, top_nodes=s.raptor_top_nodes)
         return pipeline
 
@@ -556,7 +556,7 @@ class Stack:
         options) the exit is wrapped in a :class:`ReasoningRetriever`; with neither it is the
         plain exit, byte for byte."""
         if raptor_requested(self.settings.raptor):
-            check_raptor(pipelines)  # RAPTOR without vectors is refused, never silently left out
+            check_raptor(pipelines, needs_leg=True)  # RAPTOR without vectors is refused, never silently left out
         options = self.reasoning_options() if reasoning is None else reasoning
         gate = self.security_gate
         if not options.active and gate is None:

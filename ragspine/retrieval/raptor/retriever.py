@@ -27,9 +27,16 @@ if TYPE_CHECKING:
     from ragspine.config import Settings
     from ragspine.retrieval.link.narrative_link import Retrieval
 
-__all__ = ["RaptorRetriever", "check_raptor", "make_raptor_retriever", "make_raptor_store", "raptor_leg"]
+__all__ = ["RaptorRetriever", "check_raptor", "make_raptor_retriever", "make_raptor_store", "raptor_leg", "raptor_store_kind"]
 
 DEFAULT_TOP_K = 50
+
+
+def raptor_store_kind(database: Any) -> str | None:
+    """The :data:`~ragspine.registries.RAPTOR_STORES` name serving ``database`` (``None``: none)."""
+    target = f"{type(database).__module__}:{type(database).__qualname__}"
+    kind = next((name for name in CHUNK_STORES.names() if CHUNK_STORES[name].target == target), None)
+    return kind if kind in RAPTOR_STORES.names() else None
 
 
 def make_raptor_store(library_id: str = DEFAULT_LIBRARY_ID, *, database: Any = None, settings: Settings | None = None) -> RaptorStore:
@@ -41,9 +48,8 @@ def make_raptor_store(library_id: str = DEFAULT_LIBRARY_ID, *, database: Any = N
         from ragspine.stores.registry import make_chunk_store
 
         database = make_chunk_store(settings=settings)
-    target = f"{type(database).__module__}:{type(database).__qualname__}"
-    kind = next((name for name in CHUNK_STORES.names() if CHUNK_STORES[name].target == target), None)
-    if kind is None or kind not in RAPTOR_STORES.names():
+    kind = raptor_store_kind(database)
+    if kind is None:
         raise ConfigError(f"no RAPTOR tree store for a chunk store of type {type(database).__name__}; they are {RAPTOR_STORES.choices()}")
     store: RaptorStore = RAPTOR_STORES.load(kind)(database, library_id=library_id, owns_db=owns)
     return store
@@ -55,11 +61,14 @@ def raptor_leg(pipeline: Any) -> RaptorLeg | None:
     return leg if isinstance(leg, RaptorLeg) else None
 
 
-def check_raptor(pipelines: Mapping[str, Any]) -> None:
-    """Refuse RAPTOR over a pipeline without vectors (economy mode): one line, naming the fix."""
+def check_raptor(pipelines: Mapping[str, Any], *, needs_leg: bool = False) -> None:
+    """Refuse RAPTOR over a pipeline without vectors (economy mode): one line, naming the fix;
+    with ``needs_leg``, also one that was given no RAPTOR leg (a chunk store without tree tables)."""
     for library_id, pipeline in pipelines.items():
         if getattr(pipeline.retriever, "dense", None) is None:
             raise economy_refusal(library_id, pipeline.mode.name)
+        if needs_leg and raptor_leg(pipeline) is None:
+            raise ConfigError(f"library {library_id!r}: its chunk store keeps no RAPTOR trees (they are kept by {RAPTOR_STORES.choices()})")
 
 
 def _ensure_leg(pipeline: Any, trees: RaptorStore | None, options: RaptorOptions) -> RaptorLeg:

@@ -123,3 +123,14 @@ def test_rows_round_trip() -> None:
         for i, node in enumerate(tree.nodes):
             back = row_to_node([node_row("lib", i, node, json_as_text=json_as_text)[c] for c in NODE_COLUMNS])
             assert back.same(node)
+
+
+def test_a_pipeline_the_stack_gave_no_leg_is_refused_when_raptor_is_asked(index) -> None:
+    from ragspine.retrieval.raptor.retriever import check_raptor, raptor_store_kind
+
+    check_raptor({"lib": index})  # vectors: fine
+    with pytest.raises(ConfigError, match="keeps no RAPTOR trees"):
+        check_raptor({"lib": index}, needs_leg=True)  # e.g. a chunk store without tree tables
+    assert raptor_store_kind(index.store.db) == "sqlite" and raptor_store_kind(object()) is None
+    with pytest.raises(ConfigError, match="no RAPTOR tree store"):
+        make_raptor_store("lib", database=object())
