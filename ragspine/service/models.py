@@ -184,7 +184,7 @@ class RetrieveIn(_In):
     reranker: str | None = Field(None, description="this request's reranker (a RAGSPINE_RERANKER name; default: each library's)")
     rerank_depth: int | None = Field(None, ge=1, le=MAX_RERANK_DEPTH, description="this request's rerank depth (default: each library's)")
     postprocessor: str | None = Field(None, max_length=200, description="this request's postprocessor chain (default: each library's)")
-    fusion_weights: str | dict[str, float] | None = Field(None, description="this request's fusion weights (default: each library's)")
+    fusion_weights: str | dict[str, float] | None = Field(None, description="this request's fusion weights, \"adaptive\" or \"zscore\" (default: each library's)")
     query_transform: str | None = Field(None, max_length=32, description="hyde | rag_fusion | step_back | none (default: RAGSPINE_QUERY_TRANSFORM; needs the server's LLM)")
     decompose: str | None = Field(None, max_length=32, description="llm | none: sub-questions, each searched, results fused (default: RAGSPINE_QUERY_DECOMPOSE)")
     adaptive: str | None = Field(None, max_length=32, description="heuristic | llm | none: single-shot or decomposition (default: RAGSPINE_ADAPTIVE)")
