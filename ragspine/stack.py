@@ -42,6 +42,7 @@ from ragspine.retrieval.raptor.leg import attach_raptor
 from ragspine.retrieval.raptor.retriever import check_raptor, make_raptor_store, raptor_store_kind
 from ragspine.retrieval.reasoning import ReasoningObserver, ReasoningOptions, ReasoningRetriever
 from ragspine.retrieval.reasoning.build import describe_gate, reasoning_parts, uses_llm
+from ragspine.retrieval.reasoning.per_library import LibraryReasoner, PerLibraryReasoning
 from ragspine.retrieval.rerank.base import IndexingReranker, Reranker, make_reranker
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
 from ragspine.retrieval.routing.routers import make_library_router
@@ -91,8 +92,8 @@ class Stack:
         self._backends: dict[str, EmbeddingBackend | None] = {}  # other specs than the configured one
         self._cache: EmbeddingCache | None = None
         self._connector: VectorStoreConnector | None = None
-        # (library, mode, embedding, chunker, contextual, ranking)
-        self._pipelines: dict[tuple[str, str, str, str, str, Ranking], LibraryPipeline] = {}
+        # (library, mode, embedding, chunker, contextual, ranking, RAPTOR by default)
+        self._pipelines: dict[tuple[str, str, str, str, str, Ranking, bool], LibraryPipeline] = {}
         # open lexical indexes, least recently used first (bounded: RAGSPINE_LEXICAL_CACHE_ROWS)
         self._lexical: OrderedDict[str, LexicalIndex] = OrderedDict()
         self._lexical_text: dict[str, Any] = {}  # library -> the index-text function its lexical index was built with
@@ -415,11 +416,14 @@ class Stack:
         chunker: str | None = None,
         contextual: str | None = None,
         ranking: Ranking | None = None,
+        raptor: bool | None = None,
     ) -> LibraryPipeline:
         """``library_id``'s pipeline (one per library, mode, embedding backend, chunker,
-        contextual header and ranking; defaults: the configured ones). A mode that uses
-        embeddings needs a stack not in economy mode."""
+        contextual header, ranking and RAPTOR default; defaults: the configured ones). A mode
+        that uses embeddings needs a stack not in economy mode. ``raptor``: whether its RAPTOR
+        leg runs when a request does not say (a service library's own switch)."""
         ranking = self.ranking() if ranking is None else ranking
+        raptor = self.settings.raptor if raptor is None else bool(raptor)
         chunker_name = CHUNKERS.canonical(chunker) if chunker is not None else self.settings.chunker
         header = parse_contextual(contextual) if contextual is not None else self.settings.contextual
         resolved = self.mode if mode is None else make_retrieval_mode(mode)
@@ -430,12 +434,13 @@ class Stack:
         backend = self.embedding_backend_for(spec) if resolved.uses_embeddings or mode is None else None
         if backend is None and resolved.requires_embeddings:
             raise ConfigError(f"retrieval mode {resolved.name!r} needs an embedding backend, but the embedding is {spec!r}")
-        key = (library_id, resolved.name, spec, chunker_name, header, ranking) if backend is not None else (
-            library_id, "economy", "", chunker_name, header, ranking)
+        key = (library_id, resolved.name, spec, chunker_name, header, ranking, raptor) if backend is not None else (
+            library_id, "economy", "", chunker_name, header, ranking, raptor)
         with self._lock:
             pipeline = self._pipelines.get(key)
             if pipeline is None:
-                pipeline = self._pipelines[key] = self._build_pipeline(library_id, resolved, spec, backend, chunker_name, header, ranking)
+                pipeline = self._pipelines[key] = self._build_pipeline(
+                    library_id, resolved, spec, backend, chunker_name, header, ranking, raptor)
                 self._trim_lexical(keep=library_id)
             elif library_id in self._lexical:
                 self._lexical.move_to_end(library_id)
@@ -462,7 +467,7 @@ class Stack:
 
     def _build_pipeline(
         self, library_id: str, mode: RetrievalMode, spec: str, backend: EmbeddingBackend | None, chunker: str, contextual: str,
-        ranking: Ranking,
+        ranking: Ranking, raptor: bool,
     ) -> LibraryPipeline:
         s = self.settings
         store = self.db.chunk_store(library_id)
@@ -498,8 +503,9 @@ class Stack:
             embed_batch_size=s.embed_batch_size,
             chunk_cache=self.chunk_cache,
         )
+        pipeline.raptor_default = raptor
         if backend is not None and raptor_store_kind(self.db) is not None:  # RAPTOR: only when RAGSPINE_RAPTOR or a request turns it on
-            attach_raptor(pipeline, self.raptor_store(library_id), default=s.raptor, top_nodes=s.raptor_top_nodes)
+            attach_raptor(pipeline, self.raptor_store(library_id), default=raptor, top_nodes=s.raptor_top_nodes)
         return pipeline
 
     def raptor_store(self, library_id: str) -> RaptorStore:
@@ -547,27 +553,59 @@ class Stack:
         *,
         descriptions: dict[str, str] | None = None,
         retry_without_filters: bool = True,
-        reasoning: ReasoningOptions | None = None,
+        reasoning: ReasoningOptions | Mapping[str, ReasoningOptions] | None = None,
     ) -> NarrativeRetriever:
         """The link exit over ``pipelines`` (library id → pipeline): one library's exit, or the
         routed, fused multi-library one (the retry without filters then applies to the fused
         answer, so one library's unfiltered fallback never sits next to another's matches).
         With a security deny list or any query-time ``reasoning`` (default: the configured
-        options) the exit is wrapped in a :class:`ReasoningRetriever`; with neither it is the
-        plain exit, byte for byte."""
-        if raptor_requested(self.settings.raptor):
-            check_raptor(pipelines, needs_leg=True)  # RAPTOR without vectors is refused, never silently left out
-        options = self.reasoning_options() if reasoning is None else reasoning
+        options; a mapping gives each library its own, the configured ones where it has none)
+        the exit is wrapped in a :class:`ReasoningRetriever` — or, when the libraries' options
+        differ, each library reasons for itself (:class:`PerLibraryReasoning`); with neither
+        it is the plain exit, byte for byte."""
+        for library_id, pipeline in pipelines.items():
+            default = getattr(pipeline, "raptor_default", None)
+            if raptor_requested(self.settings.raptor if default is None else default):
+                check_raptor({library_id: pipeline}, needs_leg=True)  # RAPTOR without vectors is refused, never silently left out
+        per_library = self._options_per_library(pipelines, reasoning)
         gate = self.security_gate
+        if len(set(per_library.values())) > 1:
+            return self._per_library_reasoning(pipelines, descriptions, retry_without_filters, per_library)
+        options = next(iter(per_library.values()), None) or self.reasoning_options()
         if not options.active and gate is None:
             return self._exit_for(pipelines, descriptions, retry_without_filters)
         owns_retry = options.decompose != "none" or options.adaptive != "none" or options.corrective
         inner = self._exit_for(pipelines, descriptions, retry_without_filters and not owns_retry)
+        return self._reasoner(inner, options, retry_without_filters=retry_without_filters, owns_retry=owns_retry)
+
+    def _options_per_library(
+        self, pipelines: Mapping[str, LibraryPipeline], reasoning: ReasoningOptions | Mapping[str, ReasoningOptions] | None,
+    ) -> dict[str, ReasoningOptions]:
+        if isinstance(reasoning, ReasoningOptions):
+            return {lib: reasoning for lib in pipelines}
+        configured = self.reasoning_options()
+        return {lib: (reasoning or {}).get(lib, configured) for lib in pipelines}
+
+    def _reasoner(self, inner: NarrativeRetriever, options: ReasoningOptions, *, retry_without_filters: bool,
+                  owns_retry: bool) -> ReasoningRetriever:
         return ReasoningRetriever(
-            inner, gate=gate, retry_without_filters=retry_without_filters, owns_retry=owns_retry, rrf_k=self.settings.rrf_k,
+            inner, gate=self.security_gate, retry_without_filters=retry_without_filters, owns_retry=owns_retry, rrf_k=self.settings.rrf_k,
             observer=self._llm_observer if isinstance(self._llm_observer, ReasoningObserver) else None,
             **self._reasoning_parts(options),
         )
+
+    def _per_library_reasoning(self, pipelines: dict[str, LibraryPipeline], descriptions: dict[str, str] | None,
+                               retry_without_filters: bool, per_library: Mapping[str, ReasoningOptions]) -> NarrativeRetriever:
+        """Libraries whose reasoning differs: each reasons over its own answer, the question is
+        gated once and filters are dropped once, on the fused answer (``per_library.py``)."""
+        def own(library_id: str, exit_: NarrativeRetriever) -> NarrativeRetriever:
+            options = per_library[library_id]
+            if not options.active:
+                return exit_
+            return LibraryReasoner(library_id, self._reasoner(exit_, options, retry_without_filters=False, owns_retry=False))
+
+        fused = self._exit_for(pipelines, descriptions, retry_without_filters, wrap=own)
+        return PerLibraryReasoning(self._reasoner(fused, ReasoningOptions(), retry_without_filters=retry_without_filters, owns_retry=False))
 
     @property
     def security_gate(self) -> SecurityGate | None:
@@ -581,6 +619,10 @@ class Stack:
         """The configured query-time reasoning with a request's ``overrides`` (checked)."""
         return ReasoningOptions.from_settings(self.settings).override(**overrides)
 
+    def check_reasoning(self, options: ReasoningOptions) -> None:
+        """Build ``options``' parts now: a ``ConfigError`` when one needs a model this stack lacks."""
+        self._reasoning_parts(options)
+
     def _reasoning_parts(self, options: ReasoningOptions) -> dict[str, Any]:
         """The transform, decomposer, classifier and rewrite of ``options`` (built once each)."""
         with self._lock:
@@ -589,14 +631,17 @@ class Stack:
             return self._reasoning[options]
 
     def _exit_for(self, pipelines: dict[str, LibraryPipeline], descriptions: dict[str, str] | None,
-                  retry_without_filters: bool) -> NarrativeRetriever:
+                  retry_without_filters: bool, *,
+                  wrap: Callable[[str, NarrativeRetriever], NarrativeRetriever] | None = None) -> NarrativeRetriever:
+        """One library's exit, or the routed multi-library one (``wrap``: each library's retriever in it)."""
         extractor = self.filter_extractor
         if len(pipelines) == 1:
             (pipeline,) = pipelines.values()
             return NarrativeIndexRetriever(pipeline, retry_without_filters=retry_without_filters, filter_extractor=extractor)
         router = self.settings.library_router
         return MultiIndexRetriever(
-            {lib: NarrativeIndexRetriever(p, retry_without_filters=False, share_expansions=False) for lib, p in pipelines.items()},
+            {lib: (wrap or _same)(lib, NarrativeIndexRetriever(p, retry_without_filters=False, share_expansions=False))
+             for lib, p in pipelines.items()},
             router=make_library_router(router, provider=self.provider if router == "llm" else None),
             filter_extractor=extractor,
             descriptions=descriptions,
@@ -604,6 +649,10 @@ class Stack:
             retry_without_filters=retry_without_filters,
             library_fusion=self.settings.library_fusion,
         )
+
+
+def _same(_library_id: str, retriever: NarrativeRetriever) -> NarrativeRetriever:
+    return retriever
 
 
 def describe_reranker(settings: Settings) -> str:

@@ -121,6 +121,9 @@ class LibraryPipeline:
         self.rerank_depth = rerank_depth
         #: ``observer(reranker, seconds)`` after each rerank (the service's latency histogram).
         self.rerank_observer: Callable[[Reranker, float], None] | None = None
+        #: Whether RAPTOR runs when a request does not say (set by the Stack: a library's own
+        #: switch or ``RAGSPINE_RAPTOR``); ``None``: the configured one.
+        self.raptor_default: bool | None = None
         self.postprocessor = postprocessor
         self.chunker: Chunker = chunker if chunker is not None else ParagraphChunker(max_chars=chunk_chars, overlap_chars=overlap_chars)
         self.retriever = HybridRetriever(
