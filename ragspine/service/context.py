@@ -3,10 +3,12 @@ store, the job queue and the metrics — and the library → index mapping."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ragspine.config import Settings
+from ragspine.retrieval.reasoning.options import ReasoningOptions
 from ragspine.service.metrics import Metrics
 from ragspine.service.store import Library, ServiceStore
 from ragspine.stack import Stack
@@ -45,12 +47,27 @@ class ServiceContext:
         """The library's index in ``mode`` (default: the library's own mode)."""
         pipeline = self.stack.pipeline(
             library.library_id, mode=mode or library.retrieval_mode, embedding=library.embedding,
-            chunker=library.chunker, contextual=library.contextual, ranking=library.ranking,
+            chunker=library.chunker, contextual=library.contextual, ranking=library.ranking, raptor=library.raptor,
         )
         if self.metrics is not None and pipeline.rerank_observer is None:
             histogram = self.metrics.rerank_latency
             pipeline.rerank_observer = lambda reranker, seconds: histogram.labels(getattr(reranker, "name", type(reranker).__name__)).observe(seconds)
         return pipeline
+
+    def reasoning(self, library: Library, request: Mapping[str, Any] | None = None) -> ReasoningOptions:
+        """The library's query-time reasoning: each of the ``request``'s choices
+        (:meth:`ReasoningOptions.override`'s keywords), else the library's, else the server's
+        (checked: an unknown name or a fan-out over the server's is a ``ConfigError``)."""
+        chosen = {key: value for key, value in library.reasoning.items() if value is not None}
+        chosen.update({key: value for key, value in (request or {}).items() if value is not None})
+        return self.stack.reasoning_options(**chosen)
+
+    def raptor(self, library: Library, request: bool | None = None) -> bool:
+        """Whether a search of ``library`` runs RAPTOR: the request's choice, else the library's, else the server's."""
+        for choice in (request, library.raptor):
+            if choice is not None:
+                return bool(choice)
+        return bool(self.settings.raptor)
 
     def close(self) -> None:
         if self.watch is not None:

@@ -80,6 +80,14 @@ class LibraryIn(_In):
     fusion_weights: str | dict[str, float] | None = Field(
         None, description='weighted RRF: "bm25=1,vector=0.5" or {"bm25": 1, "vector": 0.5}; "adaptive"; "zscore" (score fusion) (default: the server\'s)'
     )
+    query_transform: str | None = Field(
+        None, max_length=32, description="hyde | rag_fusion | step_back | none, kept with the library (default: the server's RAGSPINE_QUERY_TRANSFORM at each search; needs the server's LLM)",
+    )
+    decompose: str | None = Field(None, max_length=32, description="llm | none, kept with the library (default: the server's RAGSPINE_QUERY_DECOMPOSE)")
+    adaptive: str | None = Field(None, max_length=32, description="heuristic | llm | none, kept with the library (default: the server's RAGSPINE_ADAPTIVE)")
+    corrective: bool | None = Field(None, description="the corrective loop, kept with the library (default: the server's RAGSPINE_CORRECTIVE)")
+    query_fanout: int | None = Field(None, ge=1, le=8, description="most variants / sub-questions per question, at most the server's RAGSPINE_QUERY_FANOUT")
+    raptor: bool | None = Field(None, description="search its RAPTOR tree too (needs vectors; default: the server's RAGSPINE_RAPTOR)")
 
 
 class LibraryOut(BaseModel):
@@ -93,6 +101,12 @@ class LibraryOut(BaseModel):
     rerank_depth: int = 50
     postprocessor: str = "none"
     fusion_weights: str | None = None
+    query_transform: str | None = Field(None, description="its own query transform (null: the server's)")
+    decompose: str | None = Field(None, description="its own decomposition (null: the server's)")
+    adaptive: str | None = Field(None, description="its own Adaptive-RAG classifier (null: the server's)")
+    corrective: bool | None = Field(None, description="its own corrective loop switch (null: the server's)")
+    query_fanout: int | None = Field(None, description="its own fan-out (null: the server's)")
+    raptor: bool | None = Field(None, description="its own RAPTOR switch (null: the server's)")
     created_at: str
     documents: int = 0
     chunks: int = 0

@@ -8,7 +8,8 @@ PostgreSQL the Alembic revision ``0003_service`` creates them. Times are Unix se
 * ``ragspine_api_key`` — a tenant's keys: the SHA-256 of the key and its display prefix
   (the key itself is never stored); ``revoked_at`` / ``expires_at`` end it;
 * ``ragspine_service_library`` — which tenant owns which catalog library, under which
-  external name, with its embedding backend and retrieval mode;
+  external name, with its embedding backend, retrieval mode, chunking, ranking, and its own
+  query-time reasoning and RAPTOR switch where it chose them (revision ``0012_library_reasoning``);
 * ``ragspine_job`` — ingestion jobs: state, progress, error, and the running job's heartbeat
   (``heartbeat_at``, ``worker``: revision ``0006_job_heartbeat``; an older SQLite file gets
   the two columns when the service opens it);
@@ -62,6 +63,13 @@ service_library = sa.Table(
     sa.Column("rerank_depth", sa.Integer, nullable=True),
     sa.Column("postprocessor", sa.Text, nullable=True),
     sa.Column("fusion_weights", sa.Text, nullable=True),
+    # its query-time reasoning and RAPTOR switch (revision 0012; NULL: the server's setting)
+    sa.Column("query_transform", sa.Text, nullable=True),
+    sa.Column("decompose", sa.Text, nullable=True),
+    sa.Column("adaptive", sa.Text, nullable=True),
+    sa.Column("corrective", sa.Boolean, nullable=True),
+    sa.Column("query_fanout", sa.Integer, nullable=True),
+    sa.Column("raptor", sa.Boolean, nullable=True),
     sa.UniqueConstraint("tenant_id", "name", name="ragspine_service_library_name"),
 )
 

@@ -71,6 +71,11 @@ class ApiKey:
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
 
 
+#: A library's reasoning columns (and API fields) → ``ReasoningOptions.override``'s keywords.
+REASONING_FIELDS = {"query_transform": "transform", "decompose": "decompose", "adaptive": "adaptive",
+                    "corrective": "corrective", "query_fanout": "fanout"}
+
+
 @dataclass(frozen=True)
 class Library:
     library_id: str  # catalog id "<tenant_id>/<name>"
@@ -86,10 +91,23 @@ class Library:
     rerank_depth: int = 50
     postprocessor: str = "none"
     fusion_weights: str | None = None
+    # its own query-time reasoning and RAPTOR switch; None: the server's setting
+    query_transform: str | None = None
+    decompose: str | None = None
+    adaptive: str | None = None
+    corrective: bool | None = None
+    query_fanout: int | None = None
+    raptor: bool | None = None
 
     @property
     def ranking(self) -> Ranking:
         return Ranking(self.reranker, self.postprocessor, self.fusion_weights, self.rerank_depth)
+
+    @property
+    def reasoning(self) -> dict[str, Any]:
+        """The reasoning it chose, as :meth:`~ragspine.retrieval.reasoning.ReasoningOptions.override`'s
+        keywords (``None``: the server's)."""
+        return {option: getattr(self, column) for column, option in REASONING_FIELDS.items()}
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ class PipelineView:
 
     def with_library(self, library: Any) -> PipelineView:
         """This view with a service library's stored choices (embedding, mode, chunker,
-        contextual header, ranking); its name and description are not read."""
+        contextual header, ranking, the query-time reasoning it chose); its name and description are not read."""
         from ragspine.registries import CHUNKERS, EMBEDDING_BACKENDS, RERANKERS
 
         mode = _mode(str(library.retrieval_mode), str(library.embedding))
@@ -63,7 +63,7 @@ class PipelineView:
             self, chunker=_name(CHUNKERS, library.chunker), contextual=_contextual(library.contextual), mode=mode, embedding=embedding,
             vector_store=self.vector_store if embedding != "none" else "none", reranker=_name(RERANKERS, library.reranker),
             rerank_depth=int(library.rerank_depth), postprocessors=_postprocessors(library.postprocessor),
-            fusion_weights=_weights(library.fusion_weights),
+            fusion_weights=_weights(library.fusion_weights), query_reasoning=_library_reasoning(self.query_reasoning, library),
         )
 
 
@@ -135,12 +135,27 @@ def _weights(spec: object) -> str:
 
 def _reasoning(settings: Settings) -> tuple[str, ...]:
     """The query-time reasoning switched on (query transform, decomposition, Adaptive-RAG, corrective)."""
+    return _reasoning_of(settings.query_transform, settings.query_decompose, settings.adaptive, settings.corrective)
+
+
+def _reasoning_of(transform: object, decompose: object, adaptive: object, corrective: object) -> tuple[str, ...]:
     from ragspine.registries import COMPLEXITY_CLASSIFIERS, QUERY_DECOMPOSERS, QUERY_TRANSFORMS
 
     parts = [
-        ("transform", _name(QUERY_TRANSFORMS, settings.query_transform)),
-        ("decompose", _name(QUERY_DECOMPOSERS, settings.query_decompose)),
-        ("adaptive", _name(COMPLEXITY_CLASSIFIERS, settings.adaptive)),
+        ("transform", _name(QUERY_TRANSFORMS, transform)),
+        ("decompose", _name(QUERY_DECOMPOSERS, decompose)),
+        ("adaptive", _name(COMPLEXITY_CLASSIFIERS, adaptive)),
     ]
     on = [f"{what} {name}" for what, name in parts if name != "none"]
-    return (*on, *(["corrective"] if settings.corrective else []))
+    return (*on, *(["corrective"] if corrective else []))
+
+
+def _library_reasoning(current: tuple[str, ...], library: Any) -> tuple[str, ...]:
+    """``current`` (the server's reasoning) with each step a service library chose for itself."""
+    server = {part.split(" ")[0]: part.partition(" ")[2] for part in current}
+    own = (getattr(library, "query_transform", None), getattr(library, "decompose", None), getattr(library, "adaptive", None))
+    transform, decompose, adaptive = (
+        value if value is not None else server.get(what, "none") for what, value in zip(("transform", "decompose", "adaptive"), own)
+    )
+    corrective = getattr(library, "corrective", None)
+    return _reasoning_of(transform, decompose, adaptive, "corrective" in server if corrective is None else corrective)

@@ -29,6 +29,7 @@ def answer(body: AnswerIn, ctx: ServiceContext = Depends(context), tenant: str =
         {lib.library_id: ctx.index(lib) for lib in libraries},
         descriptions={lib.library_id: lib.description for lib in libraries},
         retry_without_filters=False,
+        reasoning={lib.library_id: ctx.reasoning(lib) for lib in libraries},  # each library's own, else the server's
     ) if libraries else None
     agent = agent_for(ctx.stack, [lib.library_id for lib in libraries], retriever, top_k=body.top_k)
     history = [turn.model_dump() for turn in body.history]

@@ -47,7 +47,8 @@ def library_out(library: Library, counts: LibraryInfo | None = None) -> LibraryO
         name=library.name, description=library.description, embedding_model=library.embedding,
         retrieval_mode=library.retrieval_mode, chunker=library.chunker, contextual=library.contextual,
         reranker=library.reranker, rerank_depth=library.rerank_depth, postprocessor=library.postprocessor,
-        fusion_weights=library.fusion_weights,
+        fusion_weights=library.fusion_weights, query_transform=library.query_transform, decompose=library.decompose,
+        adaptive=library.adaptive, corrective=library.corrective, query_fanout=library.query_fanout, raptor=library.raptor,
         created_at=iso(library.created_at) or "",
         documents=counts.documents if counts is not None else 0, chunks=counts.chunks if counts is not None else 0,
     )

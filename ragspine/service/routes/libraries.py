@@ -1,4 +1,9 @@
-"""``/v1/libraries``: a tenant's libraries (create, list, show, delete)."""
+"""``/v1/libraries``: a tenant's libraries (create, list, show, delete).
+
+A library keeps what it was created with: its embedding model, retrieval mode, chunker and
+contextual header, its ranking (the server's where not given, fixed then), and the query-time
+reasoning and RAPTOR switch it chose (where it chose none: the server's at each search).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,11 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from ragspine.errors import ConfigError
+from ragspine.registries import RAPTOR_STORES
 from ragspine.retrieval.mode import RETRIEVAL_MODES, make_retrieval_mode
 from ragspine.retrieval.ranking import Ranking
+from ragspine.retrieval.raptor.retriever import raptor_store_kind
+from ragspine.retrieval.reasoning.options import ReasoningOptions
 from ragspine.service.context import ServiceContext, catalog_id
 from ragspine.service.models import LibraryIn, LibraryOut
 from ragspine.service.routes.common import (
@@ -19,7 +27,7 @@ from ragspine.service.routes.common import (
     library_out,
     tenant_id,
 )
-from ragspine.service.store import Conflict, Library
+from ragspine.service.store import REASONING_FIELDS, Conflict, Library
 
 router = APIRouter(prefix="/v1/libraries", tags=["libraries"], dependencies=[Depends(documented_bearer)])
 
@@ -73,14 +81,38 @@ def resolve_ranking(ctx: ServiceContext, reranker: str | None, postprocessor: st
     return ranking
 
 
+def resolve_reasoning(ctx: ServiceContext, body: LibraryIn, mode: str) -> dict[str, Any]:
+    """The library's own query-time reasoning and RAPTOR switch (``None`` where it chose none:
+    the server's at each search), canonical and checked now — an unknown name, a fan-out over
+    the server's, a step that needs a model on a server without one (naming ``RAGSPINE_LLM``),
+    RAPTOR without vectors or tree tables: each a 400 before anything is stored."""
+    own = {option: getattr(body, column) for column, option in REASONING_FIELDS.items() if getattr(body, column) is not None}
+    resolved = ctx.stack.reasoning_options(**own)
+    base = ReasoningOptions(fanout=resolved.fanout)
+    for column, option in REASONING_FIELDS.items():
+        if option in own and option != "fanout":
+            try:
+                ctx.stack.check_reasoning(base.override(**{option: own[option]}))
+            except ConfigError as exc:
+                raise ConfigError(f"{column}={getattr(body, column)!r} cannot run on this server: {exc}") from None
+    if body.raptor:
+        if mode == "economy":
+            raise ConfigError(f"raptor needs chunk vectors, and library {body.name!r} runs in economy mode (no embedding model)")
+        if raptor_store_kind(ctx.stack.db) is None:
+            raise ConfigError(f"raptor: this server's chunk store keeps no RAPTOR trees (they are kept by {RAPTOR_STORES.choices()})")
+    chosen: dict[str, Any] = {column: getattr(resolved, option) if option in own else None for column, option in REASONING_FIELDS.items()}
+    return {**chosen, "raptor": body.raptor}
+
+
 @router.post("", status_code=201, response_model=LibraryOut, summary="Create a library")
 def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
     embedding, mode = resolve_library_settings(ctx, body.embedding_model, body.retrieval_mode)
     chunker, contextual = resolve_chunking(ctx, body.chunker, body.contextual, embedding)
     ranking = resolve_ranking(ctx, body.reranker, body.postprocessor, body.fusion_weights, body.rerank_depth)
+    reasoning = resolve_reasoning(ctx, body, mode)
     library = Library(
         catalog_id(tenant, body.name), tenant, body.name, body.description, embedding, mode, time.time(), chunker, contextual,
-        ranking.reranker, ranking.rerank_depth, ranking.postprocessor, ranking.fusion_weights,
+        ranking.reranker, ranking.rerank_depth, ranking.postprocessor, ranking.fusion_weights, **reasoning,
     )
     ctx.stack.preflight(library.library_id, mode=mode, embedding=embedding)  # a stack that cannot store it: 503, nothing made
     try:

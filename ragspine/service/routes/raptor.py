@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import ChangeLog
-from ragspine.retrieval.raptor.base import RaptorOptions, TreeInfo, raptor_requested
+from ragspine.retrieval.raptor.base import RaptorOptions, TreeInfo
 from ragspine.service.context import ServiceContext
 from ragspine.service.routes.common import context, documented_bearer, library_or_404, tenant_id
 from ragspine.service.store import Library
@@ -90,11 +90,11 @@ def show_tree(name: str, ctx: ServiceContext = Depends(context), tenant: str = D
 
 
 def check_raptor_request(ctx: ServiceContext, libraries: Sequence[Library], pipelines: Mapping[str, Any], raptor: bool | None) -> None:
-    """A retrieval with RAPTOR on (the request's ``raptor``, else ``RAGSPINE_RAPTOR``): every
-    library needs vectors and a tree (400 naming the library and the fix)."""
-    if not raptor_requested(ctx.settings.raptor) if raptor is None else not raptor:
-        return
+    """A retrieval with RAPTOR on (the request's ``raptor``, else the library's, else
+    ``RAGSPINE_RAPTOR``): each such library needs vectors and a tree (400 naming the library and the fix)."""
     for library in libraries:
+        if not ctx.raptor(library, raptor):
+            continue
         _needs_vectors(library, pipelines[library.library_id])
         if ctx.stack.raptor_store(library.library_id).info() is None:
             raise ConfigError(f"library {library.name!r} has no RAPTOR tree: POST /v1/libraries/{library.name}/raptor builds it")

@@ -9,14 +9,18 @@ Each library ranks with its own reranker, depth, postprocessors and fusion weigh
 naming ``reranker``/``rerank_depth``/``postprocessor`` or ``fusion_weights`` ranks with those
 instead (depth at most ``MAX_RERANK_DEPTH``; no pipeline is built for it). A request may choose its
 query-time reasoning (``query_transform``, ``decompose``, ``adaptive``, ``corrective``,
-``query_fanout`` at most the server's) within the server's LLM call budget per request; the
-security gate, when configured, applies whatever the request says (``refusal``, ``refused``).
-``raptor`` searches each library's RAPTOR tree too (``routes/raptor.py``: without vectors or a tree, a 400).
+``query_fanout`` at most the server's) within the server's LLM call budget per request; each
+choice it leaves out is each library's own, else the server's (libraries whose reasoning then
+differs each reason over their own answer: ``reasoning/per_library.py``; their trace steps name
+the ``library``). The security gate, when configured, applies whatever the request says
+(``refusal``, ``refused``). ``raptor`` (else each library's, else ``RAGSPINE_RAPTOR``) searches
+each library's RAPTOR tree too (``routes/raptor.py``: without vectors or a tree, a 400).
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from fastapi import APIRouter, Depends
 
@@ -52,9 +56,9 @@ def request_ranking(ctx: ServiceContext, body: RetrieveIn) -> tuple[Stages | Non
 @router.post("/retrieve", response_model=RetrieveOut, summary="Retrieve cited snippets")
 def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> RetrieveOut:
     metadata_filter = parse_filter(body.filters, limits=filter_limits(ctx.settings))  # the one parse of this request's filter
-    reasoning = ctx.stack.reasoning_options(
-        transform=body.query_transform, decompose=body.decompose, adaptive=body.adaptive, corrective=body.corrective, fanout=body.query_fanout,
-    )  # a request's own query-time reasoning, checked (400 when it needs a model the server lacks)
+    chosen = {"transform": body.query_transform, "decompose": body.decompose, "adaptive": body.adaptive,
+              "corrective": body.corrective, "fanout": body.query_fanout}
+    ctx.stack.reasoning_options(**chosen)  # a request's own query-time reasoning, checked before any I/O
     mode = make_retrieval_mode(body.mode).name if body.mode is not None else None
     if body.libraries:
         libraries = [library_or_404(ctx, tenant, name) for name in dict.fromkeys(body.libraries)]
@@ -63,6 +67,7 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
     if not libraries:
         return RetrieveOut(query=body.query, libraries=[], snippets=[])
     pipelines = {lib.library_id: ctx.index(lib, mode) for lib in libraries}
+    reasoning = {lib.library_id: ctx.reasoning(lib, chosen) for lib in libraries}  # request > library > server
     check_raptor_request(ctx, libraries, pipelines, body.raptor)  # 400 without vectors or a tree
     with request_raptor(body.raptor):
         retriever = ctx.stack.retriever_for(
@@ -86,5 +91,14 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
     return RetrieveOut(
         query=body.query, libraries=[lib.name for lib in libraries], snippets=answer.snippets,
         filters_dropped=answer.filters_dropped, dense_incomplete=incomplete,
-        refusal=getattr(answer, "refusal", None), refused=getattr(answer, "refused", None), trace=getattr(answer, "trace", None),
+        refusal=getattr(answer, "refusal", None), refused=_external(getattr(answer, "refused", None)),
+        trace=_external(getattr(answer, "trace", None)),
     )
+
+
+def _external(items: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Trace steps or refusals with the ``library`` a library's own reasoning tagged them with
+    as the tenant's name for it."""
+    if items is None:
+        return None
+    return [{**item, "library": external_name(item["library"])} if "library" in item else item for item in items]

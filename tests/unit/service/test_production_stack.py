@@ -66,3 +66,17 @@ def test_postgres_pgvector_redis(tmp_path, pg_schema, redis_namespace) -> None:
         ranked = [s["doc_id"] for s in retrieve(client, globex, "turbine blades", libraries=["ranked"], top_k=3).json()["snippets"]]
         plain = [s["doc_id"] for s in retrieve(client, globex, "turbine blades", libraries=["ranked"], top_k=3, postprocessor="none").json()["snippets"]]
         assert ranked == [plain[0], plain[2], plain[1]]  # lost_in_middle: ranks 1, 3, 2
+        # a library's query-time reasoning and RAPTOR switch are kept in PostgreSQL (migration 0012) and applied
+        made = new_library(client, globex, "reasoned", corrective=True, query_fanout=1, raptor=True)
+        shown = client.get("/v1/libraries/reasoned", headers=globex).json()
+        assert [shown[k] for k in ("query_transform", "corrective", "query_fanout", "raptor")] == [None, True, 1, True] == [
+            made[k] for k in ("query_transform", "corrective", "query_fanout", "raptor")]
+        ingest(client, globex, "reasoned", doc("t1", "Turbine blades are inspected every spring."))
+        r = retrieve(client, globex, "turbine blades", libraries=["reasoned"])
+        assert r.status_code == 400 and "POST /v1/libraries/reasoned/raptor" in r.json()["detail"]  # its RAPTOR is on: a tree first
+        assert client.post("/v1/libraries/reasoned/raptor", headers=globex).status_code == 200
+        kept = retrieve(client, globex, "turbine blades", libraries=["reasoned"]).json()
+        assert kept["snippets"] and [s["step"] for s in kept["trace"]] == ["search", "grade"]  # its corrective loop ran
+        refused = retrieve(client, globex, "quantum chromodynamics lattice", libraries=["reasoned"]).json()
+        assert refused["snippets"] == [] and refused["refusal"]
+        assert "trace" not in retrieve(client, globex, "turbine blades", libraries=["ranked"]).json()  # not another library's

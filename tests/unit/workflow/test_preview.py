@@ -139,3 +139,15 @@ def test_the_cli_prints_or_writes_the_preview(capsys, tmp_path, monkeypatch) -> 
     assert cli.main(["workflow", "preview", "--format", "yaml", "--output", str(target), "--mode", "economy"]) == 0
     assert "not executable" in capsys.readouterr().err
     check_dify_graph(yaml.safe_load(target.read_text(encoding="utf-8")))
+
+
+def test_a_librarys_own_reasoning_is_drawn_over_the_servers() -> None:
+    server = pipeline_view(load_settings({"RAGSPINE_EMBEDDING": "deterministic", "RAGSPINE_QUERY_TRANSFORM": "hyde", "RAGSPINE_CORRECTIVE": "1"}))
+    assert server.query_reasoning == ("transform hyde", "corrective")
+    fields = {"retrieval_mode": "hybrid", "embedding": "deterministic", "chunker": "default", "contextual": "none", "reranker": "none",
+              "rerank_depth": 50, "postprocessor": "none", "fusion_weights": None}
+    own = server.with_library(type("Lib", (), {**fields, "query_transform": "step_back", "decompose": "llm", "adaptive": None,
+                                               "corrective": False})())
+    assert own.query_reasoning == ("transform step_back", "decompose llm")
+    unset = server.with_library(type("Lib", (), {**fields, "query_transform": None, "decompose": None, "adaptive": None, "corrective": None})())
+    assert unset.query_reasoning == server.query_reasoning
