@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragspine.service.models import MAX_LIBRARIES, NAME_PATTERN
 
@@ -23,17 +23,29 @@ class _In(BaseModel):
 
 class FactsIn(_In):
     library: str = Field(pattern=NAME_PATTERN, description="the library whose facts these are (it must exist)")
-    facts: list[dict[str, Any]] = Field(
-        min_length=1, max_length=MAX_FACT_ROWS,
+    facts: list[dict[str, Any]] | None = Field(
+        None, min_length=1, max_length=MAX_FACT_ROWS,
         description="rows of metric, entity, period, value, source_doc_id, source_locator, valid_as_of (required) and channel,"
         " unit, sensitivity; every row is checked before anything is written, and each source document named is replaced",
     )
+    csv: str | None = Field(
+        None, min_length=1,
+        description=f"instead of facts: the same rows as CSV text with a header line (a facts file's), at most {MAX_FACT_ROWS:,} rows;"
+        " the request body's size limit (RAGSPINE_MAX_BODY_BYTES) bounds it",
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> FactsIn:
+        if (self.facts is None) == (self.csv is None):
+            raise ValueError("give the rows either as facts (JSON objects) or as csv (CSV text with a header line), not both")
+        return self
 
 
 class RowErrorOut(BaseModel):
     row: int = Field(description="1 = the first row; 0 = the request as a whole")
     field: str
     message: str
+    line: int | None = Field(None, description="csv only: the row's line in the CSV text (the header is line 1)")
 
 
 class FactsOut(BaseModel):

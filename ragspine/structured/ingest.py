@@ -7,6 +7,9 @@ valid_as_of`` (required) and ``channel`` (default ``total``), ``unit`` (default 
 glossary to their canonical keys, the period through the period grammar with the entity's fiscal
 calendar (a relative period is refused: a stored fact never depends on the day it was read).
 
+Text already in hand (``POST /v1/facts``'s ``csv``) is read by :func:`csv_rows` and written by
+:func:`write_facts`, with the same checks.
+
 Every problem of every row is reported as ``row N, field F: what is wrong; the fix`` (rows count
 from 1, the first data row; a CSV row also names its line) in one :class:`FactFileError`, and
 nothing is written. A good file is one :meth:`FactStore.replace_facts` transaction: each source
@@ -72,8 +75,15 @@ class IngestReport:
 def ingest_facts(store: FactStore, path_or_rows: str | Path | Iterable[Mapping[str, Any]], *, glossary: Glossary | None = None) -> IngestReport:
     """Check every row of a CSV/JSON/JSONL file (or of an iterable of mappings), then replace the
     sources it names in one transaction (see the module docstring)."""
-    glossary = glossary if glossary is not None else Glossary.default()
     name, rows = read_rows(path_or_rows)
+    return write_facts(store, name, rows, glossary=glossary)
+
+
+def write_facts(store: FactStore, name: str, rows: Sequence[tuple[int | None, Any]], *, glossary: Glossary | None = None) -> IngestReport:
+    """Check every row of ``rows`` (``[(line or None, row)]``, as :func:`read_rows` or
+    :func:`csv_rows` read them; ``name`` names them in errors), then write them (see
+    :func:`ingest_facts`)."""
+    glossary = glossary if glossary is not None else Glossary.default()
     facts, errors, where = parse_rows(rows, glossary)
     if errors:
         raise FactFileError(name, errors)
@@ -103,14 +113,17 @@ def read_rows(path_or_rows: str | Path | Iterable[Mapping[str, Any]]) -> tuple[s
         raise FactFileError(str(path), [RowError(0, "", "not UTF-8 text; save it as UTF-8")]) from None
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return str(path), _csv_rows(str(path), text)
+        return str(path), csv_rows(str(path), text)
     if suffix in (".json", ".jsonl"):
         return str(path), _json_rows(str(path), text, lines=suffix == ".jsonl")
     raise IngestError(f"{str(path)!r}: facts are read from .csv, .json or .jsonl files")
 
 
-def _csv_rows(name: str, text: str) -> list[tuple[int | None, Any]]:
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+def csv_rows(name: str, text: str) -> list[tuple[int | None, Any]]:
+    """``[(line, row)]`` of CSV ``text`` with a header line (blank lines skipped; a row with the
+    wrong number of cells is kept as a malformed row, reported by :func:`parse_rows`). A bad
+    header or broken CSV raises :class:`FactFileError` (``name`` names the file)."""
+    reader = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""), strict=True)
     try:
         header = next(reader, None)
         if header is None:

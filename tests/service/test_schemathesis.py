@@ -16,6 +16,8 @@ JSON only Python's parser accepts (NaN, lone surrogates) and NUL characters on P
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 
@@ -129,6 +131,15 @@ QUESTIONS = st.sampled_from([
 ]) | st.text(min_size=1, max_size=40)
 
 
+def as_csv(rows: list[dict]) -> str:
+    """``rows`` as CSV text with a header line (a cell: the value as Python writes it)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(dict.fromkeys(str(k) for row in rows for k in row)))
+    writer.writeheader()
+    writer.writerows({str(k): v for k, v in row.items()} for row in rows)
+    return out.getvalue()
+
+
 def aimed(operation, targets: dict) -> st.SearchStrategy:
     """Cases of both generation modes, as schemathesis makes them, or aimed at things that
     exist (the known path parameters, the seeded library in bodies, filter-shaped filters and
@@ -155,6 +166,8 @@ def aimed(operation, targets: dict) -> st.SearchStrategy:
                 case.body = {**case.body, "libraries": ["kb"], "filters": filters}
             elif operation.path == "/retrieval":
                 case.body = {**case.body, "knowledge_id": "kb", "metadata_condition": condition}
+            elif operation.path == "/v1/facts" and "csv" in case.body:  # the same rows as CSV text
+                case.body = {key: value for key, value in case.body.items() if key != "facts"} | {"library": "kb", "csv": as_csv(rows)}
             elif operation.path == "/v1/facts":
                 case.body = {**case.body, "library": "kb", "facts": rows}
             elif operation.path == "/v1/metric":
@@ -255,6 +268,10 @@ HOSTILE = [
     ("POST", "/v1/facts", '{"library": "kb", "facts": [{"metric": "revenue", "entity": "Kestrel", "period": "2024Q3", "value": 1,'
      ' "source_doc_id": "a\\u0000b", "source_locator": "p", "valid_as_of": "2024-10-30"}]}', False, 422),
     ("POST", "/v1/facts", '{"library": "kb\\u0000", "facts": [{}]}', False, 422),
+    ("POST", "/v1/facts", '{"library": "kb", "csv": "metric,\\ud800\\nrevenue,1"}', False, 422),
+    ("POST", "/v1/facts", '{"library": "kb", "csv": "metric,entity,period,value,source_doc_id,source_locator,valid_as_of\\n'
+     'revenue,Kestrel,2024Q3,1,a\\u0000b,p,2024-10-30"}', False, 422),
+    ("POST", "/v1/facts", '{"library": "kb", "csv": "\\u0000"}', False, 422),
     ("POST", "/v1/metric", '{"metric": "revenue\\u0000", "entity": "Kestrel", "period": "2024Q3"}', False, 200),
     ("POST", "/v1/metric", '{"metric": "revenue", "entity": "Kestrel", "period": "2024Q3", "libraries": ["kb\\u0000"]}', False, 404),
     ("GET", "/v1/metric?metric=revenue%00&entity=Kestrel&period=2024Q3", None, False, 200),

@@ -3,10 +3,12 @@
 Both are tenant-scoped like every ``/v1`` route: a library is named by the tenant's name for
 it, and another tenant's library is answered exactly like a missing one (404).
 
-* ``POST /v1/facts`` checks every row (glossary keys, periods, values, dates) before anything
-  is written, then replaces the source documents the rows name in one transaction. A bad row
-  is a 422 whose ``errors`` list each ``{row, field, message}`` (rows count from 1) — and
-  nothing was written.
+* ``POST /v1/facts`` takes the rows as JSON objects (``facts``) or as CSV text with a header
+  line (``csv``: a facts file's columns, read by the file ingest's own reader), checks every
+  row (glossary keys, periods, values, dates) before anything is written, then replaces the
+  source documents the rows name in one transaction. A bad row is a 422 whose ``errors`` list
+  each ``{row, field, message}`` (rows count from 1; a CSV row also names its ``line``) — and
+  nothing was written. The body's size limit (413) bounds either form.
 * ``/v1/metric`` answers ``found`` (prose rebuilt from the stored fact, with its source),
   ``not_found`` (a fixed refusal without digits) or ``unrecognized_param`` (naming the inputs)
   — always 200: the status is the answer. Over several libraries, see
@@ -23,7 +25,7 @@ from fastapi import APIRouter, Depends, Query
 
 from ragspine.agent.spotting import load_fact_glossary
 from ragspine.agent.structured import StructuredPath
-from ragspine.service.agent_models import FactsIn, FactsOut, MetricIn, MetricOut, RowErrorOut
+from ragspine.service.agent_models import MAX_FACT_ROWS, FactsIn, FactsOut, MetricIn, MetricOut, RowErrorOut
 from ragspine.service.context import ServiceContext
 from ragspine.service.errors import EchoJSONResponse
 from ragspine.service.models import MAX_LIBRARIES
@@ -31,7 +33,7 @@ from ragspine.service.routes.common import context, documented_bearer, external_
 from ragspine.service.store import Library
 from ragspine.structured.channel import StructuredChannel
 from ragspine.structured.factory import make_fact_store
-from ragspine.structured.ingest import FactFileError, RowError, ingest_facts, parse_rows
+from ragspine.structured.ingest import FactFileError, RowError, csv_rows, parse_rows, write_facts
 
 router = APIRouter(prefix="/v1", tags=["structured"], dependencies=[Depends(documented_bearer)])
 
@@ -43,24 +45,30 @@ def tenant_libraries(ctx: ServiceContext, tenant: str, names: list[str] | None) 
     return ctx.store.list_libraries(tenant)
 
 
-@router.post("/facts", response_model=FactsOut, summary="Ingest numeric facts (all rows checked before any write)",
-             responses={422: {"description": "a bad row: errors name each row and field; nothing was written"}})
+@router.post("/facts", response_model=FactsOut, summary="Ingest numeric facts, as JSON rows or CSV (all rows checked before any write)",
+             responses={422: {"description": "a bad row: errors name each row and field (and, for csv, its line); nothing was written"}})
 def ingest(body: FactsIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> Any:
     library = library_or_404(ctx, tenant, body.library)
-    rows, problems = [], []
-    for number, row in enumerate(body.facts, 1):
-        plain, bad = _plain_row(row)
-        rows.append(plain)
-        problems += [RowError(number, name, why) for name, why in bad]
     glossary = load_fact_glossary(ctx.settings.fact_glossary)
+    name = "csv" if body.csv is not None else "facts"
     try:
+        read = csv_rows(name, body.csv) if body.csv is not None else [(None, row) for row in body.facts or []]
+        if len(read) > MAX_FACT_ROWS:
+            raise FactFileError(name, [RowError(0, name, f"has {len(read):,} rows; send at most {MAX_FACT_ROWS:,} per request")])
+        rows: list[tuple[int | None, Any]] = []
+        problems: list[RowError] = []
+        for number, (line, row) in enumerate(read, 1):
+            if isinstance(row, dict):
+                row, bad = _plain_row(row)
+                problems += [RowError(number, field, why, line) for field, why in bad]
+            rows.append((line, row))
         if problems:  # with every other problem of every row, as a file's
-            problems += parse_rows([(None, row) for row in rows], glossary)[1]
-            raise FactFileError("facts", sorted(problems, key=lambda e: e.row))
+            problems += parse_rows(rows, glossary)[1]
+            raise FactFileError(name, sorted(problems, key=lambda e: e.row))
         store = make_fact_store(library.library_id, database=ctx.stack.db)
-        report = ingest_facts(store, rows, glossary=glossary)
+        report = write_facts(store, name, rows, glossary=glossary)
     except FactFileError as exc:
-        errors = [RowErrorOut(row=e.row, field=e.field, message=e.message).model_dump() for e in exc.errors]
+        errors = [RowErrorOut(row=e.row, field=e.field, message=e.message, line=e.line).model_dump(exclude_none=True) for e in exc.errors]
         return EchoJSONResponse(status_code=422, content={"detail": str(exc), "errors": errors})
     return FactsOut(library=library.name, facts=report.facts, sources=list(report.sources), restricted=report.restricted)
 

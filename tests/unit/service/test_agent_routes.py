@@ -64,6 +64,62 @@ def test_a_bad_row_is_a_422_naming_row_and_field_and_writes_nothing(client) -> N
     assert r.status_code == 422 and {e["field"] for e in r.json()["errors"]} >= {"value"}, r.text
 
 
+CSV = """metric,entity,period,value,unit,source_doc_id,source_locator,valid_as_of,sensitivity
+revenue,Kestrel,Q3 2024,182,EUR_M,kestrel/q3,para 1,2024-10-30,
+gross margin,Kestrel,2024Q3,41.5,percent,kestrel/q3,"para 5, table 2",2024-10-30,
+
+net profit,Kestrel,2024Q3,-3,EUR_M,kestrel/memo,para 2,2024-10-20,RESTRICTED
+"""
+
+
+def test_facts_as_csv_are_read_like_a_facts_file(client) -> None:
+    headers = _tenant(client)
+    r = client.post("/v1/facts", json={"library": "kb", "csv": "\ufeff" + CSV}, headers=headers)  # a BOM is ignored
+    assert r.status_code == 200, r.text
+    assert r.json() == {"library": "kb", "facts": 3, "sources": ["kestrel/q3", "kestrel/memo"], "restricted": 1}
+    margin = client.get("/v1/metric", params={"metric": "gross margin", "entity": "Kestrel", "period": "2024Q3"}, headers=headers).json()
+    assert (margin["status"], margin["value"], margin["source_locator"]) == ("found", "41.5", "para 5, table 2")
+
+
+def test_a_bad_csv_row_is_a_422_naming_row_field_and_line_and_writes_nothing(client) -> None:
+    headers = _tenant(client)
+    assert client.post("/v1/facts", json={"library": "kb", "facts": ROWS[:1]}, headers=headers).status_code == 200
+    bad = CSV.replace("182,EUR_M", "999,EUR_M").replace("2024Q3,41.5", "2024Q3,\"1,200\"").replace("net profit,", "EBITDA,")
+    r = client.post("/v1/facts", json={"library": "kb", "csv": bad}, headers=headers)
+    assert r.status_code == 422 and r.json()["detail"].startswith("csv: 2 problems, nothing was written")
+    assert [(e["row"], e["field"], e["line"]) for e in r.json()["errors"]] == [(2, "value", 3), (3, "metric", 5)]  # line 4 is blank
+    kept = client.get("/v1/metric", params={"metric": "revenue", "entity": "Kestrel", "period": "2024Q3"}, headers=headers).json()
+    assert kept["value"] == "182"  # the good first row of the bad file was not written either
+    short = client.post("/v1/facts", json={"library": "kb", "csv": CSV.replace(",para 2,2024-10-20,RESTRICTED", "")}, headers=headers)
+    assert short.status_code == 422 and [(e["row"], e["line"]) for e in short.json()["errors"]] == [(3, 5)]
+    assert "6 cells" in short.json()["errors"][0]["message"]
+    header = client.post("/v1/facts", json={"library": "kb", "csv": "metric,entity,colour\nrevenue,Kestrel,red\n"}, headers=headers)
+    assert header.status_code == 422 and {(e["row"], e["field"]) for e in header.json()["errors"]} >= {(0, "colour"), (0, "period")}
+    broken = client.post("/v1/facts", json={"library": "kb", "csv": CSV + '"unterminated'}, headers=headers)
+    assert broken.status_code == 422 and "not valid CSV" in broken.json()["detail"]
+    for body in ({"library": "kb"}, {"library": "kb", "facts": ROWS, "csv": CSV}, {"library": "kb", "csv": ""}):
+        assert client.post("/v1/facts", json=body, headers=headers).status_code == 422
+    raw = '{"library": "kb", "csv": "metric,entity,period,value,source_doc_id,source_locator,valid_as_of\\nrevenue,\\ud800,2024Q3,1,d,p,2024-10-30"}'
+    r = client.post("/v1/facts", content=raw.encode(), headers={**headers, "Content-Type": "application/json"})
+    assert r.status_code == 422 and "body.csv" in r.json()["message"], r.text  # a lone surrogate is no text
+    rows = "metric,entity,period,value,source_doc_id,source_locator,valid_as_of\n" + "revenue,Kestrel,2024Q3,1,d,p,2024-10-30\n" * 10_001
+    many = client.post("/v1/facts", json={"library": "kb", "csv": rows}, headers=headers)
+    assert many.status_code == 422 and "at most 10,000" in many.json()["detail"]
+
+
+def test_a_csv_body_over_the_size_limit_is_a_413(tmp_path) -> None:
+    from fastapi.testclient import TestClient
+
+    from ragspine.service.app import create_app
+    from tests.unit.service.conftest import make_settings
+
+    with TestClient(create_app(make_settings(tmp_path, RAGSPINE_MAX_BODY_BYTES="4096"))) as small:
+        headers = _tenant(small)
+        r = small.post("/v1/facts", json={"library": "kb", "csv": CSV * 20}, headers=headers)
+        assert r.status_code == 413 and "RAGSPINE_MAX_BODY_BYTES" in r.text
+        assert small.post("/v1/facts", json={"library": "kb", "csv": CSV}, headers=headers).status_code == 200
+
+
 def test_answer_routes_structured_narrative_composite(client) -> None:
     headers = _tenant(client)
     client.post("/v1/facts", json={"library": "kb", "facts": ROWS}, headers=headers)
