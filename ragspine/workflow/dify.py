@@ -69,7 +69,8 @@ def _stages(view: PipelineView) -> list[list[tuple[str, str, str, str]]]:
         [("bm25_leg", "knowledge-retrieval", "BM25 leg", f"lexical index: {view.lexical_index}")]
         + ([("dense_leg", "knowledge-retrieval", "Dense leg", f"embedding: {view.embedding}; vector store: {view.vector_store}")]
            if view.dense else []),
-        [("fusion", "variable-aggregator", "RRF fusion", f"k={view.rrf_k}; weights: {weights}")],
+        [("fusion", "variable-aggregator", "Z-score fusion", "each leg's scores z-scored, weighted by its best hit's z-score")]
+        if weights == "zscore" else [("fusion", "variable-aggregator", "RRF fusion", f"k={view.rrf_k}; weights: {weights}")],
         [("rerank", "list-operator", "Rerank", f"{rerank}; RESTRICTED exit: restricted chunks are never sent to a reranker")],
         [("postprocess", "list-operator", "Postprocess", ", ".join(view.postprocessors) or "none")],
         [("link_exit", "list-operator", "Link exit",

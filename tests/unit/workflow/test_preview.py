@@ -151,3 +151,11 @@ def test_a_librarys_own_reasoning_is_drawn_over_the_servers() -> None:
     assert own.query_reasoning == ("transform step_back", "decompose llm")
     unset = server.with_library(type("Lib", (), {**fields, "query_transform": None, "decompose": None, "adaptive": None, "corrective": None})())
     assert unset.query_reasoning == server.query_reasoning
+
+
+def test_zscore_fusion_is_drawn_as_what_it_is() -> None:
+    document = dify_preview(pipeline_view(load_settings({"RAGSPINE_EMBEDDING": "deterministic", "RAGSPINE_FUSION_WEIGHTS": "zscore"})))
+    (fusion,) = [n for n in document["workflow"]["graph"]["nodes"] if n["id"] == "fusion"]
+    assert fusion["data"]["title"] == "Z-score fusion" and "RRF" not in fusion["data"]["desc"]
+    plain = dify_preview(pipeline_view(load_settings({"RAGSPINE_EMBEDDING": "deterministic"})))
+    assert [n for n in plain["workflow"]["graph"]["nodes"] if n["id"] == "fusion"][0]["data"]["title"] == "RRF fusion"
