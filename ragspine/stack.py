@@ -699,7 +699,8 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
         ("contextual header", "title · entity · period · heading on the index text" if settings.contextual == "header" else "none"),
         ("reranker", describe_reranker(settings)),
         ("postprocessor", settings.postprocessor),
-        ("fusion", f"RRF k={settings.rrf_k}, weights {settings.fusion_weights or 'none (every leg 1)'}"),
+        ("fusion", "z-score fusion (each leg's z-scored scores, weighted by its best hit's z-score)" if settings.fusion_weights == "zscore"
+         else f"RRF k={settings.rrf_k}, weights {settings.fusion_weights or 'none (every leg 1)'}"),
         ("library router", settings.library_router),
         ("filter extractor", settings.filter_extractor),
         ("llm", describe_llm(settings)),

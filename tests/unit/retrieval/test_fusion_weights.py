@@ -167,3 +167,11 @@ def test_zscore_fusion_through_the_pipeline_and_a_request(pipeline) -> None:
     with request_weights(ZSCORE):
         assert fused(plain) == pytest.approx(got)
     assert fused(plain) != pytest.approx(got)  # the seed's RRF outside the block
+
+
+def test_ragspine_config_names_the_fusion() -> None:
+    from ragspine.stack import describe_stack
+
+    rows = dict(describe_stack(load_settings({"RAGSPINE_FUSION_WEIGHTS": "zscore", "RAGSPINE_EMBEDDING": "deterministic"})))
+    assert rows["fusion"].startswith("z-score fusion")
+    assert dict(describe_stack(load_settings({"RAGSPINE_EMBEDDING": "deterministic"})))["fusion"] == "RRF k=60, weights none (every leg 1)"
