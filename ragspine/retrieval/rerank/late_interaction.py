@@ -7,8 +7,9 @@ offline, so the default encoder is the packaged all-MiniLM-L6-v2 (its token stat
 ColBERT-trained projection); ``RAGSPINE_COLBERT_DIR`` names a real ColBERT ONNX export
 (``model.onnx`` whose first output is the token vectors, + ``tokenizer.json``). A candidate's
 token vectors are kept in a bounded per-process cache by its text, so a repeated candidate is
-encoded once. With the packaged (English) MiniLM, a query the dense gate would not embed —
-mostly CJK, or mostly unknown word pieces — keeps its fused order.
+encoded once (kept as float16, up to 400 MB by default). With the packaged (English) MiniLM, a
+query the dense gate would not embed — mostly CJK, or mostly unknown word pieces — keeps its
+fused order.
 """
 
 from __future__ import annotations
@@ -23,18 +24,27 @@ from ragspine.retrieval.rerank.onnx_model import DEFAULT_MAX_TOKENS, OnnxTextMod
 from ragspine.retrieval.rerank.scored import ScoreReranker
 from ragspine.retrieval.rerank.text_cache import TextCache
 
-#: Candidates whose token vectors are kept: each is up to max_tokens × dim float32 (256 × 384 ×
-#: 4 bytes ≈ 0.4 MB), so 1,024 of them bound the cache near 400 MB.
-DEFAULT_CACHE = 1024
+#: Bytes of candidates' token vectors kept per process. They are kept as float16 (a 256-token
+#: candidate of a 384-dim model is ≈ 0.2 MB), so 400 MB hold about 2,000 such candidates — and
+#: about 4,000 of ~130 tokens (nq-open's 100-word passages). Scores are computed in float32.
+DEFAULT_CACHE_BYTES = 400 * 1024 * 1024
+
+
+def _half(states: list[np.ndarray]) -> list[np.ndarray]:
+    return [s.astype(np.float16) for s in states]
+
+
+def _nbytes(states: np.ndarray) -> int:
+    return int(states.nbytes)
 
 
 class MaxSimScorer:
     """A :class:`~ragspine.retrieval.rerank.scored.PairScorer`: MaxSim of token states."""
 
-    def __init__(self, model: OnnxTextModel, *, cache_size: int = DEFAULT_CACHE, languages: tuple[str, ...] | None = None) -> None:
+    def __init__(self, model: OnnxTextModel, *, cache_bytes: int = DEFAULT_CACHE_BYTES, languages: tuple[str, ...] | None = None) -> None:
         self.model = model
         self.languages = languages  # ("en",) for the packaged MiniLM; None: a model that reads any
-        self._cache: TextCache[np.ndarray] = TextCache(cache_size)
+        self._cache: TextCache[np.ndarray] = TextCache(cache_bytes, weight=_nbytes)
 
     def __repr__(self) -> str:
         return f"MaxSimScorer({self.model!r})"
@@ -50,12 +60,13 @@ class MaxSimScorer:
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         (q,) = self.model.token_states([query])
-        return maxsim_many(q, self._cache.get_many(texts, self.model.token_states))
+        docs = self._cache.get_many(texts, lambda missing: _half(self.model.token_states(missing)))
+        return maxsim_many(q, [d.astype(np.float32) for d in docs])
 
 
 def colbert_reranker(
     *, model_dir: str | os.PathLike[str] | None = None, settings: Any = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-    batch_size: int = 32, threads: int | None = None, cache_size: int = DEFAULT_CACHE, **_: Any,
+    batch_size: int = 32, threads: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES, **_: Any,
 ) -> ScoreReranker:
     """The registry's ``colbert`` factory (see the module docstring); the encoder is
     ``model_dir``, else ``settings`` (default: the environment's) ``colbert_dir``, else the
@@ -72,4 +83,4 @@ def colbert_reranker(
 
             model_dir, languages = packaged_model_dir(settings.cache_dir), ("en",)
     model = OnnxTextModel(model_dir, max_tokens=max_tokens, batch_size=batch_size, threads=threads)
-    return ScoreReranker(MaxSimScorer(model, cache_size=cache_size, languages=languages), name="colbert")
+    return ScoreReranker(MaxSimScorer(model, cache_bytes=cache_bytes, languages=languages), name="colbert")

@@ -42,12 +42,17 @@ def text_digest(text: str) -> bytes:
 class TextCache(Generic[V]):
     def __init__(
         self, size: int, *, store: EmbeddingCache | None = None, namespace: str = "", codec: Codec[V] | None = None,
+        weight: Callable[[V], int] | None = None,
     ) -> None:
+        """``size``: how many values this process keeps — or, with ``weight`` (e.g. an array's
+        ``nbytes``), the budget their weights share."""
         if size < 0:
             raise ValueError(f"cache size must be >= 0, got {size}")
         if store is not None and (codec is None or not namespace):
             raise ValueError("a TextCache with a store needs a namespace and a codec")
         self.size = size
+        self.weight = weight
+        self._held = 0  # the kept values' total weight (their count without ``weight``)
         self.store = store
         self.namespace = namespace
         self.codec = codec
@@ -80,9 +85,11 @@ class TextCache(Generic[V]):
                 self._write_store({texts[first[k]]: v for k, v in zip(missing, computed)})
             with self._lock:
                 for k in todo:
-                    self._items[k] = found[k]
-                while len(self._items) > self.size:
-                    self._items.popitem(last=False)
+                    if k not in self._items:
+                        self._items[k] = found[k]
+                        self._held += self._weigh(found[k])
+                while self._held > self.size and self._items:
+                    self._held -= self._weigh(self._items.popitem(last=False)[1])
         return [found[k] for k in keys]
 
     def fill(self, texts: Sequence[str], compute: Callable[[list[str]], Sequence[V]]) -> int:
@@ -103,11 +110,15 @@ class TextCache(Generic[V]):
         keys = {text_digest(t) for t in texts}
         with self._lock:
             for k in keys:
-                self._items.pop(k, None)
+                if k in self._items:
+                    self._held -= self._weigh(self._items.pop(k))
         from ragspine.retrieval.vector.embedding_cache import DeletableCache
 
         if isinstance(self.store, DeletableCache) and texts:
             self.store.delete_many(list(dict.fromkeys(self.store_key(t) for t in texts)))
+
+    def _weigh(self, value: V) -> int:
+        return 1 if self.weight is None else int(self.weight(value))
 
     def _read_store(self, texts: Sequence[str]) -> list[V | None]:
         if self.store is None or self.codec is None or not texts:
