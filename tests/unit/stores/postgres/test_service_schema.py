@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+import pytest
+
+sa = pytest.importorskip("sqlalchemy", reason="the [postgres] extra is not installed (sqlalchemy)")
 
 from ragspine.stores.postgres.engine import sqlalchemy_url
 from ragspine.stores.postgres.migrate import current_revision, downgrade, upgrade
