@@ -155,10 +155,15 @@ def _bare_quarter(folded: str, as_of: date | None, skip: tuple[tuple[int, int], 
     return best
 
 
-def latest_ended_quarter(quarter: int, as_of: date) -> str:
-    """The key of the latest calendar quarter ``quarter`` that has ended on ``as_of``."""
+def latest_ended_quarter(quarter: int, as_of: date) -> str | None:
+    """The key of the latest calendar quarter ``quarter`` that has ended on ``as_of``; ``None``
+    when that quarter's year is outside the calendar's range (an as-of date such as 0001-01-01):
+    the period is then not resolved, as without an as-of date."""
     ended = (as_of.month, as_of.day) >= _QUARTER_END[quarter] if quarter < 4 else False
-    return cal.quarter_key(as_of.year if ended else as_of.year - 1, quarter)
+    try:
+        return cal.quarter_key(as_of.year if ended else as_of.year - 1, quarter)
+    except ValueError:
+        return None
 
 
 #: (month, day) on which each calendar quarter's last day has passed (Q4 ends with the year).

@@ -65,6 +65,13 @@ def test_a_bare_quarter_is_the_latest_that_has_ended(quarter, as_of, key) -> Non
     assert latest_ended_quarter(quarter, as_of) == key
 
 
+@pytest.mark.parametrize("as_of", [date(1, 1, 1), date(1900, 3, 1), date(9999, 12, 31)])
+def test_a_bare_quarter_outside_the_calendar_has_no_key(as_of) -> None:
+    assert latest_ended_quarter(3, as_of) is None
+    reading = read_question("What was Kestrel's revenue in Q3?", SPOTTER, as_of=as_of)
+    assert reading.period is not None and reading.period.key is None
+
+
 def test_the_longest_form_wins_and_words_end_at_word_boundaries() -> None:
     hits = SPOTTER.hits("kestrel china service revenue, kestrels, revenues, 红隼中国营收")
     assert [(h.section, h.key) for h in hits] == [

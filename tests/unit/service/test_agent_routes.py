@@ -151,3 +151,17 @@ def test_answer_bad_input_is_4xx(client) -> None:
     assert client.post("/v1/answer", json={"question": "x", "libraries": ["nope"]}, headers=headers).status_code == 404
     r = client.post("/v1/answer", json={"question": "What was Kestrel's revenue in Q3 2024?"}, headers=new_tenant(client, "empty"))
     assert r.status_code == 200 and r.json()["structured"]["status"] == "not_found" and r.json()["libraries"] == []
+
+
+def test_a_bare_quarter_against_an_as_of_date_outside_the_calendar_is_unrecognized_not_a_500(client) -> None:
+    """Found by schemathesis: "Q3" counted from 0001-01-01 is year 0; the period is then not
+    resolved (as without an as-of date), never a server error."""
+    headers = _tenant(client)
+    client.post("/v1/facts", json={"library": "kb", "facts": ROWS}, headers=headers)
+    for as_of in ("0001-01-01", "9999-12-31"):
+        r = client.post("/v1/answer", json={"question": "What was Kestrel's revenue in Q3?", "as_of": as_of}, headers=headers)
+        assert r.status_code == 200, (as_of, r.text)
+        structured = r.json()["structured"]
+        assert structured["status"] == "unrecognized_param" and "period" in structured["text"], structured
+    found = client.post("/v1/answer", json={"question": "What was Kestrel's revenue in Q3?", "as_of": "2024-11-15"}, headers=headers)
+    assert found.json()["structured"]["status"] == "found"
