@@ -21,6 +21,9 @@ as in tests — never collide).
   decompose | adaptive`` × ``applied | degraded | single``) and
   ``ragspine_corrective_rounds_total{action}`` (``keep | drop_filters | rewrite | refuse``) —
   the :class:`~ragspine.retrieval.reasoning.ReasoningObserver` hook;
+* ``ragspine_lexical_saved_index_rejected_total{reason}`` — saved in-process lexical indexes
+  this process refused and rebuilt (``format | unreadable | corrupt | versions | content``,
+  see ``ragspine.retrieval.lexical.verify``);
 * ``ragspine_raptor_builds_total{outcome}`` (``built | unchanged | failed``),
   ``ragspine_raptor_build_duration_seconds`` and ``ragspine_raptor_nodes_built_total`` — the
   :class:`~ragspine.retrieval.raptor.RaptorObserver` hook (``POST /v1/libraries/{name}/raptor``).
@@ -133,6 +136,14 @@ class _ServiceCollector:
             family = CounterMetricFamily(f"ragspine_embedding_cache_{name}", f"embedding cache {name}")
             family.add_metric([], float(stats.get(name, 0)))
             yield family
+        from ragspine.retrieval.lexical.verify import saved_index_rejections
+
+        rejected = CounterMetricFamily(
+            "ragspine_lexical_saved_index_rejected", "saved lexical indexes refused and rebuilt, by reason", labels=["reason"]
+        )
+        for reason, n in sorted(saved_index_rejections().items()):
+            rejected.add_metric([reason], float(n))
+        yield rejected
         jobs = GaugeMetricFamily("ragspine_ingest_jobs", "ingest jobs in the database by state", labels=["state"])
         try:
             counts = ctx.store.job_counts() if ctx is not None else {}

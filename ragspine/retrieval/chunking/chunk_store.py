@@ -10,7 +10,9 @@ of probing attributes):
 * :class:`BulkWrites` — ``replace_many``: a batch of replaces in one transaction;
 * :class:`Fingerprints` — ``fingerprints``: what a resumed bulk ingest skips;
 * :class:`StreamingReads` — ``iter_active`` / ``iter_active_docs``: paged reads;
-* :class:`PersistentStore` — ``persist_dir`` / ``change_marker``: a place for saved indexes.
+* :class:`PersistentStore` — ``persist_dir`` / ``change_marker``: a place for saved indexes;
+* :class:`ActiveVersions` — ``active_versions``: which chunk versions are active, without
+  their text (what a saved index is checked against when it is loaded).
 
 Every backend passes ``ragspine.testing.ChunkStoreConformance`` (and the bulk pack when it
 offers ``BulkWrites``).
@@ -168,6 +170,15 @@ class RestrictedSpans(Protocol):
         """``{(doc_id, version): [(char_start, char_end), ...]}`` of the active RESTRICTED
         chunks of ``doc_ids`` (one read that returns only those rows: what an exit checks
         before it hands a parent or window text to a prompt)."""
+        ...
+
+
+@runtime_checkable
+class ActiveVersions(Protocol):
+    def active_versions(self, batch_size: int = 50_000) -> Iterator[list[tuple[str, int, str]]]:
+        """Pages of ``(chunk_id, version, sensitivity)``, one row per active chunk, by chunk
+        id; no text is read. Each page is one statement: a writer committing between pages
+        may be half seen, so a caller compares against the change sequence read around it."""
         ...
 
 

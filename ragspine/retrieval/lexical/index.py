@@ -39,14 +39,19 @@ from ragspine.retrieval.chunking.chunk_store import (
     StreamingReads,
 )
 from ragspine.retrieval.filtering.filters import MetadataFilter
+from ragspine.retrieval.lexical import verify
 from ragspine.retrieval.lexical.base import LexicalHit, LexicalIndex, VersionedIndex, default_index_text
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf
 from ragspine.retrieval.lexical.segments import (
     Postings,
     Segment,
+    SegmentError,
     load_segment,
     merge_postings,
+    read_segment,
     save_segment,
+    stable_hashes,
+    version_digest,
 )
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.sensitivity import is_restricted
@@ -91,6 +96,8 @@ class InMemoryLexicalIndex:
         self._lock = threading.RLock()  # the index state, as searches read it
         self._write_lock = threading.RLock()  # serializes what changes it (refresh, merge)
         self._seq: int | None = None
+        self._unverified = False  # a base loaded from disk, not yet compared with the store
+        self._origin: str | None = None
         self._reset(Segment.empty())
 
     @classmethod
@@ -120,6 +127,7 @@ class InMemoryLexicalIndex:
         # token -> term id for every token ingested since the base: new ones (id >= len(base.vocab))
         # and base tokens met again (their base id); only refresh writes it
         self._vocab: dict[str, int] = {}
+        self._n_new = 0  # tokens not in the base vocabulary: ids len(base.vocab) + 0, 1, 2, ...
         self._segments: list[Postings] = []  # postings of the rows added since the base
         self._d_chunk_ids: list[str] = []
         self._d_docs: list[str] = []
@@ -152,8 +160,10 @@ class InMemoryLexicalIndex:
         """Catch up with the store. Writers of the index state are serialized by a second lock,
         and a merge builds its new base without holding the lock searches take: searches (and
         refreshes that find nothing new) go on during a merge; only a refresh with changes to
-        apply waits for it."""
-        if self._seq is not None and self.store.change_seq() == self._seq:
+        apply waits for it. A base loaded from disk is checked against the store before the
+        first refresh returns (``verify.py``); a store that changed during the check has it
+        repeated at the next refresh."""
+        if self._seq is not None and not self._unverified and self.store.change_seq() == self._seq:
             return
         with self._write_lock:
             with self._lock:
@@ -162,28 +172,77 @@ class InMemoryLexicalIndex:
                     self._rebuild_from_store(seq)
                     return
                 assert self._seq is not None  # rebuilt, or the saved base adopted
-                if seq == self._seq:
+                if seq != self._seq and not self._catch_up():
                     return
-                new_seq, docs = self.store.changes_since(self._seq)
-                if "" in docs:  # the whole library was dropped
-                    self._rebuild_from_store(seq)
+                if self._unverified and not self._check_loaded():
                     return
-                self._apply(docs)
-                self._seq = new_seq
             self._maybe_merge()
 
-    def _load(self, seq: int) -> bool:
-        """Adopt the saved base segment if it belongs to this store's history."""
-        if self._persist_dir is None:
+    def _catch_up(self) -> bool:
+        """Apply the store's changes since ``_seq``; ``False`` when that meant a rebuild."""
+        assert self._seq is not None
+        new_seq, docs = self.store.changes_since(self._seq)
+        if "" in docs:  # the whole library was dropped
+            self._rebuild_from_store(self.store.change_seq())
             return False
-        base = load_segment(self._persist_dir)
-        if base is None or base.seq > seq or self._marker(base.seq) != base.marker:
-            return False
-        self._reset(base)
-        self._seq = base.seq
+        self._apply(docs)
+        self._seq = new_seq
         return True
 
+    def _load(self, seq: int) -> bool:
+        """Adopt the saved base segment if it belongs to this store's history (it is compared
+        with the store once the changes since are replayed: :meth:`_check_loaded`)."""
+        if self._persist_dir is None:
+            return False
+        try:
+            base = read_segment(self._persist_dir)
+        except SegmentError as exc:
+            if exc.reason != "missing":
+                verify.reject(exc.reason, self._persist_dir, str(exc))
+            return False
+        if base.seq > seq or self._marker(base.seq) != base.marker:
+            return False  # another database's (or a dropped library's) history: not ours to check
+        self._reset(base)
+        self._seq = base.seq
+        self._unverified = True
+        self._origin = "loaded"
+        return True
+
+    def _check_loaded(self) -> bool:
+        """Compare the loaded base, with the changes replayed onto it, with the store: the
+        chunk versions covered (count and digest) and a sample of rows' tokens. On a
+        difference, rebuild from the store and return ``False``."""
+        seq = self._seq
+        count, digest = verify.store_digest(self.store, include_restricted=self.include_restricted)
+        if self.store.change_seq() != seq:
+            return True  # the store moved while it was read: checked again at the next refresh
+        self._unverified = False
+        mine = self.version_digest()
+        problem: tuple[str, str] | None = None
+        if (count, digest) != mine:
+            problem = ("versions", f"it covers {mine[0]} chunk versions (digest {mine[1]:016x}), the store has {count} ({digest:016x})")
+        else:
+            rows = verify.sample_rows(self._active, self._base.n_rows)
+            tokens_of = lambda chunk: self._tokenize(self._index_text(chunk))  # noqa: E731
+            found = verify.content_mismatch(self._base, rows, self.store, tokens_of)
+            problem = ("content", found) if found else None
+        if problem is None:
+            return True
+        verify.reject(problem[0], self._persist_dir, problem[1])
+        self._rebuild_from_store(self.store.change_seq())
+        return False
+
+    def version_digest(self) -> tuple[int, int]:
+        """``(count, digest)`` of the chunk versions this index holds as active (the digest of
+        :func:`~ragspine.retrieval.lexical.segments.version_digest`)."""
+        with self._lock:
+            hashes = np.concatenate([np.asarray(self._base.chunk_ids.hashes, dtype=np.uint64), stable_hashes(self._d_chunk_ids)])
+            live = self._active
+            return int(live.sum()), version_digest(hashes[live], self._versions[live])
+
     def _rebuild_from_store(self, seq: int) -> None:
+        self._unverified = False
+        self._origin = "built"
         self._reset(Segment.empty())
         store = self.store
         chunks: Iterable[StoredChunk] = store.iter_active() if isinstance(store, StreamingReads) else store.iter_chunks()
@@ -222,7 +281,11 @@ class InMemoryLexicalIndex:
         tid = self._vocab.get(token)
         if tid is None:
             found = self._base.vocab.find(token)
-            tid = found[0] if found else len(self._base.vocab) + len(self._vocab)
+            if found:
+                tid = found[0]
+            else:  # the next id after the base's, with no gap: the merge appends these tokens in id order
+                tid = len(self._base.vocab) + self._n_new
+                self._n_new += 1
             self._vocab[token] = tid
         return tid
 
@@ -299,7 +362,9 @@ class InMemoryLexicalIndex:
         )
         kb, kd = keep[keep < nb], keep[keep >= nb] - nb
         new_tokens = sorted((t for t, tid in self._vocab.items() if tid >= len(base.vocab)), key=self._vocab.__getitem__)
-        vocab = base.vocab.extend(new_tokens)  # term ids never change: the vocabulary only grows
+        if [self._vocab[t] for t in new_tokens] != list(range(len(base.vocab), len(base.vocab) + len(new_tokens))):
+            raise AssertionError("lexical index: the new tokens' term ids are not contiguous after the base's")
+        vocab = base.vocab.extend(new_tokens)  # term ids never change: the vocabulary only grows; token i is term i
         chunk_ids = base.chunk_ids.gather(kb).extend([self._d_chunk_ids[i] for i in kd])
         doc_ids = base.doc_ids.gather(kb).extend([self._d_docs[i] for i in kd])
         meta = base.meta.gather(kb).extend([self._d_meta[i] for i in kd])
@@ -329,6 +394,12 @@ class InMemoryLexicalIndex:
     def resident_rows(self) -> int:
         """Rows held in this process (``ResidentIndex``), retired ones not yet merged away included."""
         return len(self._lengths)
+
+    @property
+    def origin(self) -> str | None:
+        """How this index got its base: ``"loaded"`` from the saved files (checked against the
+        store), ``"built"`` from the store; ``None`` before the first refresh."""
+        return self._origin
 
     @property
     def seq(self) -> int | None:

@@ -38,13 +38,39 @@ from ragspine.retrieval.filtering.filters import FilterCondition
 log = logging.getLogger(__name__)
 
 #: Bumped whenever the token stream or the file layout changes: older files are rebuilt.
-FORMAT = "ragspine-lexical/2"  # 2: RESTRICTED chunks are not indexed
+#: 2: RESTRICTED chunks are not indexed. 3: files of /2 could map a token added between two
+#: merges to another token's postings (wrong BM25 scores past ~1,000 chunks written in steps);
+#: the manifest records the statistics a load checks.
+FORMAT = "ragspine-lexical/3"
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 
 
 def _tf_dtype(tf: np.ndarray) -> type:
     """The narrowest unsigned type holding every term frequency of ``tf``."""
     return np.uint16 if not len(tf) or int(np.max(tf)) < 2**16 else np.uint32
+
+
+class SegmentError(Exception):
+    """A saved segment that cannot be used; ``reason`` is one word for the metric
+    (``missing``, ``format``, ``unreadable``, ``corrupt``)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+
+
+def version_digest(hashes: np.ndarray, versions: np.ndarray) -> int:
+    """An order-independent 64-bit checksum of the rows ``(chunk id hash, version)``: each row
+    mixed (SplitMix64's finalizer) and the results added modulo 2**64, so a set of chunk
+    versions has one digest whichever order its rows are in, and any changed, missing or extra
+    row changes it (with probability ~1 - 2**-64)."""
+    x = np.asarray(hashes, dtype=np.uint64) ^ (np.asarray(versions).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return int(np.sum(x, dtype=np.uint64))
 
 
 def stable_hashes(strings: Iterable[str]) -> np.ndarray:
@@ -359,7 +385,7 @@ def save_segment(segment: Segment, directory: str) -> str:
             json.dump(meta.column_values(col), fh, ensure_ascii=False)
     manifest = {
         "format": FORMAT, "seq": segment.seq, "marker": segment.marker, "n_rows": segment.n_rows,
-        "postings": len(p), "fields": meta.fields,
+        "postings": len(p), "fields": meta.fields, **segment_stats(segment),
     }
     with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as fh:
         json.dump(manifest, fh, ensure_ascii=False)
@@ -401,18 +427,44 @@ _OLD_GRACE_S = 60.0
 _TMP_GRACE_S = 3600.0
 
 
+def segment_stats(segment: Segment) -> dict[str, int]:
+    """What a manifest records and a load recomputes: the rows' total length, the sum of every
+    posting's term frequency (equal to it: a row's length is its tokens), the vocabulary size
+    and the digest of the rows' chunk versions (:func:`version_digest`)."""
+    return {
+        "total_len": int(np.sum(segment.lengths)),
+        "tf_total": int(np.sum(segment.postings.tf, dtype=np.int64)),
+        "vocab": len(segment.vocab),
+        "digest": version_digest(segment.chunk_ids.hashes, segment.versions),
+    }
+
+
 def load_segment(directory: str, name: str | None = None) -> Segment | None:
     """The current segment under ``directory`` (or the one called ``name``), memory-mapped;
-    ``None`` when there is none or it is unreadable or of another format (the caller rebuilds)."""
+    ``None`` when there is none or it cannot be used (:func:`read_segment` says why)."""
+    try:
+        return read_segment(directory, name)
+    except SegmentError:
+        return None
+
+
+def read_segment(directory: str, name: str | None = None) -> Segment:
+    """The current segment under ``directory`` (or the one called ``name``), memory-mapped,
+    after checking it against its manifest: row and posting counts, total length, the sum of
+    term frequencies, term ids within the vocabulary, rows within the segment and the digest
+    of its chunk versions. Raises :class:`SegmentError` (the caller rebuilds)."""
     try:
         if name is None:
-            with open(os.path.join(directory, "CURRENT"), encoding="utf-8") as fh:
-                name = fh.read().strip()
+            try:
+                with open(os.path.join(directory, "CURRENT"), encoding="utf-8") as fh:
+                    name = fh.read().strip()
+            except FileNotFoundError as exc:
+                raise SegmentError("missing", f"no saved index in {directory}") from exc
         path = os.path.join(directory, name)
         with open(os.path.join(path, "manifest.json"), encoding="utf-8") as fh:
             manifest = json.load(fh)
         if manifest.get("format") != FORMAT:
-            return None
+            raise SegmentError("format", f"{path} is {manifest.get('format')!r}, this version reads {FORMAT!r}")
 
         def arr(name: str) -> np.ndarray:  # a plain ndarray view of the map (no memmap overhead)
             return np.asarray(np.load(os.path.join(path, f"{name}.npy"), mmap_mode="r"))
@@ -441,8 +493,28 @@ def load_segment(directory: str, name: str | None = None) -> Segment | None:
             np.array(arr("lengths")), np.array(arr("versions")), meta,
             int(manifest["seq"]), manifest.get("marker"),
         )
-        if segment.n_rows != n or len(segment.chunk_ids) != n or len(segment.postings) != int(manifest["postings"]):
-            return None
-        return segment
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    except SegmentError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SegmentError("unreadable", f"{directory}: {exc}") from exc
+    _check(segment, manifest, path)
+    return segment
+
+
+def _check(segment: Segment, manifest: Mapping[str, Any], path: str) -> None:
+    """Raise :class:`SegmentError` ``corrupt`` unless ``segment`` agrees with its manifest."""
+    p, n = segment.postings, segment.n_rows
+    problems = []
+    if len(segment.chunk_ids) != n or len(segment.doc_ids) != n or len(segment.versions) != n or len(p) != int(manifest["postings"]):
+        problems.append("row or posting counts differ from the manifest")
+    elif len(p.indptr) != len(p.terms) + 1 or (len(p.indptr) and int(p.indptr[-1]) != len(p)):
+        problems.append("the posting offsets do not cover the postings")
+    else:
+        stats = segment_stats(segment)
+        problems += [f"{key} {stats[key]} where the manifest says {manifest.get(key)}" for key in stats if stats[key] != manifest.get(key)]
+        if stats["tf_total"] != stats["total_len"]:
+            problems.append(f"term frequencies add up to {stats['tf_total']}, the rows' lengths to {stats['total_len']}")
+        if len(p) and (int(np.max(p.terms)) >= len(segment.vocab) or int(np.max(p.rows)) >= n or int(np.min(p.rows)) < 0):
+            problems.append("a posting names a term or a row the segment does not have")
+    if problems:
+        raise SegmentError("corrupt", f"{path}: " + "; ".join(problems))

@@ -200,6 +200,23 @@ class SQLiteChunkStore:
                 yield row_to_stored(row)
             last = (rows[-1][2], rows[-1][5], rows[-1][1])
 
+    def active_versions(self, batch_size: int = 50_000) -> Iterator[list[tuple[str, int, str]]]:
+        """Pages of ``(chunk_id, version, sensitivity)`` of the active chunks (keyset
+        pagination on the active chunk-id index; no text read)."""
+        self.init_schema()
+        last = None
+        while True:
+            after = "" if last is None else " AND chunk_id > ?"
+            rows = self.db.query(
+                "SELECT chunk_id, version, sensitivity FROM narrative_chunk WHERE library_id = ? AND active = 1"
+                f"{after} ORDER BY chunk_id LIMIT ?",
+                (self.library_id, *(() if last is None else (last,)), batch_size),
+            )
+            if not rows:
+                return
+            yield [(str(c), int(v), str(s)) for c, v, s in rows]
+            last = rows[-1][0]
+
     def iter_active_docs(self, doc_ids: Sequence[str]) -> Iterator[StoredChunk]:
         """The active chunks of many documents, a few hundred documents per query (what a
         derived index reads to catch up with a batch of changes)."""
