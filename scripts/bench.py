@@ -38,6 +38,11 @@ Parts (any combination; none selected = quality, speed and embedding):
 * ``--raptor``: RAPTOR (``_bench_raptor.py``): nDCG@10 and Recall@100 with and without its
   ranking on the article form of ``--raptor-sets`` (MiniLM, hybrid), one tree per
   ``--raptor-thresholds`` value: its build time and node count.
+* ``--write-paths``: every dev set of ``--write-paths-sets`` written into an empty library four
+  ways (``_bench_write_paths.py``): one bulk ingest (fresh), the Python pipeline one document at
+  a time with a refresh after each, the CLI in ``--write-paths-batches`` runs with a query after
+  each, and the HTTP service's upload jobs; nDCG@10 / Recall@100 of each, live and reopened,
+  with the share of queries whose top 100 equals the fresh build's — all should be equal.
 * ``--scale N[,N...]``: ingest time and chunks/s, query p50/p99 and resident memory of a
   synthetic N-chunk library in economy mode on the embedded default (SQLite + in-process
   index), each N in a fresh process. ``scripts/bench_scale.py`` does the measuring when it is
@@ -631,6 +636,11 @@ def main() -> int:
     parser.add_argument("--libraries", default=None, metavar="SET,SET",
                         help="several dev sets as separate libraries, each set's queries over all: RRF vs confidence library fusion")
     parser.add_argument("--libraries-mode", default="economy", help="retrieval mode for --libraries")
+    parser.add_argument("--write-paths", action="store_true",
+                        help="each dev set written one document at a time (Python), in CLI batches and by upload jobs, next to a fresh build")
+    parser.add_argument("--write-paths-sets", default="scifact,nq-open,xquad-en,xquad-zh,drcd", help="dev sets for --write-paths")
+    parser.add_argument("--write-paths-batches", type=int, default=6, help="ragspine ingest runs for --write-paths")
+    parser.add_argument("--write-paths-upload", type=int, default=50, help="documents per upload job for --write-paths")
     parser.add_argument("--embed-compare", default=None, metavar="BACKEND,BACKEND",
                         help="texts/s of these embedding backends side by side on --fusion-sets (first --embed-texts documents)")
     parser.add_argument("--fusion-save", type=Path, default=None, help="folder for --fusion's per-query leg rankings (to try fusion rules offline)")
@@ -671,7 +681,7 @@ def main() -> int:
         args.quality = args.speed = args.embedding = True
         args.scale = args.scale or DEFAULT_SCALE
     if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare
-            or args.llm or args.llm_calibrate or args.raptor):
+            or args.llm or args.llm_calibrate or args.raptor or args.write_paths):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -697,6 +707,13 @@ def main() -> int:
         root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
         results["libraries"] = _bench_libraries.section(root, [n for n in args.libraries.split(",") if n], args.libraries_mode, log)
         print("\n".join(_bench_libraries.table(results["libraries"])))
+    if args.write_paths:
+        import _bench_write_paths
+
+        root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
+        results["write_paths"] = _bench_write_paths.section(
+            root, [n for n in args.write_paths_sets.split(",") if n], args.write_paths_batches, args.write_paths_upload, log)
+        print("\n".join(_bench_write_paths.table(results["write_paths"])))
     if args.embed_compare:
         import _bench_fusion
 
