@@ -198,7 +198,7 @@ class InMemoryLexicalIndex:
             base = read_segment(self._persist_dir)
         except SegmentError as exc:
             if exc.reason != "missing":
-                verify.reject(exc.reason, self._persist_dir, str(exc))
+                verify.reject(exc.reason, self._persist_dir, exc.detail)
             return False
         if base.seq > seq or self._marker(base.seq) != base.marker:
             return False  # another database's (or a dropped library's) history: not ours to check

@@ -25,6 +25,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import compress
 
 import numpy as np
 
@@ -78,15 +79,18 @@ def store_digest(store: ChunkStore, *, include_restricted: bool = False) -> tupl
     restricted: dict[str, bool] = {}
     count, digest = 0, 0
     for page in _pages(store):
-        keep = [
-            (cid, version) for cid, version, label in page
-            if include_restricted or not restricted.setdefault(label, is_restricted(label))
-        ]
-        if not keep:
+        if not page:
             continue
-        hashes = stable_hashes(cid for cid, _ in keep)
-        digest = (digest + version_digest(hashes, np.asarray([v for _, v in keep], dtype=np.int64))) % 2**64
-        count += len(keep)
+        ids, versions, labels = zip(*page)
+        if not include_restricted:
+            for label in set(labels) - restricted.keys():
+                restricted[label] = is_restricted(label)
+            if any(restricted[label] for label in set(labels)):
+                keep = [not restricted[label] for label in labels]
+                ids, versions = tuple(compress(ids, keep)), tuple(compress(versions, keep))
+        if ids:
+            digest = (digest + version_digest(stable_hashes(ids), np.asarray(versions, dtype=np.int64))) % 2**64
+            count += len(ids)
     return count, digest
 
 

@@ -193,7 +193,7 @@ class PostgresChunkStore:
             rows = self.db.read(first, params) if last is None else self.db.read(after, {**params, "last": last})
             if not rows:
                 return
-            yield [(str(c), int(v), str(s)) for c, v, s in rows]
+            yield [(c, v, s) for c, v, s in rows]
             last = str(rows[-1][0])
 
     def iter_active_docs(self, doc_ids: Sequence[str]) -> Iterator[StoredChunk]:

@@ -214,7 +214,7 @@ class SQLiteChunkStore:
             )
             if not rows:
                 return
-            yield [(str(c), int(v), str(s)) for c, v, s in rows]
+            yield rows
             last = rows[-1][0]
 
     def iter_active_docs(self, doc_ids: Sequence[str]) -> Iterator[StoredChunk]:

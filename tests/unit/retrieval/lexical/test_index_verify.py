@@ -202,3 +202,15 @@ def test_the_service_exports_the_refusals(library, caplog) -> None:
     families = {f.name: f for f in _ServiceCollector(lambda: None).collect()}
     samples = {s.labels["reason"]: s.value for s in families["ragspine_lexical_saved_index_rejected"].samples}
     assert samples["versions"] >= 1
+
+
+def test_string_hashes_of_another_function_are_corrupt(library, caplog) -> None:
+    """A table's stored hashes are what lookups search: ones that do not match the strings
+    (another hash function, a damaged file) would lose chunks and documents silently."""
+    _, store, where, ref = library
+    path = os.path.join(_current(where), "doc_ids.hashes.npy")
+    hashes = np.load(path)
+    np.save(path, hashes ^ np.uint64(1))
+    with pytest.raises(segments.SegmentError, match="doc_ids table's hashes"):
+        read_segment(where)
+    _matches(_reopen(store, "corrupt", caplog), ref)
