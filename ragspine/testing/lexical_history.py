@@ -9,8 +9,9 @@ A history is what users do to a library over time, in the order they do it:
 2. a **save**, then the library reopened over a new database connection (a restarted
    process that loads the saved index), and the **library deleted** and written again;
 3. **growth** to the planned size in bulk batches (the CLI's ``ingest``), each followed by a
-   burst of single writes; saves, in-process reopens and **child processes** that open the
-   library from scratch and must answer the same, bit for bit;
+   burst of single writes; saves, in-process reopens (one on a host without the saved files:
+   a rebuild at full size) and **child processes** that open the library from scratch and
+   must answer the same, bit for bit;
 4. **concurrent writers** (threads, each over its own connection) while the index is
    refreshed and searched;
 5. **churn** at full size: batches of re-ingests and retirements only.
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ragspine.retrieval.chunking.chunk_store import DocumentChunks
+from ragspine.retrieval.chunking.chunk_store import DocumentChunks, PersistentStore
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_document
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
 from ragspine.retrieval.lexical.tokenizer import tokenize
@@ -239,9 +240,20 @@ class HistoryRun:
         if save is not None:
             save()
 
-    def reopen(self, expect: str | None = None) -> None:
-        """A new connection and a new index over the same data (a restarted process)."""
+    def reopen(self, expect: str | None = None, *, without_files: bool = False) -> None:
+        """A new connection and a new index over the same data (a restarted process);
+        ``without_files``: on a host without the saved index (a new machine, a cleared cache),
+        so the index is rebuilt from the store at the library's full size."""
         self._close()
+        if without_files:
+            import shutil
+
+            store, close = self.layout.open_store(self.library_id)
+            where = store.persist_dir("lexical") if isinstance(store, PersistentStore) else None
+            close()
+            if where:
+                shutil.rmtree(where, ignore_errors=True)
+            expect = "built"
         self.store, self._close = self.layout.open_store(self.library_id)
         self.index = self.layout.open_index(self.store)
         self.index.refresh()
@@ -337,6 +349,7 @@ class HistoryRun:
                     self.save()
                 elif rounds % 5 == 3:
                     self.reopen()  # unsaved changes since the last save: replayed from the change log
+            self.reopen(without_files=True)  # rebuilt from the store at full size
             self.concurrent_writers()
             for restart in range(plan.restarts):
                 if restart % 2 == 0:
