@@ -26,7 +26,7 @@ import os
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -96,6 +96,7 @@ class InMemoryLexicalIndex:
         self._lock = threading.RLock()  # the index state, as searches read it
         self._write_lock = threading.RLock()  # serializes what changes it (refresh, merge)
         self._seq: int | None = None
+        self._top_k_fn: Any = None  # the compiled kernel, once loaded
         self._unverified = False  # a base loaded from disk, not yet compared with the store
         self._origin: str | None = None
         self._reset(Segment.empty())
@@ -142,6 +143,12 @@ class InMemoryLexicalIndex:
         self._dead_rows = 0
         self._mask_cache: dict[Any, np.ndarray] = {}
         self._tid_cache: dict[str, int | None] = {}
+        # the kernel's block statistics of base tokens (they hold for the base's lifetime):
+        # tid -> first block in _blk_tf / _blk_dl
+        self._blocks: dict[int, int] = {}
+        self._blk_tf = np.zeros(0)
+        self._blk_dl = np.zeros(0)
+        self._blk_used = 0
         self._changed()
 
     def _changed(self) -> None:
@@ -149,11 +156,7 @@ class InMemoryLexicalIndex:
         self._norm: np.ndarray | None = None
         self._terms: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()  # tid -> (rows, terms)
         self._terms_size = 0
-        arena = getattr(self, "_arena", None)  # the compiled kernel's per-token arrays (kernel.Arena)
-        if arena is not None:
-            arena.clear()
-        else:
-            self._arena: Any = None
+        self._kernel_tokens: dict[int, _KernelToken | None] = {}
 
     # -- following the store --------------------------------------------------------------
     def refresh(self) -> None:
@@ -437,51 +440,86 @@ class InMemoryLexicalIndex:
             self._terms_size -= len(old)
         return rows, terms
 
-    def _kernel_top_k(
-        self, query_tokens: Sequence[str], top_k: int, mask: np.ndarray | None, retry: bool = True
-    ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The exact top ``top_k`` with every tie, by the compiled MaxScore kernel
-        (``kernel.py``), over per-token arrays computed as :meth:`_term` does and kept in the
-        kernel's arena until the library changes; ``None`` when the query's tokens alone hold
-        more postings than the arena may (the caller scores in full)."""
+    def _kernel_top_k(self, query_tokens: Sequence[str], top_k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The exact top ``top_k`` with every tie, by the compiled block-max MaxScore kernel
+        (``kernel.py``) straight over the postings: the base's, and the later segments' copied
+        per token (:meth:`_kernel_token`)."""
         from ragspine.retrieval.lexical import kernel
 
-        arena = self._arena
-        if arena is None:
-            arena = self._arena = kernel.Arena(_TERMS_CACHE)
+        top_k_fn = self._top_k_fn
+        if top_k_fn is None:
+            top_k_fn = self._top_k_fn = kernel.load()
         distinct: dict[int, int] = {}
-        found: list[tuple[int, int, int, float]] = []
-        impact: list[float] = []
+        tokens: list[_KernelToken] = []
         occ: list[int] = []
         for tid in map(self._tid, query_tokens):
             if tid is None:
                 continue
             at = distinct.get(tid)
             if at is None:
-                hit = arena.where.get(tid)
-                if hit is None:
-                    rows, tfs, idf = self._live_postings(tid)
-                    hit = arena.add(tid, rows, self._bm25_terms(rows, tfs, idf))
-                if hit[1] == 0:
+                info = self._kernel_tokens.get(tid, _MISSING)
+                if info is _MISSING:
+                    info = self._kernel_tokens[tid] = self._kernel_token(tid)
+                if info is None:
                     continue
-                at = distinct[tid] = len(found)
-                found.append(hit)
-                impact.append(0.0)
-            impact[at] += found[at][3]
+                at = distinct[tid] = len(tokens)
+                tokens.append(info)
             occ.append(at)
-        if not found:
+        if not tokens:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        if any(arena.where.get(tid) != found[at] for tid, at in distinct.items()):
-            if not retry:
-                return None  # this query alone overflows the arena
-            arena.clear()  # the arena started over during this query: once more, into an empty one
-            return self._kernel_top_k(query_tokens, top_k, mask, retry=False)
-        spans = np.asarray([f[:3] for f in found], dtype=np.int64)
-        rows, scores = kernel.load()(
-            arena.rows, arena.terms, arena.blocks, spans[:, 0], spans[:, 1], spans[:, 2],
-            np.asarray(occ, dtype=np.int64), np.asarray(impact), int(top_k), _NO_MASK if mask is None else mask, mask is not None,
+        spans = np.zeros((len(tokens), 5), dtype=np.int64)
+        d_rows, d_tf, d_at = [], [], 0
+        for i, info in enumerate(tokens):
+            spans[i] = (info.base_start, info.base_len, d_at, len(info.d_rows), info.first_block)
+            if len(info.d_rows):
+                d_rows.append(info.d_rows)
+                d_tf.append(info.d_tf)
+                d_at += len(info.d_rows)
+        if self._dead_rows:
+            mask = self._active if mask is None else mask & self._active
+        base = self._base.postings
+        rows, scores = top_k_fn(
+            base.rows, base.tf,
+            np.concatenate(d_rows) if d_rows else _NO_ROWS, np.concatenate(d_tf) if d_tf else _NO_TF,
+            self._norms(), spans, np.array([t.idf for t in tokens]), np.array([t.d_max for t in tokens]),
+            self._blk_tf, self._blk_dl, np.array(occ, dtype=np.int64), int(top_k),
+            _NO_MASK if mask is None else mask, mask is not None, float(self.k1), float(self.b), self._avgdl(),
         )
         return rows, scores
+
+    def _kernel_token(self, tid: int) -> _KernelToken | None:
+        """What the kernel needs of token ``tid`` (kept until the library changes): its span in
+        the base postings and the base blocks' statistics, its later postings, its idf over the
+        active rows and the largest term of its later postings; ``None`` when no active row
+        holds it."""
+        from ragspine.retrieval.lexical import kernel
+
+        base = self._base.postings
+        start, stop = base.span(tid)
+        later = [hit for seg in self._segments if (hit := seg.lookup(tid)) is not None]
+        d_rows = np.concatenate([h[0] for h in later]).astype(np.int32) if later else _NO_ROWS
+        d_tf = np.concatenate([h[1] for h in later]).astype(np.uint32) if later else _NO_TF
+        if self._dead_rows:
+            df = int(np.count_nonzero(self._active[np.asarray(base.rows[start:stop])])) + int(np.count_nonzero(self._active[d_rows]))
+        else:
+            df = stop - start + len(d_rows)
+        if not df:
+            return None
+        idf = bm25_idf(df, self._n_active)
+        d_max = float(self._bm25_terms(d_rows, d_tf, idf).max()) if len(d_rows) else 0.0
+        first = self._blocks.get(tid)
+        if first is None and stop > start:
+            tf_max, dl_min = kernel.block_stats(base.rows[start:stop], base.tf[start:stop], self._lengths)
+            first = self._blocks[tid] = self._blk_used
+            end = first + len(tf_max)
+            if end > len(self._blk_tf):
+                size = max(end, 2 * len(self._blk_tf), 1024)
+                self._blk_tf = np.concatenate([self._blk_tf[: self._blk_used], np.zeros(size - self._blk_used)])
+                self._blk_dl = np.concatenate([self._blk_dl[: self._blk_used], np.zeros(size - self._blk_used)])
+            self._blk_tf[first:end] = tf_max
+            self._blk_dl[first:end] = dl_min
+            self._blk_used = end
+        return _KernelToken(start, stop - start, first or 0, d_rows, d_tf, idf, d_max)
 
     def _live_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, float]:
         """``(rows, tf, idf)`` of term ``tid`` over the active rows."""
@@ -574,12 +612,15 @@ class InMemoryLexicalIndex:
                 return cand[sel].astype(np.int64), scores[sel]
         return None
 
+    def _avgdl(self) -> float:
+        """The active rows' mean length, as the reference computes it."""
+        return self._total_len / self._n_active or 1.0
+
     def _norms(self) -> np.ndarray:
         """``k1 * (1 - b + b * dl / avgdl)`` of every row, as the reference computes it, cached
         until the library changes (one gather per query token instead of four passes)."""
         if self._norm is None or len(self._norm) != len(self._lengths):
-            avgdl = self._total_len / self._n_active or 1.0
-            self._norm = self.k1 * (1.0 - self.b + self.b * self._lengths / avgdl)
+            self._norm = self.k1 * (1.0 - self.b + self.b * self._lengths / self._avgdl())
         return self._norm
 
     def _filter_mask(self, metadata_filter: MetadataFilter) -> np.ndarray:
@@ -591,6 +632,14 @@ class InMemoryLexicalIndex:
     def chunk_id(self, row: int) -> str:
         nb = self._base.n_rows
         return self._base.chunk_ids[row] if row < nb else self._d_chunk_ids[row - nb]
+
+    def chunk_ids(self, rows: np.ndarray) -> list[str]:
+        """The chunk ids of ``rows``, in that order (the base's decoded in one pass)."""
+        nb = self._base.n_rows
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(rows) or rows.max() < nb:
+            return self._base.chunk_ids.strings(rows)
+        return [self._base.chunk_ids[r] if r < nb else self._d_chunk_ids[r - nb] for r in rows.tolist()]
 
     def search(
         self,
@@ -619,12 +668,11 @@ class InMemoryLexicalIndex:
                 sel = scores >= _kth_largest(scores, top_k)
                 rows, scores = rows[sel], scores[sel]
             ranked = sorted(
-                ((s, self.chunk_id(r), r) for s, r in zip(scores.tolist(), rows.tolist())),
-                key=lambda t: (-t[0], t[1]),
+                zip(scores.tolist(), self.chunk_ids(rows), self._versions[rows].tolist()), key=lambda t: (-t[0], t[1]),
             )
             if top_k is not None:
                 ranked = ranked[:top_k]
-            return [LexicalHit(cid, s, int(self._versions[r])) for s, cid, r in ranked]
+            return [LexicalHit(cid, s, v) for s, cid, v in ranked]
 
     def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
         """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""
@@ -674,6 +722,21 @@ def _kth_largest(scores: np.ndarray, k: int) -> float:
 
 
 _NO_MASK = np.zeros(1, dtype=bool)
+_NO_ROWS = np.zeros(0, dtype=np.int32)
+_NO_TF = np.zeros(0, dtype=np.uint32)
+_MISSING: Any = object()
+
+
+class _KernelToken(NamedTuple):
+    """One token as the compiled kernel reads it (:meth:`InMemoryLexicalIndex._kernel_token`)."""
+
+    base_start: int
+    base_len: int
+    first_block: int
+    d_rows: np.ndarray
+    d_tf: np.ndarray
+    idf: float
+    d_max: float
 _ADD_BATCH = 20_000  # chunks tokenized per posting segment while (re)building
 _MAX_SEGMENTS = 16
 _MAX_ESSENTIAL = 3  # MaxScore attempts before scoring every posting

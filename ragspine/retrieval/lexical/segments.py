@@ -160,18 +160,22 @@ class Postings:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def lookup(self, tid: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def span(self, tid: int) -> tuple[int, int]:
+        """Where term ``tid``'s postings are: ``rows[lo:hi]`` / ``tf[lo:hi]`` (``lo == hi``: none)."""
         terms = self.terms
         n = len(terms)
         if n and int(terms[-1]) == n - 1:  # dense: every term id below n has a slot
             i = tid
             if i >= n:
-                return None
+                return 0, 0
         else:
             i = int(np.searchsorted(terms, tid))
             if i == n or terms[i] != tid:
-                return None
-        lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
+                return 0, 0
+        return int(self.indptr[i]), int(self.indptr[i + 1])
+
+    def lookup(self, tid: int) -> tuple[np.ndarray, np.ndarray] | None:
+        lo, hi = self.span(tid)
         if lo == hi:
             return None
         return self.rows[lo:hi], self.tf[lo:hi]
@@ -233,6 +237,7 @@ class StringTable:
     hashes: np.ndarray  # uint64 per entry
     order: np.ndarray  # int64: entries sorted by hash
     _sorted: np.ndarray | None = field(default=None, repr=False)
+    _view: memoryview | None = field(default=None, repr=False)
 
     @classmethod
     def from_strings(cls, strings: Sequence[str]) -> StringTable:
@@ -248,6 +253,18 @@ class StringTable:
 
     def __getitem__(self, i: int) -> str:
         return self.blob[self.offsets[i] : self.offsets[i + 1]].tobytes().decode("utf-8", "surrogatepass")
+
+    def strings(self, rows: np.ndarray) -> list[str]:
+        """The entries ``rows``, in that order: one gather of their offsets, each string decoded
+        straight from the blob's buffer (what a query does for its hits)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(rows):
+            return []
+        offsets = np.asarray(self.offsets)
+        view = self._view
+        if view is None:
+            view = self._view = memoryview(np.ascontiguousarray(self.blob).data)
+        return [str(view[a:b], "utf-8", "surrogatepass") for a, b in zip(offsets[rows].tolist(), offsets[rows + 1].tolist())]
 
     def gather(self, rows: np.ndarray) -> StringTable:
         """The entries ``rows``, in that order (bytes and hashes copied, nothing decoded)."""

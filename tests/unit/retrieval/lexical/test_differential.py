@@ -55,7 +55,7 @@ def small_thresholds(monkeypatch) -> None:
     monkeypatch.setattr(InMemoryLexicalIndex, "prune_from", 300)  # pruned top-k (numpy MaxScore, the kernel)
     monkeypatch.setattr(index_module, "_ADD_BATCH", 700)  # a rebuild tokenizes in several segments
     monkeypatch.setattr(index_module, "_MAX_SEGMENTS", 4)  # single writes' segments collapse between merges
-    monkeypatch.setattr(index_module, "_TERMS_CACHE", 4_000)  # the per-token caches and the kernel's arena start over
+    monkeypatch.setattr(index_module, "_TERMS_CACHE", 4_000)  # the per-token caches start over
     monkeypatch.setattr(index_module, "_TID_CACHE", 64)
 
 

@@ -39,7 +39,7 @@ def no_numba(monkeypatch):
     real_find = importlib.util.find_spec
     monkeypatch.setattr(builtins, "__import__", refuse)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "numba" else real_find(name, *a))
-    monkeypatch.setattr(kernel, "_kernel", None)
+    monkeypatch.setattr(kernel, "_compiled", {})
 
 
 def test_auto_is_numpy_without_numba_and_the_answers_are_the_same(store, no_numba) -> None:
@@ -72,19 +72,18 @@ def test_an_unknown_kernel_is_a_config_error(store, tmp_path) -> None:
 
 
 @pytest.mark.skipif(not kernel.available(), reason="numba is not installed")
-def test_a_query_whose_postings_overflow_the_arena_is_scored_in_full(store) -> None:
-    """At millions of chunks a long query of common tokens can hold more postings than the
-    kernel's arena may: it is answered by full scoring (same ranking), never by a retry loop."""
+def test_the_kernel_reads_base_and_later_postings_and_skips_retired_rows(store) -> None:
+    """The kernel walks a token's base postings, then those written since the base, computing
+    each term on the fly; retired rows are masked; the answers are the reference's to the bit."""
     index = InMemoryLexicalIndex(store, kernel="numba")
     index.prune_from = 0
     index.refresh()
     reference = InMemoryLexicalIndex(store, kernel="numpy")
+    store.replace_many([(f"late{i}", [make_chunk(f"late{i}", 0, f"alpha alpha w{i % 5} gamma")]) for i in range(30)])
+    store.replace_many([(f"d{i}", []) for i in range(0, 50, 3)])  # retired: dead rows until a merge
+    index.refresh()
     reference.refresh()
-    index._kernel_top_k(["alpha"], 5, None)
-    index._arena.limit = 60  # "alpha" and "beta" hold 50 postings each: not both at once
-    q = ["alpha", "beta", "w1"]
-    assert index._kernel_top_k(q, 5, None) is None
-    assert index.search(q, top_k=5) == reference.search(q)[:5]
-    index._arena.limit = 10_000
-    assert index._kernel_top_k(q, 5, None) is not None  # room again: the kernel answers
-    assert index.search(q, top_k=5) == reference.search(q)[:5]
+    assert index._segments and index._dead_rows  # later postings and retired rows, not merged yet
+    for q in (["alpha"], ["alpha", "gamma"], ["w3", "alpha", "w3"], ["beta", "gamma"], ["nothing"]):
+        for k in (1, 3, 10, 100):
+            assert index.search(q, top_k=k) == reference.search(q)[:k], (q, k)
