@@ -61,8 +61,13 @@ EMBEDDING_CACHES = Registry("embedding cache", env="RAGSPINE_EMBEDDING_CACHE", e
     ),
 })
 LEXICAL_INDEXES = Registry("lexical index", env="RAGSPINE_LEXICAL_INDEX", entries={
-    "auto": Entry(None, "the chunk store's own (in PostgreSQL when the chunk store is, else in-process)"),
+    "auto": Entry(None, "the chunk store's best: in-process (warm on PostgreSQL when RAGSPINE_LEXICAL_DIR is writable, else postgres)"),
     "memory": Entry("ragspine.retrieval.lexical.index:InMemoryLexicalIndex.from_config", "in-process segments following the store"),
+    "warm": Entry(
+        "ragspine.retrieval.lexical.warm:WarmingLexicalIndex.from_config",
+        "in-process following PostgreSQL, from saved files or built in the background while PostgreSQL's postings answer",
+        extra="pgvector",
+    ),
     "postgres": Entry("ragspine.stores.postgres.lexical:PostgresLexicalIndex.from_config", "in PostgreSQL, next to the chunks", extra="pgvector"),
 })
 

@@ -14,6 +14,7 @@ pipeline of one (library, embedding) pair shares its vector store.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from typing import Any, Callable, Mapping, Sequence
@@ -59,6 +60,9 @@ from ragspine.stores.registry import (
     parse_embedding_cache,
     parse_vector_store,
 )
+
+log = logging.getLogger(__name__)
+_NOTICED: set[str] = set()  # the one-line notices of `auto` already logged by this process
 
 #: Rerankers that keep index-time work (SPLADE's document expansions) in the embedding cache.
 STORING_RERANKERS = frozenset({"splade"})
@@ -403,9 +407,11 @@ class Stack:
     def _lexical_index(self, store: ChunkStore, index_text: Callable[[StoredChunk], str] = default_index_text) -> LexicalIndex:
         """The configured LexicalIndex over ``store`` (``RAGSPINE_LEXICAL_INDEX``; ``auto`` is the
         chunk database's own) indexing ``index_text``."""
-        return make_lexical_index(
-            self.settings.lexical_index, store, settings=self.settings, auto=self.db.default_lexical_index, index_text=index_text,
-        )
+        auto, why = self.db.auto_lexical_index(self.settings)
+        if self.settings.lexical_index == "auto" and auto == "postgres" and why not in _NOTICED:
+            _NOTICED.add(why)
+            log.warning("RAGSPINE_LEXICAL_INDEX=auto: %s", why)
+        return make_lexical_index(self.settings.lexical_index, store, settings=self.settings, auto=auto, index_text=index_text)
 
     def pipeline(
         self,
@@ -678,7 +684,7 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
     uses = resolved.uses_embeddings
     lexical = settings.lexical_index
     if lexical == "auto":
-        lexical = f"auto ({CHUNK_STORES.load(chunk.kind).default_lexical_index})"
+        lexical = "auto ({}: {})".format(*CHUNK_STORES.load(chunk.kind).auto_lexical_index(settings))
     embedding, mode_name = settings.embedding, resolved.name
     if embedding == "auto":
         from ragspine.retrieval.vector.embedding_backends import onnx_available

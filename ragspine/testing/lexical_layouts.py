@@ -9,7 +9,8 @@ it, and what a child process needs to do the same (``child``: a JSON-able spec f
   (``kernel``: ``numba`` for the compiled top-k kernel, ``numpy`` for its fallback);
 * :func:`postgres_layout` — over PostgreSQL: ``index="memory"`` is the in-process index
   following the change log (saved under ``persist_root``), ``index="postgres"`` the postings
-  kept in PostgreSQL (``PostgresLexicalIndex``).
+  kept in PostgreSQL (``PostgresLexicalIndex``), ``index="warm"`` the in-process index
+  answered for by the postings while it builds (``WarmingLexicalIndex``).
 """
 
 from __future__ import annotations
@@ -104,7 +105,15 @@ def postgres_layout(url: str, schema: str, *, index: str = "memory", persist_roo
 
         return PostgresLexicalIndex(store)  # type: ignore[arg-type]
 
-    child = {"db": "postgres", "url": url, "schema": schema, "persist_root": persist_root, "index": "postgres"}
+    def warm(store: ChunkStore) -> LexicalIndex:
+        from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
+        from ragspine.retrieval.lexical.warm import WarmingLexicalIndex
+
+        return WarmingLexicalIndex(InMemoryLexicalIndex(store, kernel=kernel), postings(store))  # type: ignore[arg-type]
+
+    child = {"db": "postgres", "url": url, "schema": schema, "persist_root": persist_root, "index": index, "kernel": kernel}
+    if index == "warm":  # which of the two answers depends on timing: no claim about loading
+        return LexicalLayout("warm", open_store, warm, child)
     return LexicalLayout("postgres-postings", open_store, postings, child)
 
 

@@ -83,7 +83,7 @@ def pipeline_view(settings: Settings, mode: str | None = None) -> PipelineView:
     vector = parse_vector_store(settings.vector_store, chunk, settings.data_dir).kind if embedding != "none" else "none"
     lexical = settings.lexical_index
     if lexical == "auto":
-        lexical = str(CHUNK_STORES.load(chunk.kind).default_lexical_index)
+        lexical = str(CHUNK_STORES.load(chunk.kind).auto_lexical_index(settings)[0])
     return PipelineView(
         chunker=settings.chunker, chunk_chars=settings.chunk_chars, overlap_chars=settings.overlap_chars,
         contextual=_contextual(settings.contextual), chunk_store=chunk.kind, mode=resolved, lexical_index=lexical, embedding=embedding,

@@ -339,7 +339,7 @@ def test_lexical_index_setting(settings):
     with Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LEXICAL_INDEX="postgres")) as stack, \
             pytest.raises(ConfigError, match="needs a PostgreSQL chunk store"):
         stack.index("lib")
-    with pytest.raises(ConfigError, match="unknown lexical index 'elastic'.*choose one of auto, memory, postgres"):
+    with pytest.raises(ConfigError, match="unknown lexical index 'elastic'.*choose one of auto, memory, warm, postgres"):
         settings(RAGSPINE_RETRIEVAL_MODE="economy", RAGSPINE_LEXICAL_INDEX="elastic")
 
 

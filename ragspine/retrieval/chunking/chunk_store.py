@@ -242,9 +242,16 @@ class ChunkDatabase(LibraryCatalog, Protocol):
     """A configured chunk store backend (``RAGSPINE_CHUNK_STORE``): one database holding many
     libraries. The constructor does no I/O."""
 
-    #: The registry names ``auto`` resolves to on this database.
+    #: The registry names ``auto`` resolves to on this database (the lexical index's without
+    #: settings; :meth:`auto_lexical_index` says which with them).
     default_lexical_index: str
     default_embedding_cache: str
+
+    @classmethod
+    def auto_lexical_index(cls, settings: Any) -> tuple[str, str]:
+        """``(registry name, why)``: the lexical index ``RAGSPINE_LEXICAL_INDEX=auto`` picks on
+        this database with ``settings``, and one line saying why (``ragspine config`` shows it)."""
+        ...
 
     def init_schema(self) -> None:
         """Make the schema ready (or raise ``SchemaError`` naming ``ragspine migrate``)."""

@@ -109,20 +109,22 @@ def make_lexical_index(
     spec: str, store: ChunkStore, *, settings: Any = None, auto: str = "memory", index_text: Any = None,
 ) -> LexicalIndex:
     """The lexical index named ``spec`` (``RAGSPINE_LEXICAL_INDEX``) over ``store``; ``auto`` is
-    the chunk database's own (``auto=``, e.g. ``postgres`` on PostgreSQL). ``index_text``
-    (default: the chunk's text) is what BM25 indexes; PostgreSQL's postings hold the chunk
-    text only, so another index text makes ``auto`` the in-process index and ``postgres`` an error."""
+    what the chunk database picks (``auto=``: ``ChunkDatabase.auto_lexical_index``, e.g. ``warm``
+    on PostgreSQL). ``index_text`` (default: the chunk's text) is what BM25 indexes; PostgreSQL's
+    postings hold the chunk text only, so another index text makes ``auto`` the in-process index
+    and ``postgres`` or ``warm`` an error."""
     from ragspine.errors import ConfigError
     from ragspine.registries import LEXICAL_INDEXES
 
     name = LEXICAL_INDEXES.canonical(spec)
     chosen = auto if name == "auto" else name
     custom = index_text is not None and index_text is not default_index_text
-    if custom and chosen == "postgres":
+    if custom and chosen in ("postgres", "warm"):  # warm: PostgreSQL's postings answer while it builds
         if name != "auto":
             raise ConfigError(
-                "RAGSPINE_CONTEXTUAL=header changes the text BM25 indexes, and PostgreSQL's postings hold the chunk text"
-                " only: use RAGSPINE_LEXICAL_INDEX=memory (or auto), or RAGSPINE_CONTEXTUAL=none"
+                f"RAGSPINE_CONTEXTUAL=header changes the text BM25 indexes, and PostgreSQL's postings (which"
+                f" RAGSPINE_LEXICAL_INDEX={name} reads) hold the chunk text only: use RAGSPINE_LEXICAL_INDEX=memory"
+                " (or auto), or RAGSPINE_CONTEXTUAL=none"
             )
         chosen = "memory"
     factory = LEXICAL_INDEXES.load(chosen)

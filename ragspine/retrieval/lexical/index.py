@@ -192,6 +192,10 @@ class InMemoryLexicalIndex:
         self._seq = new_seq
         return True
 
+    def has_saved_files(self) -> bool:
+        """Whether a saved index exists for this library on this host (not yet checked)."""
+        return self._persist_dir is not None and os.path.exists(os.path.join(self._persist_dir, "CURRENT"))
+
     def _load(self, seq: int) -> bool:
         """Adopt the saved base segment if it belongs to this store's history (it is compared
         with the store once the changes since are replayed: :meth:`_check_loaded`)."""

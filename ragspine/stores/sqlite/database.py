@@ -62,6 +62,11 @@ class SQLiteDatabase:
     default_lexical_index = "memory"
     default_embedding_cache = "sqlite"
 
+    @classmethod
+    def auto_lexical_index(cls, settings: Any) -> tuple[str, str]:
+        """Always the in-process index (saved next to the file)."""
+        return "memory", "in-process, saved next to the SQLite file"
+
     def __init__(self, db_path: str | os.PathLike[str] = ":memory:") -> None:
         self.path = os.fspath(db_path)
         self.lock = threading.RLock()

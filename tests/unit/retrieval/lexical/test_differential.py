@@ -23,6 +23,8 @@ from ragspine.testing.lexical_layouts import LexicalLayout, postgres_layout, sql
 
 SLOW_CHUNKS = int(os.environ.get("RAGSPINE_TEST_DIFFERENTIAL_CHUNKS") or 0)
 LAYOUTS = ["memory-sqlite-auto", "memory-sqlite-numpy", "memory-postgres", "postgres-postings"]
+#: the warm layout is the in-process index and the postings, each run at full size above
+FAST_LAYOUTS = [*LAYOUTS, "warm"]
 FAST = HistoryPlan(seed=20261205, chunks=3_000, singles=240, batch_docs=120)
 
 
@@ -31,8 +33,8 @@ def _layout(name: str, request: pytest.FixtureRequest, tmp_path) -> LexicalLayou
         return sqlite_layout(str(tmp_path / "chunks.db"), kernel=name.rsplit("-", 1)[1])
     pytest.importorskip("sqlalchemy", reason="the [pgvector] extra is not installed")
     url, schema = request.getfixturevalue("pg15_schema")
-    if name == "memory-postgres":
-        return postgres_layout(url, schema, index="memory", persist_root=str(tmp_path / "lexical"))
+    if name in ("memory-postgres", "warm"):
+        return postgres_layout(url, schema, index=name.split("-")[0], persist_root=str(tmp_path / "lexical"))
     return postgres_layout(url, schema, index="postgres")
 
 
@@ -59,7 +61,7 @@ def small_thresholds(monkeypatch) -> None:
     monkeypatch.setattr(index_module, "_TID_CACHE", 64)
 
 
-@pytest.mark.parametrize("name", LAYOUTS)
+@pytest.mark.parametrize("name", FAST_LAYOUTS)
 def test_random_history_matches_the_reference_at_every_step(name, request, tmp_path, small_thresholds, merges) -> None:
     report = run_history(_layout(name, request, tmp_path), FAST)
     assert report.peak_chunks >= FAST.chunks
