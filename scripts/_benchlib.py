@@ -195,7 +195,9 @@ class TantivyReference:
     tokens joined by spaces into a field with the whitespace tokenizer and term frequencies
     (no positions), one segment after ``wait_merging_threads``; a query is a boolean SHOULD of
     its tokens' term queries, top ``k`` by Tantivy's own BM25 (k1 1.2, quantised norms — so
-    compare its speed, not its ranking). ``None`` from :meth:`build` when tantivy is missing."""
+    compare its speed, not its ranking). Engine against engine, the query object is built
+    before timing (:meth:`query`, :meth:`search_query`); end to end, :meth:`search` builds it.
+    ``None`` from :meth:`build` when tantivy is missing."""
 
     def __init__(self, index: Any, schema: Any, build_s: float) -> None:
         import tantivy
@@ -224,7 +226,16 @@ class TantivyReference:
         index.reload()
         return cls(index, schema, time.perf_counter() - t0)
 
-    def search(self, tokens: list[str], k: int = 10) -> Any:
+    def query(self, tokens: list[str]) -> Any:
+        """The query object for ``tokens`` (built outside the timed region for an engine-against-
+        engine comparison, as RAGSpine's side gets its tokens ready-made)."""
         t = self._tantivy
-        query = t.Query.boolean_query([(t.Occur.Should, t.Query.term_query(self.schema, "body", tok)) for tok in tokens])
+        return t.Query.boolean_query([(t.Occur.Should, t.Query.term_query(self.schema, "body", tok)) for tok in tokens])
+
+    def search_query(self, query: Any, k: int = 10) -> Any:
+        """The engine alone: a prepared query, top ``k``."""
         return self.searcher.search(query, k).hits
+
+    def search(self, tokens: list[str], k: int = 10) -> Any:
+        """From tokens: the query built, then searched (the end-to-end side)."""
+        return self.searcher.search(self.query(tokens), k).hits

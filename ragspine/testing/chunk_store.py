@@ -152,6 +152,26 @@ class ChunkStoreChangeLogTests:
         assert store.changes_since(seq) == (seq, [])
 
 
+class ChunkStoreActiveVersionsTests:
+    def test_active_versions_are_the_active_rows_in_pages(self, chunk_store_factory: Factory) -> None:
+        from ragspine.retrieval.chunking.chunk_store import ActiveVersions
+
+        store = chunk_store_factory("lib-av")
+        if not isinstance(store, ActiveVersions):
+            pytest.skip(f"{type(store).__name__} does not list active versions")
+        for i in range(7):
+            store.replace_doc_chunks(f"d{i}", [Chunk(chunk_id_for(f"d{i}", j), f"d{i}", f"text {j}", ordinal=j,
+                                                     sensitivity="RESTRICTED" if i == 3 else "INTERNAL") for j in range(3)])
+        store.replace_doc_chunks("d2", [Chunk(chunk_id_for("d2", 0), "d2", "again")])
+        store.replace_doc_chunks("d5", [])
+        chunk_store_factory("lib-av-other").replace_doc_chunks("d9", doc("d9", "elsewhere"))
+        pages = list(store.active_versions(batch_size=4))
+        assert all(len(ids) == len(vs) == len(ls) <= 4 for ids, vs, ls in pages) and len(pages) >= 4
+        got = [(c, int(v), s) for ids, vs, ls in pages for c, v, s in zip(ids, vs, ls)]
+        want = sorted((c.chunk_id, c.version, c.sensitivity) for c in store.iter_chunks())
+        assert sorted(got) == want and len(got) == len({c for c, _, _ in got})
+
+
 class ChunkStoreAtomicityTests:
     def test_a_failed_replace_leaves_the_previous_version_active(self, chunk_store_factory: Factory) -> None:
         store = chunk_store_factory("lib-a")
@@ -340,6 +360,7 @@ class ChunkStoreConformance(
     ChunkStorePrefilterTests,
     ChunkStoreIsolationTests,
     ChunkStoreChangeLogTests,
+    ChunkStoreActiveVersionsTests,
     ChunkStoreAtomicityTests,
     ChunkStoreReadOnlyTests,
 ):

@@ -175,10 +175,10 @@ class RestrictedSpans(Protocol):
 
 @runtime_checkable
 class ActiveVersions(Protocol):
-    def active_versions(self, batch_size: int = 50_000) -> Iterator[list[tuple[str, int, str]]]:
-        """Pages of ``(chunk_id, version, sensitivity)``, one row per active chunk, by chunk
-        id; no text is read. Each page is one statement: a writer committing between pages
-        may be half seen, so a caller compares against the change sequence read around it."""
+    def active_versions(self, batch_size: int = 50_000) -> Iterator[tuple[Sequence[str], Sequence[int], Sequence[str]]]:
+        """Pages of the active chunks as columns ``(chunk_ids, versions, sensitivities)``, by
+        chunk id; no text is read. Each page is one statement: a writer committing between
+        pages may be half seen, so a caller compares against the change sequence read around it."""
         ...
 
 

@@ -59,18 +59,19 @@ def reject(reason: str, where: str | None, detail: str) -> None:
     log.log(level, "lexical index: the saved index in %s is not used (%s: %s); rebuilding it from the store", where, reason, detail)
 
 
-def _pages(store: ChunkStore) -> Iterator[Sequence[tuple[str, int, str]]]:
+def _pages(store: ChunkStore) -> Iterator[tuple[Sequence[str], Sequence[int], Sequence[str]]]:
+    """The store's active chunks as column pages ``(chunk_ids, versions, sensitivities)``."""
     if isinstance(store, ActiveVersions):
         yield from store.active_versions()
         return
     chunks: Iterable[StoredChunk] = store.iter_active() if isinstance(store, StreamingReads) else store.iter_chunks()
-    page: list[tuple[str, int, str]] = []
+    page: list[StoredChunk] = []
     for chunk in chunks:
-        page.append((chunk.chunk_id, chunk.version, chunk.sensitivity))
+        page.append(chunk)
         if len(page) >= 50_000:
-            yield page
+            yield [c.chunk_id for c in page], [c.version for c in page], [c.sensitivity for c in page]
             page = []
-    yield page
+    yield [c.chunk_id for c in page], [c.version for c in page], [c.sensitivity for c in page]
 
 
 def store_digest(store: ChunkStore, *, include_restricted: bool = False) -> tuple[int, int]:
@@ -78,17 +79,17 @@ def store_digest(store: ChunkStore, *, include_restricted: bool = False) -> tupl
     out unless ``include_restricted``)."""
     restricted: dict[str, bool] = {}
     count, digest = 0, 0
-    for page in _pages(store):
-        if not page:
+    for ids, versions, labels in _pages(store):
+        if not len(ids):
             continue
-        ids, versions, labels = zip(*page)
         if not include_restricted:
-            for label in set(labels) - restricted.keys():
+            distinct = set(labels)
+            for label in distinct - restricted.keys():
                 restricted[label] = is_restricted(label)
-            if any(restricted[label] for label in set(labels)):
+            if any(restricted[label] for label in distinct):
                 keep = [not restricted[label] for label in labels]
-                ids, versions = tuple(compress(ids, keep)), tuple(compress(versions, keep))
-        if ids:
+                ids, versions = list(compress(ids, keep)), list(compress(versions, keep))
+        if len(ids):
             digest = (digest + version_digest(stable_hashes(ids), np.asarray(versions, dtype=np.int64))) % 2**64
             count += len(ids)
     return count, digest

@@ -170,31 +170,27 @@ class PostgresChunkStore:
             tail = row_to_stored(rows[-1])
             last = {"doc_id": tail.doc_id, "ordinal": tail.ordinal, "chunk_id": tail.chunk_id}
 
-    def active_versions(self, batch_size: int = 50_000) -> Iterator[list[tuple[str, int, str]]]:
-        """Pages of ``(chunk_id, version, sensitivity)`` of the active chunks, by chunk id in
-        the column collation, so the active chunk-id index serves each page (keyset
-        pagination; no text read)."""
-        import sqlalchemy as sa
-
+    def active_versions(self, batch_size: int = 50_000) -> Iterator[tuple[Sequence[str], Sequence[int], Sequence[str]]]:
+        """Pages of the active chunks' ``(chunk_ids, versions, sensitivities)``, by chunk id in
+        the column collation (keyset pagination that the active chunk-id index serves; no text
+        read). Each page is one row of three arrays, parsed by the driver, not a row per chunk."""
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.init_schema()
-        first = sa.text(
-            "SELECT chunk_id, version, sensitivity FROM ragspine_chunk WHERE library_id = :library_id AND active"
-            " ORDER BY chunk_id LIMIT :limit"
-        )
-        after = sa.text(
-            "SELECT chunk_id, version, sensitivity FROM ragspine_chunk WHERE library_id = :library_id AND active"
-            " AND chunk_id > :last ORDER BY chunk_id LIMIT :limit"
-        )
         last: str | None = None
         while True:
-            params: dict[str, Any] = {"library_id": self.library_id, "limit": batch_size}
-            rows = self.db.read(first, params) if last is None else self.db.read(after, {**params, "last": last})
-            if not rows:
+            after = "" if last is None else " AND chunk_id > %(last)s"
+            rows = self.db.query(
+                "SELECT array_agg(chunk_id ORDER BY chunk_id), array_agg(version ORDER BY chunk_id),"
+                " array_agg(sensitivity ORDER BY chunk_id) FROM (SELECT chunk_id, version, sensitivity FROM ragspine_chunk"
+                f" WHERE library_id = %(library_id)s AND active{after} ORDER BY chunk_id LIMIT %(limit)s) AS page",
+                {"library_id": self.library_id, "limit": batch_size, "last": last},
+            )
+            ids, versions, labels = rows[0] if rows else (None, None, None)
+            if not ids:
                 return
-            yield [(c, v, s) for c, v, s in rows]
-            last = str(rows[-1][0])
+            yield ids, versions, labels
+            last = ids[-1]
 
     def iter_active_docs(self, doc_ids: Sequence[str]) -> Iterator[StoredChunk]:
         """The active chunks of many documents (one statement per 500 documents)."""

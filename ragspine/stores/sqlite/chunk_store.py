@@ -200,8 +200,8 @@ class SQLiteChunkStore:
                 yield row_to_stored(row)
             last = (rows[-1][2], rows[-1][5], rows[-1][1])
 
-    def active_versions(self, batch_size: int = 50_000) -> Iterator[list[tuple[str, int, str]]]:
-        """Pages of ``(chunk_id, version, sensitivity)`` of the active chunks (keyset
+    def active_versions(self, batch_size: int = 50_000) -> Iterator[tuple[Sequence[str], Sequence[int], Sequence[str]]]:
+        """Pages of the active chunks' ``(chunk_ids, versions, sensitivities)`` (keyset
         pagination on the active chunk-id index; no text read)."""
         self.init_schema()
         last = None
@@ -214,7 +214,8 @@ class SQLiteChunkStore:
             )
             if not rows:
                 return
-            yield rows
+            ids, versions, labels = zip(*rows)
+            yield ids, versions, labels
             last = rows[-1][0]
 
     def iter_active_docs(self, doc_ids: Sequence[str]) -> Iterator[StoredChunk]:
