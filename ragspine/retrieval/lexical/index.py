@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -262,6 +263,7 @@ class InMemoryLexicalIndex:
         self._add_rows(batch, collapse=False)
         self._seq = seq
         self._merge()
+        _trim_heap()  # the build's token counters are freed: give their pages back to the OS
 
     def _apply(self, docs: Sequence[str]) -> None:
         for doc_id in docs:
@@ -705,6 +707,27 @@ class InMemoryLexicalIndex:
                 if row is not None:
                     out[cid] = int(self._versions[row])
             return out
+
+
+def _trim_heap() -> None:
+    """Return freed heap pages to the OS (glibc's ``malloc_trim``; nothing elsewhere): a build
+    allocates hundreds of MB of short-lived Python objects, which the allocator would otherwise
+    keep (at 100k chunks on PostgreSQL: 258 MB anonymous after a build, 96 MB after the trim)."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+            except (OSError, AttributeError):
+                pass
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim: Any = None
 
 
 def _kernel_choice(kernel: str) -> str:
