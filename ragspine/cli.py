@@ -403,9 +403,8 @@ def cmd_config(args: argparse.Namespace) -> int:
     for role, problem in _store_checks(args):
         print(f"{'check ' + role + ':':24s}{problem or 'ok'}")
     print()
-    for env, value, help_text in describe(settings):
-        shown = "***" if value != "None" and ("KEY" in env or "PASSWORD" in env or "TOKEN" in env) else value
-        print(f"{env}={shown}\t# {help_text}")
+    for env, value, help_text in describe(settings):  # credentials and URL passwords masked
+        print(f"{env}={value}\t# {help_text}")
     return 0
 
 

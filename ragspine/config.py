@@ -8,6 +8,7 @@ with its default, for ``ragspine config`` and the README.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
@@ -51,6 +52,7 @@ class Setting:
     help: str
     kind: type = str
     registry: Registry | None = None  # the names it accepts (checked by load_settings)
+    secret: bool = False  # a credential: ``ragspine config`` shows it as ``***`` (see :func:`shown_value`)
 
 
 def _named(env: str, default: str, what: str, registry: Registry) -> Setting:
@@ -132,7 +134,9 @@ SETTINGS: dict[str, Setting] = {
     "llm_model": Setting(
         "RAGSPINE_LLM_MODEL", None, "openai: the served model's name (required); local: a .gguf file (default: the packaged SmolLM2-135M)"
     ),
-    "llm_api_key": Setting("RAGSPINE_LLM_API_KEY", None, "API key of the LLM server (the OpenAI API: else the SDK's OPENAI_API_KEY)"),
+    "llm_api_key": Setting(
+        "RAGSPINE_LLM_API_KEY", None, "API key of the LLM server (the OpenAI API: else the SDK's OPENAI_API_KEY)", secret=True
+    ),
     "llm_timeout": Setting("RAGSPINE_LLM_TIMEOUT", 20.0, "seconds one LLM call may take (each attempt; bounded by the request's deadline too)", float),
     "llm_retries": Setting("RAGSPINE_LLM_RETRIES", 2, "retries of an LLM call after a timeout, connection error, 429 or 5xx (0..10)", int),
     "llm_max_calls": Setting(
@@ -207,11 +211,13 @@ SETTINGS: dict[str, Setting] = {
     ),
     "vector_exact": Setting("RAGSPINE_VECTOR_EXACT", False, "exact (brute-force) vector search in pgvector/Qdrant", bool),
     "hnsw_ef_search": Setting("RAGSPINE_HNSW_EF_SEARCH", 100, "HNSW candidate list size (pgvector ef_search, Qdrant hnsw_ef)", int),
-    "qdrant_api_key": Setting("RAGSPINE_QDRANT_API_KEY", None, "API key of a Qdrant server"),
+    "qdrant_api_key": Setting("RAGSPINE_QDRANT_API_KEY", None, "API key of a Qdrant server", secret=True),
     "embedding_cache_ttl": Setting("RAGSPINE_EMBEDDING_CACHE_TTL", 0, "seconds a cached vector lives in Redis (0 = no expiry)", int),
     "redis_prefix": Setting("RAGSPINE_REDIS_PREFIX", "ragspine:", "prefix of every Redis key RAGSpine writes"),
     # -- the HTTP service (`ragspine serve`, `ragspine worker`) --
-    "admin_token": Setting("RAGSPINE_ADMIN_TOKEN", None, "bearer token of the service's admin endpoints (unset: admin disabled)"),
+    "admin_token": Setting(
+        "RAGSPINE_ADMIN_TOKEN", None, "bearer token of the service's admin endpoints (unset: admin disabled)", secret=True
+    ),
     "max_file_bytes": Setting(
         "RAGSPINE_MAX_FILE_BYTES", 20 * 1024 * 1024, "largest file `ragspine ingest` reads (a bigger one is a bad file)", int
     ),
@@ -461,11 +467,31 @@ def filter_limits(settings: Settings) -> FilterLimits:
     return FilterLimits(settings.max_filter_conditions, settings.max_filter_values)
 
 
+#: A URL's password: ``scheme://user:PASSWORD@host`` (the user may be empty: ``redis://:pw@host``).
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/@:]*:)[^\s/]*@", re.IGNORECASE)
+#: A credential in a URL's query: ``?password=...``, ``&api_key=...``, ``&token=...``.
+_QUERY_SECRET = re.compile(r"([?&](?:password|passwd|api[_-]?key|token|secret)=)[^&#\s]*", re.IGNORECASE)
+
+
+def shown_value(name: str, value: object) -> str:
+    """How ``ragspine config`` shows setting ``name``'s ``value``: a credential (a setting
+    marked ``secret``: an API key, a bearer token) as ``***`` when set; any other value as it
+    is, except the password of a URL in it (``postgresql://user:***@host/db``, and a
+    ``password``/``api_key``/``token`` query parameter), so a store's address stays readable."""
+    text = str(value)
+    if value is None:
+        return text
+    if SETTINGS[name].secret:
+        return "***"
+    return _QUERY_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
+
+
 def describe(settings: Settings | None = None) -> list[tuple[str, str, str]]:
-    """``(ENV_VAR, value, help)`` rows for every setting."""
+    """``(ENV_VAR, value, help)`` rows for every setting, values as :func:`shown_value` shows
+    them (credentials masked)."""
     settings = settings or load_settings()
     rows = []
     for f in fields(Settings):
         setting = SETTINGS[f.name]
-        rows.append((setting.env, str(getattr(settings, f.name)), setting.help))
+        rows.append((setting.env, shown_value(f.name, getattr(settings, f.name)), setting.help))
     return rows

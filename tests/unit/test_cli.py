@@ -158,6 +158,17 @@ def test_config_prints_every_setting(capsys, env, db):
         assert var in out
 
 
+def test_config_masks_credentials_only(capsys, env, db, monkeypatch):
+    monkeypatch.setenv("RAGSPINE_LLM_MAX_TOKENS", "512")
+    monkeypatch.setenv("RAGSPINE_LLM_API_KEY", "sk-live-123")
+    monkeypatch.setenv("RAGSPINE_JOB_QUEUE", "redis://:hunter2@cache:6379/0")
+    code, out, _ = run(capsys, "--db", db, "config")
+    assert code == 0
+    assert "RAGSPINE_LLM_MAX_TOKENS=512\t#" in out  # a count of tokens, not a credential
+    assert "RAGSPINE_LLM_API_KEY=***\t#" in out and "sk-live" not in out
+    assert "RAGSPINE_JOB_QUEUE=redis://:***@cache:6379/0\t#" in out and "hunter2" not in out
+
+
 def test_libraries_on_an_empty_database(capsys, env, db):
     code, out, _ = run(capsys, "--db", db, "libraries")
     assert code == 0 and "no libraries yet" in out

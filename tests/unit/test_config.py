@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 
 import pytest
 
-from ragspine.config import SETTINGS, Settings, describe, load_settings
+from ragspine.config import SETTINGS, Settings, describe, load_settings, shown_value
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
@@ -153,3 +154,36 @@ def test_registry_and_describe_cover_every_field() -> None:
     by_env = {env: (value, help_) for env, value, help_ in rows}
     assert by_env["RAGSPINE_RRF_K"][0] == "12"
     assert all(help_ for _, help_ in by_env.values())
+
+
+# -- what `ragspine config` masks -----------------------------------------------------------------
+#: The credential a setting's name announces: an API key, a token, a password, a secret — not
+#: ``RAGSPINE_LLM_MAX_TOKENS`` (a count of tokens) nor ``RAGSPINE_REDIS_PREFIX`` (a key prefix).
+CREDENTIAL_NAME = re.compile(r"_(?:API_KEY|TOKEN|PASSWORD|SECRET)$")
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_exactly_the_credentials_are_masked(name: str) -> None:
+    setting = SETTINGS[name]
+    assert setting.secret == bool(CREDENTIAL_NAME.search(setting.env)), setting.env
+    shown = shown_value(name, "s3cr3t-value")
+    assert shown == ("***" if setting.secret else "s3cr3t-value"), setting.env
+    assert shown_value(name, None) == "None"  # unset is shown as unset, never as ***
+    if not setting.secret:  # a URL keeps its address; only its password is masked
+        assert shown_value(name, "postgresql://app:pw%40x@db.internal:5432/kb") == "postgresql://app:***@db.internal:5432/kb"
+        assert shown_value(name, "redis://:hunter2@cache:6379/0") == "redis://:***@cache:6379/0"
+        assert shown_value(name, "https://qdrant:6333?api_key=abc&timeout=5") == "https://qdrant:6333?api_key=***&timeout=5"
+        assert shown_value(name, "https://user@host/v1") == "https://user@host/v1"
+
+
+def test_describe_shows_counts_and_masks_credentials() -> None:
+    s = load_settings({
+        "RAGSPINE_LLM_MAX_TOKENS": "512", "RAGSPINE_LLM_API_KEY": "sk-live-123", "RAGSPINE_ADMIN_TOKEN": "t0k",
+        "RAGSPINE_CHUNK_STORE": "postgresql://app:pw@db/kb", "RAGSPINE_JOB_QUEUE": "redis://:pw@cache:6379/0",
+    })
+    by_env = {env: value for env, value, _ in describe(s)}
+    assert by_env["RAGSPINE_LLM_MAX_TOKENS"] == "512"
+    assert (by_env["RAGSPINE_LLM_API_KEY"], by_env["RAGSPINE_ADMIN_TOKEN"], by_env["RAGSPINE_QDRANT_API_KEY"]) == ("***", "***", "None")
+    assert by_env["RAGSPINE_CHUNK_STORE"] == "postgresql://app:***@db/kb"
+    assert by_env["RAGSPINE_JOB_QUEUE"] == "redis://:***@cache:6379/0"
+    assert not any("pw" in value or "sk-live" in value or "t0k" in value for value in by_env.values())
