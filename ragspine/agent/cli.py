@@ -1,6 +1,6 @@
 """``ragspine ask``: one question answered by the agent (registered by :mod:`ragspine.cli`).
 
-    ragspine ask "question" [--library L ...] [--as-of YYYY-MM-DD] [--top-k N] [--json]
+    ragspine ask "question" [--library L ...] [--as-of YYYY-MM-DD] [--top-k N] [--glossary FILE] [--json]
 
 Prints the answer's text, then its sources (the found fact, then each cited snippet) and the
 route it took; ``--json`` prints the whole answer (:meth:`AgentAnswer.to_dict`). Exits 0 with
@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from ragspine.agent.factory import DEFAULT_TOP_K
+from ragspine.structured.cli import add_glossary_flag, glossary_path
 
 
 def add_ask_command(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -26,6 +27,7 @@ def add_ask_command(sub: Any, common: argparse.ArgumentParser) -> None:
     ask.add_argument("--as-of", dest="as_of", metavar="YYYY-MM-DD",
                      help="the date a relative period (last quarter, 上季度, 前年度) or a bare quarter (Q3) counts from")
     ask.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"snippets a narrative answer cites at most (default: {DEFAULT_TOP_K})")
+    add_glossary_flag(ask)
     ask.add_argument("--json", action="store_true", help="print the whole answer as JSON")
 
 
@@ -41,6 +43,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     settings = load_settings()
     if getattr(args, "db", None):
         settings = settings.replace(chunk_store=args.db)
+    settings = settings.replace(fact_glossary=glossary_path(args, settings))  # --glossary wins over the setting
     with Stack(settings, mode=getattr(args, "mode", None)) as stack:
         agent = make_agent(stack, args.library, top_k=args.top_k)
         answer = agent.answer(args.question, as_of=args.as_of)

@@ -5,7 +5,8 @@
     ragspine graph peers  METRIC --entity E --period P [--channel C] [--as-of DATE] [...]
     ragspine graph trace  METRIC [--entity E --period P] [...]
 
-The graph is built from the glossary and the library's facts (``RAGSPINE_GRAPH_STORE``);
+The graph is built from the glossary (``--glossary``, else ``RAGSPINE_FACT_GLOSSARY``, else the
+shipped one) and the library's facts (``RAGSPINE_GRAPH_STORE``);
 ``edges`` adds what ``--extractor`` (default ``RAGSPINE_RELATION_EXTRACTOR``) reads from the
 library's chunks — the ``llm`` one through ``RAGSPINE_LLM``, its edges' endpoints checked by the
 security gate (``RAGSPINE_SECURITY_DENYLIST``). Exit status: ``rollup`` 0 when rolled up, 1 when
@@ -29,6 +30,7 @@ _OK = {"rolled_up": 0, "compared": 0, "derived": 0, "not_derived": 0, "incomplet
 def add_graph_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``graph`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     from ragspine.registries import RELATION_EXTRACTORS
+    from ragspine.structured.cli import add_glossary_flag
 
     graph = sub.add_parser("graph", help="the relation graph: subsidiary roll-up, peers, derivations, cited edges")
     actions = graph.add_subparsers(dest="graph_action", required=True, metavar="ACTION")
@@ -38,7 +40,7 @@ def add_graph_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         if metric:
             parser.add_argument("metric", metavar="METRIC", help="a metric of the glossary, in any of its forms")
         parser.add_argument("--library", default=DEFAULT_LIBRARY_ID, help=f"library holding the facts (default: {DEFAULT_LIBRARY_ID})")
-        parser.add_argument("--glossary", help="controlled glossary, YAML or JSON (default: the shipped demo glossary)")
+        add_glossary_flag(parser)
         parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
         return parser
 
@@ -61,13 +63,13 @@ def cmd_graph(args: argparse.Namespace) -> int:
     from ragspine.graph.build import build_relation_graph, graph_to_dict, make_graph_store
     from ragspine.stores.registry import make_chunk_store
     from ragspine.structured.channel import StructuredChannel
+    from ragspine.structured.cli import fact_glossary
     from ragspine.structured.factory import make_fact_store
-    from ragspine.structured.glossary import Glossary
 
     settings = load_settings()
     if getattr(args, "db", None):
         settings = settings.replace(chunk_store=args.db)
-    glossary = Glossary.load(args.glossary) if args.glossary else Glossary.default()
+    glossary = fact_glossary(args, settings)
     database = make_chunk_store(settings=settings)
     try:
         facts = make_fact_store(args.library, database=database)

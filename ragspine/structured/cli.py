@@ -5,6 +5,10 @@
     ragspine metric METRIC --entity E --period P [--channel C] [--as-of DATE] [--language en|zh|ja]
                     [--library L] [--glossary G] [--json]
 
+Every fact command (``facts ingest``, ``metric``, ``graph``, ``ask``) reads the same
+controlled glossary: ``--glossary FILE`` (:func:`add_glossary_flag`), else
+``RAGSPINE_FACT_GLOSSARY``, else the shipped demo glossary (:func:`fact_glossary`).
+
 ``metric`` exits 0 when ``found`` (the rebuilt prose on stdout), 1 when ``not_found`` (the fixed
 refusal on stdout) and 2 when a parameter is unrecognized (one line on stderr); ``--json``
 prints the whole result on stdout in every case. Bad input exits 2 with one line on stderr.
@@ -21,7 +25,27 @@ from typing import Any
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 
 LIBRARY_HELP = f"library holding the facts (default: {DEFAULT_LIBRARY_ID})"
-GLOSSARY_HELP = "controlled glossary, YAML or JSON (default: the shipped demo glossary)"
+GLOSSARY_HELP = "controlled glossary, YAML or JSON (default: RAGSPINE_FACT_GLOSSARY, else the shipped demo glossary)"
+
+
+def add_glossary_flag(parser: argparse.ArgumentParser) -> None:
+    """The ``--glossary FILE`` flag of every fact command."""
+    parser.add_argument("--glossary", metavar="FILE", help=GLOSSARY_HELP)
+
+
+def glossary_path(args: argparse.Namespace, settings: Any) -> str | None:
+    """The glossary file a fact command reads: ``--glossary``, else ``RAGSPINE_FACT_GLOSSARY``
+    (``None``: the shipped demo glossary)."""
+    flag: str | None = getattr(args, "glossary", None)
+    return flag or settings.fact_glossary
+
+
+def fact_glossary(args: argparse.Namespace, settings: Any) -> Any:
+    """The :class:`~ragspine.structured.glossary.Glossary` of :func:`glossary_path` (the agent's
+    loader: one glossary per file, whichever command reads it)."""
+    from ragspine.agent.spotting import load_fact_glossary
+
+    return load_fact_glossary(glossary_path(args, settings))
 
 
 def add_structured_commands(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -31,7 +55,7 @@ def add_structured_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     ingest = actions.add_parser("ingest", parents=[common], help="replace the facts of the sources a CSV/JSON file names")
     ingest.add_argument("file", metavar="FILE", help="a .csv (with a header line), .json or .jsonl file of facts")
     ingest.add_argument("--library", default=DEFAULT_LIBRARY_ID, help=LIBRARY_HELP)
-    ingest.add_argument("--glossary", help=GLOSSARY_HELP)
+    add_glossary_flag(ingest)
     listing = actions.add_parser("list", parents=[common], help="list the active facts")
     listing.add_argument("--library", default=DEFAULT_LIBRARY_ID, help=LIBRARY_HELP)
     listing.add_argument("--source", help="only this source document's facts")
@@ -45,7 +69,7 @@ def add_structured_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     metric.add_argument("--as-of", dest="as_of", metavar="YYYY-MM-DD", help="the date a relative period (last quarter, 上季度, 前年度) counts from")
     metric.add_argument("--language", choices=["en", "zh", "ja"], help="language of the answer (default: that of the inputs)")
     metric.add_argument("--library", default=DEFAULT_LIBRARY_ID, help=LIBRARY_HELP)
-    metric.add_argument("--glossary", help=GLOSSARY_HELP)
+    add_glossary_flag(metric)
     metric.add_argument("--json", action="store_true", help="print the whole result as JSON")
 
 
@@ -59,18 +83,12 @@ def _database(args: argparse.Namespace) -> Any:
     return make_chunk_store(settings=settings), settings
 
 
-def _glossary(args: argparse.Namespace) -> Any:
-    from ragspine.structured.glossary import Glossary
-
-    return Glossary.load(args.glossary) if args.glossary else Glossary.default()
-
-
 def cmd_facts(args: argparse.Namespace) -> int:
     from ragspine.structured.factory import make_fact_store
 
-    glossary = _glossary(args) if args.facts_action == "ingest" else None
     database, settings = _database(args)
     try:
+        glossary = fact_glossary(args, settings) if args.facts_action == "ingest" else None
         store = make_fact_store(args.library, database=database)
         if args.facts_action == "ingest":
             return _ingest(args, database, store, glossary, settings.max_file_bytes)
@@ -122,9 +140,9 @@ def cmd_metric(args: argparse.Namespace) -> int:
     from ragspine.structured.factory import make_fact_store
     from ragspine.structured.result import FOUND, NOT_FOUND
 
-    glossary = _glossary(args)
-    database, _ = _database(args)
+    database, settings = _database(args)
     try:
+        glossary = fact_glossary(args, settings)
         channel = StructuredChannel(make_fact_store(args.library, database=database), glossary)
         result = channel.query_metric(args.metric, args.entity, args.period, args.channel, as_of=args.as_of, language=args.language)
     finally:
