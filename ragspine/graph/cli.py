@@ -9,7 +9,9 @@ The graph is built from the glossary (``--glossary``, else ``RAGSPINE_FACT_GLOSS
 shipped one) and the library's facts (``RAGSPINE_GRAPH_STORE``);
 ``edges`` adds what ``--extractor`` (default ``RAGSPINE_RELATION_EXTRACTOR``) reads from the
 library's chunks — the ``llm`` one through ``RAGSPINE_LLM``, its edges' endpoints checked by the
-security gate (``RAGSPINE_SECURITY_DENYLIST``). Exit status: ``rollup`` 0 when rolled up, 1 when
+security gate (``RAGSPINE_SECURITY_DENYLIST``). ``rollup``, ``peers`` and ``trace`` answer in the
+language of their inputs (``营收 --entity 红隼``: Chinese), as ``ragspine ask`` answers in the
+question's; ``--language`` chooses another. Exit status: ``rollup`` 0 when rolled up, 1 when
 incomplete or not rollable; ``peers`` 0 when compared, 1 without peers; any command 2 when an
 input is not recognized (one line on stderr). ``--json`` prints the whole result in every case.
 """
@@ -55,7 +57,8 @@ def add_graph_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         parser.add_argument("--period", required=name != "trace", help="2024Q3, FY2024, 2024-07, ...")
         parser.add_argument("--channel", help="a channel of the glossary (default: the total)")
         parser.add_argument("--as-of", dest="as_of", metavar="YYYY-MM-DD", help="what a relative period counts from")
-        parser.add_argument("--language", choices=["en", "zh", "ja"], default="en", help="language of the labels (default: en)")
+        parser.add_argument("--language", choices=["en", "zh", "ja"],
+                            help="language of the answer (default: that of the inputs, read as `ragspine ask` reads a question)")
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -95,11 +98,21 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def _answer(args: argparse.Namespace, graph: Any, channel: Any) -> Any:
     from ragspine.graph.queries import compare_peers, roll_up, trace_derivation
 
-    options = dict(as_of=args.as_of, language=args.language)
+    options = dict(as_of=args.as_of, language=answer_language(args))
     if args.graph_action == "trace":
         return trace_derivation(graph, channel, args.metric, entity=args.entity, period=args.period, channel_name=args.channel, **options)
     utility = roll_up if args.graph_action == "rollup" else compare_peers
     return utility(graph, channel, args.metric, args.entity, args.period, args.channel, **options)
+
+
+def answer_language(args: argparse.Namespace) -> str:
+    """``--language``, else the language of the inputs as the agent reads a question's
+    (:func:`~ragspine.agent.reading.question_language`: kana → ja, other Han → zh, else en)."""
+    from ragspine.agent.reading import question_language
+
+    if args.language:
+        return str(args.language)
+    return question_language(" ".join(str(v) for v in (args.metric, args.entity, args.period, args.channel) if v))
 
 
 def _extraction(args: argparse.Namespace, settings: Any, glossary: Any, database: Any) -> tuple[Any, list[Any]]:

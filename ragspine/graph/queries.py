@@ -13,7 +13,7 @@ member without one is named as missing, never estimated.
 * :func:`trace_derivation` — what a derived metric is computed from, recursively, and (given an
   entity and period) which of those inputs have a stored fact. It never computes the metric.
 
-The texts are English; labels are in ``language`` (en, zh, ja).
+The texts and labels are in ``language`` (en, zh, ja; :mod:`ragspine.graph.messages`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from ragspine.graph.base import DERIVED_FROM, SUBSIDIARY_OF, Edge, GraphStore, node_id
+from ragspine.graph.messages import say
 from ragspine.graph.results import (
     COMPARED,
     INCOMPLETE,
@@ -81,30 +82,28 @@ def roll_up(
         return RollUp(status, text, metric=m, entity=e, channel=c, **fields)
 
     if not subs:
-        return made(NOT_ROLLABLE, f"{name} has no subsidiaries in the relation graph: there is nothing to roll up.",
-                      reason="no_subsidiaries")
+        return made(NOT_ROLLABLE, say(language, "no_subsidiaries", name=name), reason="no_subsidiaries")
     if not _one_span(channel, [k for k, _ in subs], period, as_of):
-        return made(NOT_ROLLABLE, f"Not rolled up: for {name}'s subsidiaries this period is not one span of time (their"
-                      " fiscal calendars differ); ask for a calendar period.", reason="period_spans_differ", relations=relations)
+        return made(NOT_ROLLABLE, say(language, "period_spans_differ", name=name), reason="period_spans_differ", relations=relations)
     members = tuple(_member(channel, k, m, period, c, as_of, language) for k, _ in subs)
     missing = tuple(mv.entity for mv in members if not mv.found)
     if missing:
-        names = ", ".join(g.label("entities", k, language) for k in missing)
-        return made(INCOMPLETE, f"Not rolled up: no recorded {what} for {names}. The graph utilities never estimate a"
-                      " missing member.", members=members, missing=missing, relations=relations)
+        names = say(language, "list").join(g.label("entities", k, language) for k in missing)
+        return made(INCOMPLETE, say(language, "incomplete", what=what, names=names), members=members, missing=missing, relations=relations)
     units = sorted({mv.unit for mv in members})
     if len(units) != 1:
-        return made(NOT_ROLLABLE, f"Not rolled up: {name}'s subsidiaries report {what} in different units"
-                      f" ({', '.join(units)}), and nothing here converts them.", members=members, reason="units_differ",
-                      relations=relations)
+        return made(NOT_ROLLABLE, say(language, "units_differ", name=name, what=what, units=say(language, "list").join(units)), members=members,
+                    reason="units_differ", relations=relations)
     if units[0] in NON_ADDITIVE_UNITS:
-        return made(NOT_ROLLABLE, f"Not rolled up: {what} is a share ({units[0]}), which does not add up across entities.",
-                      members=members, reason="not_additive", relations=relations)
+        return made(NOT_ROLLABLE, say(language, "not_additive", what=what, unit=units[0]), members=members, reason="not_additive",
+                    relations=relations)
     total = value_text(sum((Decimal(mv.value) for mv in members), Decimal(0)))
-    parts = "; ".join(f"{mv.label} {_amount(g, mv.value, mv.unit, language)} ({mv.source_doc_id}, {mv.source_locator})" for mv in members)
-    where = "" if c == TOTAL_CHANNEL else f" ({g.label('channels', c, language)})"
-    text = (f"{name} {what} for {period_label(members[0].period, language)}{where}: {_amount(g, total, units[0], language)},"
-            f" the sum of its {len(members)} subsidiaries' stored values: {parts}.")
+    parts = say(language, "join").join(
+        say(language, "member", label=mv.label, amount=_amount(g, mv.value, mv.unit, language), cite=_cite(language, mv)) for mv in members
+    )
+    where = "" if c == TOTAL_CHANNEL else say(language, "where", channel=g.label("channels", c, language))
+    text = say(language, "rolled_up", name=name, what=what, period=period_label(members[0].period, language), where=where,
+               total=_amount(g, total, units[0], language), n=len(members), parts=parts)
     return made(ROLLED_UP, text, total=total, unit=units[0], members=members, relations=relations)
 
 
@@ -122,16 +121,15 @@ def compare_peers(
     parent = parent_of(graph, e)
     peers = subsidiaries(graph, parent[0]) if parent else []
     if parent is None or len(peers) < 2:
-        return PeerComparison(NO_PEERS, f"{name} has no peers in the relation graph (no parent with other subsidiaries).",
-                              metric=m, entity=e, parent=parent[0] if parent else "")
+        return PeerComparison(NO_PEERS, say(language, "no_peers", name=name), metric=m, entity=e, parent=parent[0] if parent else "")
     rows = tuple(_member(channel, k, m, period, c, as_of, language) for k, _ in peers)
     found = [r for r in rows if r.found]
     comparable = len(found) >= 2 and len({r.unit for r in found}) == 1 and _one_span(channel, [r.entity for r in found], period, as_of)
     ranking = tuple(r.entity for r in sorted(found, key=lambda r: (-Decimal(r.value), r.entity))) if comparable else ()
-    lines = [f"{r.label}: {_amount(g, r.value, r.unit, language)} ({r.source_doc_id}, {r.source_locator})" if r.found
-             else f"{r.label}: no recorded value" for r in rows]
-    verdict = "comparable (one unit, one span)" if comparable else "not comparable (fewer than two found, different units or spans)"
-    text = f"{g.label('metrics', m, language)} of {g.label('entities', parent[0], language)}'s subsidiaries: " + "; ".join(lines) + f" — {verdict}."
+    lines = [say(language, "row", label=r.label, amount=_amount(g, r.value, r.unit, language), cite=_cite(language, r)) if r.found
+             else say(language, "row_missing", label=r.label) for r in rows]
+    text = say(language, "peers", what=g.label("metrics", m, language), parent=g.label("entities", parent[0], language),
+               rows=say(language, "join").join(lines), verdict=say(language, "comparable" if comparable else "not_comparable"))
     return PeerComparison(COMPARED, text, metric=m, entity=e, parent=parent[0], rows=rows, comparable=comparable, ranking=ranking,
                           relations=tuple(edge for _, edge in peers))
 
@@ -163,21 +161,22 @@ def trace_derivation(
 
     root = step(match.key, None, ())
     if not root.inputs:
-        return Derivation("not_derived", f"{root.label} is not derived from other metrics in the relation graph.", root)
+        return Derivation("not_derived", say(language, "not_derived", label=root.label), root)
     lines: list[str] = []
     _describe(root, lines, g, language)
-    return Derivation("derived", " ".join(lines), root)
+    return Derivation("derived", say(language, "lines").join(lines), root)
 
 
 def _describe(node: DerivationStep, lines: list[str], glossary: Glossary, language: str) -> None:
     if node.inputs:
         via = node.inputs[0].via
-        cite = f" ({via.source_doc_id}, {via.source_locator})" if via else ""
-        lines.append(f"{node.label} is derived from {' and '.join(s.label for s in node.inputs)}{cite}.")
+        cite = say(language, "derived_cite", doc=via.source_doc_id, locator=via.source_locator) if via else ""
+        inputs = say(language, "and").join(s.label for s in node.inputs)
+        lines.append(say(language, "derived_from", label=node.label, inputs=inputs, cite=cite))
     if node.fact is not None:
         f = node.fact
-        lines.append(f"{node.label}: {_amount(glossary, f.value, f.unit, language)} ({f.source_doc_id}, {f.source_locator})." if f.found
-                     else f"{node.label}: no recorded value.")
+        lines.append(say(language, "step", label=node.label, amount=_amount(glossary, f.value, f.unit, language), cite=_cite(language, f))
+                     if f.found else say(language, "step_missing", label=node.label))
     for child in node.inputs:
         _describe(child, lines, glossary, language)
 
@@ -223,6 +222,10 @@ def _one_span(channel: StructuredChannel, entities: list[str], period: str, as_o
         return False
     parsed = parse_key(next(iter(keys)) or "")
     return parsed is not None and (parsed[0] not in ("fy", "fyq") or len({g.calendar(k) for k in entities}) == 1)
+
+
+def _cite(language: str, member: MemberValue) -> str:
+    return say(language, "cite", doc=member.source_doc_id, locator=member.source_locator)
 
 
 def _amount(glossary: Glossary, value: str, unit: str, language: str) -> str:

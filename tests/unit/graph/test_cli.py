@@ -103,3 +103,24 @@ def test_edges_with_the_llm_extractor_go_through_the_model_and_the_gate(capsys, 
         monkeypatch.setenv("RAGSPINE_LLM", stub.url)
         code, out, err = run(capsys, "graph", "edges", "--library", "kb", "--db", db, "--extractor", "llm")
     assert code == 0 and "supplies" not in out and "refused_by_gate 1" in err
+
+
+def test_rollup_peers_and_trace_answer_in_the_inputs_language_unless_told(capsys, db) -> None:
+    lib = ["--library", "kb", "--db", db]
+    code, out, _ = run(capsys, "graph", "rollup", "营收", "--entity", "红隼", "--period", "2024年第三季度", *lib)
+    assert code == 0 and out.startswith("红隼机器人2024年第三季度的营收为100.25百万欧元，即其2家子公司已存储数值之和：")
+    assert "红隼机器人中国区60百万欧元（kestrel/china-q3-2024，table 1）" in out and not any(w in out for w in ("revenue", "the sum"))
+    code, out, _ = run(capsys, "graph", "rollup", "売上高", "--entity", "ケストレル", "--period", "2024年第3四半期", *lib)
+    assert code == 0 and out.startswith("ケストレル・ロボティクスの2024年第3四半期の売上高は100.25百万ユーロで")
+    code, out, _ = run(capsys, "graph", "rollup", "营收", "--entity", "红隼", "--period", "2024年第三季度", "--language", "en", *lib)
+    assert code == 0 and out.startswith("Kestrel Robotics revenue for Q3 2024: 100.25 million euros")  # --language still wins
+    code, out, _ = run(capsys, "graph", "rollup", "revenue", "--entity", "Kestrel", "--period", "2024Q3", "--language", "zh", *lib)
+    assert code == 0 and out.startswith("红隼机器人2024年第三季度的营收为")
+    code, out, _ = run(capsys, "graph", "rollup", "营业利润", "--entity", "红隼", "--period", "2024年第三季度", *lib)
+    assert code == 1 and out.startswith("未汇总：红隼日本没有已记录的营业利润。")
+    code, out, _ = run(capsys, "graph", "peers", "营收", "--entity", "红隼中国", "--period", "2024年第三季度", *lib)
+    assert code == 0 and out.startswith("红隼机器人各子公司的营收：") and out.rstrip().endswith("——可比（同一单位、同一段时间）。")
+    code, out, _ = run(capsys, "graph", "trace", "営業利益率", "--entity", "ケストレル中国", "--period", "2024年第3四半期", *lib)
+    assert code == 0 and out.startswith("営業利益率は営業利益と売上高から導出されます") and "売上高：60百万ユーロ（kestrel/china-q3-2024、table 1）。" in out
+    code, out, err = run(capsys, "graph", "rollup", "营收额", "--entity", "红隼", "--period", "2024年第三季度", *lib)
+    assert code == 2 and err.startswith("ragspine: error: ") and "Not recognized" not in err  # the refusal in Chinese too

@@ -111,3 +111,12 @@ def test_a_rollup_cannot_be_built_with_an_invented_total() -> None:
         RollUp("not_rollable", "x", relations=(Edge("entity:A", "supplies", "entity:B", "d", "l", derivation="model", verified=False),))
     assert RollUp("rolled_up", "x", total="60.0", unit="EUR_M", members=(cn,)).total == "60.0"
     assert Decimal("60.0") == Decimal("60")
+
+
+def test_every_language_has_every_sentence_of_the_graph_utilities() -> None:
+    from ragspine.graph.messages import MESSAGES
+    from ragspine.structured.glossary import LANGUAGES
+
+    assert set(MESSAGES) == set(LANGUAGES)
+    for language, table in MESSAGES.items():
+        assert set(table) == set(MESSAGES["en"]), language
