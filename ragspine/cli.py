@@ -40,11 +40,7 @@ from ragspine.config import describe, filter_limits, load_settings
 from ragspine.errors import RagspineError
 from ragspine.graph.cli import add_graph_commands, cmd_graph
 from ragspine.registries import CHUNKERS, LLM_PROVIDERS, POSTPROCESSORS, RERANKERS
-from ragspine.retrieval.filtering.filters import (
-    OPERATORS,
-    FilterCondition,
-    MetadataFilter,
-)
+from ragspine.retrieval.filtering.cli import add_filter_flag, describe_filter, filter_from_args
 from ragspine.retrieval.mode import RETRIEVAL_MODES
 from ragspine.retrieval.raptor.cli import add_raptor_commands, add_raptor_flag, cmd_raptor, raptor_changes
 from ragspine.retrieval.reasoning.cli import add_reasoning_flags, print_reasoning, reasoning_changes
@@ -117,10 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     query = sub.add_parser("query", help="retrieve cited snippets")
     query.add_argument("query")
     query.add_argument("--library", action="append", help="library to search (repeatable; default: all)")
-    query.add_argument(
-        "--filter", action="append", nargs=3, default=[], metavar=("FIELD", "OP", "VALUE"),
-        help=f"metadata filter, OP one of {', '.join(OPERATORS)}; VALUE is JSON or text",
-    )
+    add_filter_flag(query)
     query.add_argument("--top-k", type=int, default=5)
     query.add_argument(
         "--strict-filters", action="store_true",
@@ -344,15 +337,14 @@ def _ranking_changes(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_query(args: argparse.Namespace) -> int:
     if args.top_k <= 0:
         raise CliError(f"--top-k must be positive, got {args.top_k}")
-    filters = MetadataFilter(tuple(FilterCondition(f, op, _parse_value(op, v)) for f, op, v in args.filter))
-    filter_limits(_settings(args)).check(filters)
+    filters = filter_from_args(args.filter, filter_limits(_settings(args)))
     with _stack(args, **_ranking_changes(args), **reasoning_changes(args), **raptor_changes(args)) as stack:
         retriever = stack.retriever(args.library, retry_without_filters=not args.strict_filters)
-        answer = retriever.search(args.query, filters=filters or None, top_k=args.top_k)
+        answer = retriever.search(args.query, filters=filters, top_k=args.top_k)
     print_reasoning(answer, args)
     snippets = answer.snippets
-    if answer.filters_dropped:
-        print("ragspine: note: no snippet matched the filters; these results ignore them "
+    if answer.filters_dropped and filters:
+        print(f"ragspine: note: no snippet matched the filters ({describe_filter(filters)}); these results ignore them "
               "(--strict-filters returns none instead)", file=sys.stderr)
     for library, coverage in sorted(answer.dense_incomplete.items()):
         print(f"ragspine: note: library {library!r}: {coverage.missing} of {coverage.total} chunk(s) have no vector yet; "
@@ -528,16 +520,6 @@ def _parse_meta(item: str) -> tuple[str, Any]:
         hint = "--sensitivity" if field == "sensitivity" else "front matter"
         raise CliError(f"--meta {key}=... is not metadata; set {field} with {hint}")
     return key, _json_or_text(value)
-
-
-def _parse_value(op: str, raw: str) -> Any:
-    op = op.lower()
-    value = _json_or_text(raw)
-    if op in ("in", "nin", "between") and isinstance(value, str):
-        value = [_json_or_text(part.strip()) for part in value.split(",")] if value else []
-    elif op in ("in", "nin") and not isinstance(value, list):  # one JSON value: a one-item list
-        value = [value]
-    return value
 
 
 def _json_or_text(raw: str) -> Any:

@@ -73,7 +73,7 @@ class FilterCondition:
             _scalar_kind(self.value, where)
         elif op in ("in", "nin"):
             if isinstance(self.value, (str, bytes)) or not isinstance(self.value, (list, tuple)):
-                raise FilterError(f"{where} must be a list of values, got {self.value!r}")
+                raise FilterError(f"{where} must be a list of values, e.g. [\"en\", \"zh\"], got {self.value!r}")
             for item in self.value:
                 _scalar_kind(item, f"element of {where}")
             object.__setattr__(self, "value", tuple(self.value))
