@@ -10,7 +10,9 @@ the top record 1.0, however poor).
 
 **Conditions.** Dify's operators map onto the nine-operator grammar; anything that does not
 map is refused (:class:`UnsupportedCondition`, error_code 3001) rather than dropped, since
-dropping a condition would widen the result.
+dropping a condition would widen the result. Values keep their JSON type: an ``in`` / ``not in``
+list is taken item by item as sent; only a comma-separated string (``"ops, sales"``) is split,
+each item trimmed.
 """
 
 from __future__ import annotations
@@ -73,10 +75,11 @@ def map_condition(condition: DifyMetadataCondition | None) -> list[dict[str, Any
             raise UnsupportedCondition(f"comparison_operator {operator!r} (on {names[0]!r}) is not supported; supported: {', '.join(OPERATORS)}")
         value = cond.value
         if ours in ("in", "nin"):
-            items = value.split(",") if isinstance(value, str) else value
-            if not isinstance(items, list):
+            if isinstance(value, str):  # Dify's typed form "a, b": the items are the text between commas, trimmed
+                value = [item.strip() for item in value.split(",")]
+            elif not isinstance(value, list):
                 raise UnsupportedCondition(f"comparison_operator {operator!r} needs a list or a comma-separated string")
-            value = [item.strip() if isinstance(item, str) else item for item in items]
+            # a JSON list is taken as sent: " alpha " stays " alpha ", as `is` keeps it
         elif value is None or isinstance(value, (list, dict)):
             raise UnsupportedCondition(f"comparison_operator {operator!r} on {names[0]!r} needs one value, got {value!r}")
         elif operator.lower() in TIMES:

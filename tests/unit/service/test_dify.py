@@ -206,3 +206,28 @@ def test_a_record_keeps_the_child_as_content_and_carries_its_expansion_in_metada
     assert meta["prompt_text_in"] == "hb#0" and "prompt_text" not in meta
     plain = record({k: snippet[k] for k in ("text", "doc_id", "chunk_id", "source_locator", "version", "metadata")}, 0.5, "handbook")
     assert not {"prompt_text", "parent_locator", "heading"} & set(plain["metadata"])
+
+
+def test_in_list_items_keep_their_exact_values(client, tenant) -> None:
+    """`in [" alpha "]` matches " alpha " as `is " alpha "` does — never trimmed to "alpha"; a
+    comma-separated string is Dify's typed list, its items trimmed."""
+    new_library(client, tenant, "tags", embedding_model="none")
+    ingest(
+        client, tenant, "tags",
+        doc("spaced", "Gearbox tag sheet one.", metadata={"tag": " alpha ", "code": "10"}),
+        doc("plain", "Gearbox tag sheet two.", metadata={"tag": "alpha", "code": 10}),
+    )
+    for conditions, expected in (
+        ([{"name": ["tag"], "comparison_operator": "in", "value": [" alpha "]}], {"spaced"}),
+        ([{"name": ["tag"], "comparison_operator": "is", "value": " alpha "}], {"spaced"}),
+        ([{"name": ["tag"], "comparison_operator": "not in", "value": [" alpha "]}], {"plain"}),
+        ([{"name": ["tag"], "comparison_operator": "in", "value": ["alpha"]}], {"plain"}),
+        ([{"name": ["tag"], "comparison_operator": "in", "value": " alpha , beta"}], {"plain"}),
+        ([{"name": ["code"], "comparison_operator": "in", "value": ["10"]}], {"spaced"}),
+        ([{"name": ["code"], "comparison_operator": "in", "value": [10]}], {"plain"}),
+    ):
+        r = ask(client, tenant, knowledge_id="tags", query="gearbox tag sheet", top_k=10,
+                condition={"logical_operator": "and", "conditions": conditions})
+        assert r.status_code == 200 and {rec["metadata"]["document_id"] for rec in r.json()["records"]} == expected, conditions
+    cond = DifyMetadataCondition.model_validate({"conditions": [{"name": "tag", "comparison_operator": "in", "value": [" a ", 1]}]})
+    assert map_condition(cond) == [{"field": "tag", "op": "in", "value": [" a ", 1]}]
