@@ -7,7 +7,9 @@ Schema changes happen only through ``ragspine migrate`` (the Alembic revisions i
 ``migrations/``): ``init_schema()`` checks once per instance that the database is at the
 revision this RAGSpine needs and raises :class:`SchemaError` naming the command otherwise.
 ``auto_migrate=True`` (``RAGSPINE_AUTO_MIGRATE=1``, e.g. for a single service container)
-upgrades instead.
+upgrades instead. ``check()`` (``ragspine config``, the service's health, an ingest's
+pre-check) runs the same revision check, so a database never migrated is reported with the fix
+before its first use fails.
 
 SQL passed to :meth:`PostgresDatabase.query` and :meth:`PostgresDatabase.execute_read` uses
 the driver's placeholders: ``%s`` with a sequence of parameters, ``%(name)s`` with a mapping.
@@ -175,17 +177,26 @@ class PostgresDatabase:
                 else:
                     current, head = self.schema_revision(), head_revision()
                     if current != head:
-                        where = redact(self.url) + (f" (schema {self.schema})" if self.schema else "")
-                        hint = "ragspine migrate" + (f" --schema {self.schema}" if self.schema else "")
-                        raise SchemaError(
-                            f"the PostgreSQL schema at {where} is at revision {current or 'none (empty)'}, this "
-                            f"RAGSpine needs {head}: run `{hint}` (or set RAGSPINE_AUTO_MIGRATE=1)"
-                        )
+                        raise SchemaError(self._schema_problem(current, head))
             except BackendError:
                 raise
             except Exception as exc:
                 raise self.error(exc, "schema check" if not self.auto_migrate else "migration (alembic upgrade head)") from exc
             self._schema_ready = True
+
+    def _schema_problem(self, current: str | None, head: str) -> str:
+        """What is wrong with a schema at revision ``current`` (not ``head``), and the fix."""
+        from ragspine.stores.postgres.migrate import known_revision
+
+        where = redact(self.url) + (f" (schema {self.schema})" if self.schema else "")
+        fix = "run `ragspine migrate" + (f" --schema {self.schema}" if self.schema else "") + "` (or set RAGSPINE_AUTO_MIGRATE=1)"
+        if current is None:
+            return (f"the PostgreSQL schema at {where} is missing (revision none (empty): never migrated), this RAGSpine"
+                    f" needs {head}: {fix}")
+        if known_revision(current):
+            return f"the PostgreSQL schema at {where} is behind: at revision {current}, this RAGSpine needs {head}: {fix}"
+        return (f"the PostgreSQL schema at {where} is at revision {current}, which this RAGSpine does not know (a newer RAGSpine"
+                f" migrated it); this RAGSpine needs {head}: use the RAGSpine that migrated it")
 
     def schema_revision(self) -> str | None:
         """The Alembic revision the database is at (``None``: never migrated)."""
@@ -237,8 +248,12 @@ class PostgresDatabase:
             logging.getLogger(__name__).warning("ANALYZE after a bulk write failed (%s); autovacuum will catch up", exc)
 
     def check(self) -> None:
-        """Raise :class:`BackendError` unless the database answers."""
+        """Raise :class:`BackendError` unless the database answers, and :class:`SchemaError`
+        naming ``ragspine migrate`` unless its schema is at the revision this RAGSpine needs
+        (reads only; with ``auto_migrate`` a schema behind is fine: its first use upgrades it)."""
         self.query("SELECT 1")
+        if not self.auto_migrate:
+            self.init_schema()  # without auto_migrate: the revision check, nothing written
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:

@@ -62,6 +62,17 @@ def head_revision() -> str:
     return str(head)
 
 
+def known_revision(revision: str) -> bool:
+    """Whether ``revision`` is one of the migrations shipped with this RAGSpine (else a newer
+    RAGSpine migrated the database)."""
+    from alembic.script import ScriptDirectory
+
+    try:
+        return ScriptDirectory.from_config(alembic_config("postgresql://unused")).get_revision(revision) is not None
+    except Exception:  # alembic's "no such revision"
+        return False
+
+
 def downgrade(url: str, revision: str = "base", *, schema: str | None = None) -> None:
     from alembic import command
 

@@ -102,6 +102,32 @@ def test_cli_migrate_reads_the_url_and_schema_from_the_environment(pg_blank_targ
     assert current_revision(url, schema=schema) == HEAD
 
 
+def _config_check(capsys) -> str:
+    assert main(["config"]) == 0
+    return next(line for line in capsys.readouterr().out.splitlines() if line.startswith("check chunk store:"))
+
+
+def test_config_reports_a_schema_never_migrated_or_behind_with_the_fix(pg_blank_target, capsys, monkeypatch) -> None:
+    url, schema = pg_blank_target
+    monkeypatch.setenv("RAGSPINE_CHUNK_STORE", url)
+    monkeypatch.setenv("RAGSPINE_PG_SCHEMA", schema)
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")  # economy mode: the chunk store is the one store checked
+    line = _config_check(capsys)
+    assert "SchemaError: the PostgreSQL schema" in line and "is missing" in line and "never migrated" in line, line
+    assert f"run `ragspine migrate --schema {schema}`" in line and HEAD in line and not line.endswith("ok")
+    assert current_revision(url, schema=schema) is None  # looking created nothing
+    upgrade(url, "0003_service", schema=schema)
+    line = _config_check(capsys)
+    assert f"is behind: at revision 0003_service, this RAGSpine needs {HEAD}" in line and "ragspine migrate" in line, line
+    assert main(["migrate"]) == 0
+    capsys.readouterr()
+    assert _config_check(capsys).split(":", 1)[1].strip() == "ok"
+    monkeypatch.setenv("RAGSPINE_AUTO_MIGRATE", "1")  # a schema behind is then fine: its first use upgrades it
+    downgrade(url, "0003_service", schema=schema)
+    assert _config_check(capsys).split(":", 1)[1].strip() == "ok"
+    assert current_revision(url, schema=schema) == "0003_service"  # and the check itself upgraded nothing
+
+
 def test_cli_migrate_unknown_revision_is_one_line(pg_target, capsys) -> None:
     url, schema = pg_target
     assert main(["migrate", "--url", url, "--schema", schema, "--revision", "no_such_rev"]) == 2
