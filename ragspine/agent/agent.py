@@ -36,7 +36,7 @@ from ragspine.agent.base import (
     QueryGate,
     StructuredPart,
 )
-from ragspine.agent.messages import GATE_REFUSAL, message
+from ragspine.agent.messages import GATE_REFUSAL, NO_FACT_MATCH, message
 from ragspine.agent.narrative import NarrativePath
 from ragspine.agent.reading import narrative_query, question_language, read_question
 from ragspine.agent.router import DeterministicRouter
@@ -102,6 +102,8 @@ class Agent:
                 gated = self._gate("narrative", sub_query)
                 if gated is None:
                     narrative = self.narrative.answer(sub_query, language, turns)
+                    if route == NARRATIVE and reading.asks_number:
+                        texts.append(message(NO_FACT_MATCH, language))
                     texts.append(narrative.text)
                 else:
                     refusals.append(gated)

@@ -32,7 +32,15 @@ SEARCH_REFUSAL = {
     "ja": "記述の検索が拒否されたため、引用はありません。",
 }
 
-ALL_MESSAGES = (GATE_REFUSAL, CITATION_REFUSAL, NO_PASSAGE, SEARCH_REFUSAL)
+#: Put before the passages of a *how much / how many* question that names no glossary metric:
+#: the fact table was not asked, and the passages are what the documents say.
+NO_FACT_MATCH = {
+    "en": "No recorded fact matches this question (it names no metric of the glossary); the cited passages follow.",
+    "zh": "没有与该问题相符的已登记数值（问题未提及词表中的指标）；以下是引用的段落。",
+    "ja": "この質問に該当する登録済みの数値はありません（統制語彙の指標が含まれていません）。引用した記述を示します。",
+}
+
+ALL_MESSAGES = (GATE_REFUSAL, CITATION_REFUSAL, NO_PASSAGE, SEARCH_REFUSAL, NO_FACT_MATCH)
 
 
 def message(table: dict[str, str], language: str) -> str:

@@ -2,10 +2,14 @@
 
 :func:`read_question` folds the question once and finds
 
-* the **slots** — the first metric, entity and channel of the controlled glossary it names
-  (:class:`~ragspine.agent.spotting.TermSpotter`) and its first period mention
-  (:func:`~ragspine.agent.spotting.find_period`, with the as-of date for relative periods and
-  bare quarters);
+* the **slots** — the metric, entity and channel of the controlled glossary it names
+  (:class:`~ragspine.agent.spotting.TermSpotter`) and its period mention
+  (:func:`~ragspine.agent.spotting.find_periods`, with the as-of date for relative periods and
+  bare quarters). A slot is read only when the question names exactly one thing for it: two
+  different metrics, entities, channels or periods are an ``ambiguous`` slot (never the first one
+  silently), and a metric form inside a longer term the glossary does not know
+  (:func:`~ragspine.agent.spotting.longer_term`: ``cost of sales``, 劳动人口) is an ``unread``
+  slot naming that term (never the shorter metric);
 * the **shape** — ``explains`` (why / how / explain / reason; 为什么 / 为何 / 原因 / 怎么;
   なぜ / どうして / 理由 / 要因) and ``asks_number`` (how much / how many / by how much; 多少 /
   多大 / 幅度; いくら / どれくらい / どのくらい / どれだけ);
@@ -21,7 +25,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from ragspine.agent.spotting import Hit, PeriodMention, TermSpotter, find_period
+from ragspine.agent.spotting import Hit, PeriodMention, TermSpotter, find_periods, longer_term
 from ragspine.structured.periods import fold
 
 _W = r"[^\W_]"
@@ -61,6 +65,15 @@ class Reading:
     explains: bool = False
     asks_number: bool = False
     residue: str = ""  # latin words outside every slot: what an unknown metric may be called
+    #: (slot, the longer term the question names there): a glossary form inside an unknown term
+    unread: tuple[tuple[str, str], ...] = ()
+    #: (slot, what the question names there): more than one metric, entity, channel or period
+    ambiguous: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def clear(self) -> bool:
+        """Whether every slot the question fills reads as exactly one thing."""
+        return not self.unread and not self.ambiguous
 
     @property
     def slots(self) -> dict[str, str | None]:
@@ -98,17 +111,39 @@ def question_language(text: str) -> str:
 def read_question(question: str, spotter: TermSpotter, *, as_of: date | None = None) -> Reading:
     """The :class:`Reading` of ``question`` (see the module docstring)."""
     folded = fold(question)
-    hits = spotter.hits(folded)
-    first = {section: next((h for h in hits if h.section == section), None) for section in ("metrics", "entities", "channels")}
-    entity = first["entities"]
+    hits = spotter.hits(folded, fold(question, casefold=False))
+    by_section = {s: [h for h in hits if h.section == s] for s in ("metrics", "entities", "channels")}
+    entities = by_section["entities"]
     spans = tuple((h.start, h.end) for h in hits)
-    period = find_period(folded, spotter.glossary, entity.key if entity else "", as_of=as_of, skip=spans)
-    taken = [*spans, *([(period.start, period.end)] if period else [])]
+    periods = find_periods(folded, spotter.glossary, entities[0].key if entities else "", as_of=as_of, skip=spans)
+    period_spans = tuple((p.start, p.end) for p in periods)
+    unread: list[tuple[str, str]] = []
+    metrics: list[Hit] = []
+    for hit in by_section["metrics"]:
+        others = tuple(span for span in (*spans, *period_spans) if span != (hit.start, hit.end))
+        term = longer_term(folded, hit, others)
+        if term is None:
+            metrics.append(hit)
+        else:
+            unread.append(("metric", term))
+    ambiguous: list[tuple[str, tuple[str, ...]]] = []
+    for slot, found in (("metric", metrics), ("entity", entities), ("channel", by_section["channels"])):
+        keys = list(dict.fromkeys(h.key for h in found))
+        if len(keys) > 1:
+            section = slot + "s" if slot != "entity" else "entities"
+            ambiguous.append((slot, tuple(spotter.glossary.label(section, k, question_language(question)) for k in keys)))
+    period_keys = list(dict.fromkeys(p.key or p.text for p in periods))
+    if len(period_keys) > 1:
+        ambiguous.append(("period", tuple(period_keys)))
+    taken = [*spans, *period_spans]
     residue = " ".join(
         w for m in _LATIN_WORD.finditer(folded) if not any(s <= m.start() < e for s, e in taken)
         and (w := m.group(0).strip("'-")) and w not in STOPWORDS
     )
     return Reading(
-        question, folded, question_language(question), first["metrics"], entity, first["channels"], period,
+        question, folded, question_language(question), metrics[0] if metrics and not unread else None,
+        entities[0] if entities else None, by_section["channels"][0] if by_section["channels"] else None,
+        periods[0] if periods else None,
         explains=EXPLAINS.search(folded) is not None, asks_number=ASKS_NUMBER.search(folded) is not None, residue=residue,
+        unread=tuple(unread), ambiguous=tuple(ambiguous),
     )

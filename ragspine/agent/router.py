@@ -5,9 +5,13 @@
 
 1. it asks *why/how* and *how much* → **composite** (both paths, separately);
 2. it asks *why/how* only → **narrative** (cited snippets);
-3. it names a glossary metric, or asks *how much/how many* → **structured** (the fact table,
-   which answers found, not_found, or names the input it could not read — never prose);
-4. anything else → **narrative**.
+3. it names a glossary metric — or a glossary form inside a longer term, or two metrics,
+   entities or periods — → **structured** (the fact table, which answers found, not_found, or
+   names the input it could not read or the ambiguity — never prose);
+4. it asks *how much/how many* of a glossary entity but names no glossary metric →
+   **structured** (the fact table names the metric it could not read, with suggestions);
+5. anything else → **narrative** — a *how many* question the glossary does not recognise
+   (``how many vacation days``) gets the cited snippets, with a line saying no fact matched.
 
 **llm** asks the configured model for one word (STRUCTURED, NARRATIVE or COMPOSITE). The model
 chooses the route only: the slots are still read deterministically, and a failed call, a spent
@@ -48,8 +52,14 @@ class DeterministicRouter:
             return NARRATIVE, "asks why/how"
         if reading.metric is not None:
             return STRUCTURED, "names a glossary metric"
+        if reading.unread:
+            return STRUCTURED, "names a glossary metric's form inside a longer term"
+        if reading.ambiguous:
+            return STRUCTURED, "names more than one " + " / ".join(p for p, _ in reading.ambiguous)
+        if reading.asks_number and reading.entity is not None:
+            return STRUCTURED, "asks how much/how many of a glossary entity"
         if reading.asks_number:
-            return STRUCTURED, "asks how much/how many"
+            return NARRATIVE, "asks how much/how many but names no glossary metric or entity"
         return NARRATIVE, "names no glossary metric and asks no number"
 
 

@@ -6,11 +6,21 @@
 letter or digit of an alphabetic script must end a word there (``Kestrel`` matches
 ``Kestrel's`` but not ``Kestrels``); a CJK form matches anywhere (``营收`` in ``中国区营收为什么``).
 Overlapping hits keep the longest form (``Kestrel China`` over ``Kestrel``, ``service revenue``
-over ``revenue``); the earliest hit of a section is the one the question asks about.
+over ``revenue``). A form that folds to a function word (:data:`~ragspine.agent.words.FUNCTION_WORDS`:
+``us``, ``it``, ``or``) names its term only where the question writes it in capitals (``US``,
+never ``tell us``).
 
-:func:`find_period` finds the first period mention: any form the period grammar reads
-(:func:`~ragspine.structured.periods.read_period`: ``Q3 2024``, ``2024年第三季度``, ``FY24``,
-``last quarter`` ...) or a *bare quarter* (``Q3``, ``third quarter``, ``三季度``, ``第3四半期``).
+:func:`longer_term` says when a metric hit sits inside a longer term the glossary does not know
+(``cost of sales``, ``core inflation``, ``inflation expectations``, 劳动人口, 売上原価): the words
+joined to it are neither function words, other hits, periods nor words that leave the term alone
+(:mod:`ragspine.agent.words`). Such a hit is not that metric.
+
+:func:`find_periods` finds every period mention: any form the period grammar reads
+(:func:`~ragspine.structured.periods.read_period`, up to its own length limit, so the agent reads
+every phrase ``query_metric`` reads: ``Q3 2024``, ``2024年第三季度``, ``FY24``, ``the second
+quarter of fiscal year 2008``, ``last quarter`` ...) or a *bare quarter* (``Q3``, ``third
+quarter``, ``三季度``, ``第3四半期``) — but never a year that belongs to a unit or a price basis
+(``in 1947 dollars``, ``2005 prices``, ``1954=100``, ``2000年不变价格``, :func:`unit_year_spans`).
 A bare quarter, like a relative period, has a key only against an explicit as-of date: the
 latest such calendar quarter that has ended on that date (asked on 2024-10-30, ``Q3`` is
 ``2024Q3``; on 2024-09-15 it is ``2023Q3``).
@@ -23,12 +33,12 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
+from ragspine.agent import words
 from ragspine.structured import calendar as cal
 from ragspine.structured.glossary import Glossary
-from ragspine.structured.periods import fold, read_period
+from ragspine.structured.periods import MAX_PERIOD_TEXT, fold, read_period
 
 SECTIONS = ("metrics", "entities", "channels")
-MAX_PERIOD_CHARS = 32
 _CJK = r"\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 _WORD = rf"[^\W_{_CJK}]"
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
@@ -84,13 +94,18 @@ class TermSpotter:
         forms.sort(key=lambda f: (-f[0], SECTIONS.index(f[1]), f[2], f[3]))
         self._patterns = [(section, key, form, _pattern(form)) for _, section, key, form in forms]
 
-    def hits(self, folded: str) -> list[Hit]:
+    def hits(self, folded: str, cased: str | None = None) -> list[Hit]:
         """Every non-overlapping hit in ``folded`` (already :func:`fold`-ed), longest form first
-        where two overlap, in text order."""
+        where two overlap, in text order. ``cased``: the same question folded with its case kept
+        (``fold(question, casefold=False)``); a form that is a function word matches only where
+        ``cased`` writes it in capitals (without ``cased``, nowhere)."""
+        aligned = cased if cased is not None and len(cased) == len(folded) else None
         taken: list[Hit] = []
         for section, key, form, pattern in self._patterns:
             for match in pattern.finditer(folded):
                 start, end = match.span()
+                if form in words.FUNCTION_WORDS and not (aligned is not None and aligned[start:end].isupper()):
+                    continue
                 if not any(start < h.end and h.start < end for h in taken):
                     taken.append(Hit(section, key, start, end, form))
         return sorted(taken, key=lambda h: h.start)
@@ -113,18 +128,27 @@ def _pattern(form: str) -> re.Pattern[str]:
 
 def find_period(folded: str, glossary: Glossary, entity: str = "", *, as_of: date | None = None,
                 skip: tuple[tuple[int, int], ...] = ()) -> PeriodMention | None:
-    """The first period mention of ``folded`` outside the ``skip`` spans (see the module
-    docstring); ``entity`` (a canonical key) chooses the fiscal calendar."""
+    """The first of :func:`find_periods`, or ``None``."""
+    found = find_periods(folded, glossary, entity, as_of=as_of, skip=skip)
+    return found[0] if found else None
+
+
+def find_periods(folded: str, glossary: Glossary, entity: str = "", *, as_of: date | None = None,
+                 skip: tuple[tuple[int, int], ...] = ()) -> list[PeriodMention]:
+    """Every period mention of ``folded`` outside the ``skip`` spans and outside a unit's year
+    (see the module docstring), in text order; where two overlap the longer one is kept.
+    ``entity`` (a canonical key) chooses the fiscal calendar."""
     calendar = glossary.calendar(entity)
     aliases = glossary.period_aliases
+    skip = (*skip, *unit_year_spans(folded))
     mentions: list[PeriodMention] = []
     end_of_last = -1
     for start_match in _PERIOD_START.finditer(folded):
         start = start_match.start()
         if start < end_of_last or _inside(start, skip):
             continue
-        for end in range(min(len(folded), start + MAX_PERIOD_CHARS), start, -1):
-            if not _boundary(folded, end) or _inside(end - 1, skip):
+        for end in range(min(len(folded), start + MAX_PERIOD_TEXT), start, -1):
+            if not _boundary(folded, end) or _overlaps(start, end, skip):
                 continue
             text = folded[start:end].strip()
             reading = read_period(text, calendar, as_of=as_of, aliases=aliases)
@@ -132,15 +156,122 @@ def find_period(folded: str, glossary: Glossary, entity: str = "", *, as_of: dat
                 mentions.append(PeriodMention(text, reading.key, start, end))
                 end_of_last = end
                 break
-        if mentions:
+    mentions += _bare_quarters(folded, as_of, skip)
+    kept: list[PeriodMention] = []
+    for mention in sorted(mentions, key=lambda m: (-(m.end - m.start), m.start)):
+        if not any(mention.start < k.end and k.start < mention.end for k in kept):
+            kept.append(mention)
+    return sorted(kept, key=lambda m: m.start)
+
+
+#: A year that is part of a unit or a price basis, not the period asked about.
+_UNIT_YEAR = re.compile(
+    r"(?<![0-9])(?:(?:constant|chained|real|fixed|current) )?\(?[0-9]{4}\)?[- ]?(?:u\.?s\.? ?)?"
+    r"(?:dollars?|usd|\$|euros?|eur|yen|yuan|rmb|renminbi|pounds?|sterling|francs?|marks?|prices?|money|currency|"
+    r"dollar terms|price level|base|based|=100|= 100|basis)(?![a-z])"
+    r"|(?:dollars?|prices?|euros?|yen|yuan) (?:of|in|at) [0-9]{4}(?![0-9])"
+    r"|(?:base|reference|index) (?:year|period)?:? ?[0-9]{4}(?![0-9])"
+    r"|以?[0-9]{4}年?(?:为基[期准年数]?|為基[期準年數]?|基準|基准|=100)"
+    r"|[0-9]{4}年(?:的)?(?:不变价格?|不變價格?|可比价格?|价格|價格|美元|美金|人民币|日元|欧元|元|ドル|円|ユーロ|価格|不変価格|実質価格|基準)"
+)
+
+
+def unit_year_spans(folded: str) -> tuple[tuple[int, int], ...]:
+    """Where ``folded`` names a year as part of a unit or price basis (``1947 dollars``,
+    ``prices of 2005``, ``base year 2010``, ``2000年不变价格``, ``2015年基準``)."""
+    return tuple(m.span() for m in _UNIT_YEAR.finditer(folded))
+
+
+def longer_term(folded: str, hit: Hit, occupied: tuple[tuple[int, int], ...]) -> str | None:
+    """The longer term ``hit`` sits inside (see the module docstring), as the question's folded
+    words, else ``None``. ``occupied``: the spans of the other hits and of the periods."""
+    start, end = hit.start, hit.end
+    new_start = _extend_left(folded, start, occupied)
+    new_end = _extend_right(folded, end, occupied)
+    if new_start == start and new_end == end:
+        return None
+    return folded[new_start:new_end].strip()
+
+
+_LATIN_BEFORE = re.compile(r"([a-z][a-z'-]*) $")
+_LATIN_AFTER = re.compile(r" ([a-z][a-z'-]*)")
+_MAX_JOINED_WORDS = 3
+
+
+def _extend_left(folded: str, start: int, occupied: tuple[tuple[int, int], ...]) -> int:
+    if start == 0:
+        return start
+    if _CJK_CHAR.match(folded[start - 1]):
+        return _extend_cjk_left(folded, start, occupied)
+    before = folded[:start]
+    if before.endswith(("'s ", "' ", "s' ")):
+        return start
+    current = start
+    for _ in range(_MAX_JOINED_WORDS):
+        match = _LATIN_BEFORE.search(folded, 0, current)
+        if match is None or _overlaps(match.start(1), match.end(1), occupied):
+            return current
+        word = match.group(1).strip("'-")
+        if word in words.EN_JOINERS:
+            head = _LATIN_BEFORE.search(folded, 0, match.start(1))
+            if head is None or _overlaps(head.start(1), head.end(1), occupied):
+                return current
+            head_word = head.group(1).strip("'-")
+            if head_word in words.EN_HEAD_NEUTRAL or head_word in words.EN_BEFORE:
+                return current
+            current = head.start(1)
+            continue
+        if word in words.EN_BEFORE:
+            return current
+        current = match.start(1)
+    return current
+
+
+def _extend_right(folded: str, end: int, occupied: tuple[tuple[int, int], ...]) -> int:
+    if end >= len(folded):
+        return end
+    if _CJK_CHAR.match(folded[end]):
+        return _extend_cjk_right(folded, end, occupied)
+    current = end
+    if folded.startswith("'s", current):
+        return end
+    for _ in range(_MAX_JOINED_WORDS):
+        match = _LATIN_AFTER.match(folded, current)
+        if match is None or _overlaps(match.start(1), match.end(1), occupied):
+            return current
+        if match.group(1).strip("'-") in words.EN_AFTER:
+            return current
+        current = match.end(1)
+    return current
+
+
+_HIRAGANA = re.compile(r"[\u3040-\u309f]")
+
+
+def _extend_cjk_left(folded: str, start: int, occupied: tuple[tuple[int, int], ...]) -> int:
+    current = start
+    while current > 0 and _CJK_CHAR.match(folded[current - 1]) and not _HIRAGANA.match(folded[current - 1]):
+        if _inside(current - 1, occupied) or folded.endswith(words.CJK_BEFORE, 0, current):
             break
-    bare = _bare_quarter(folded, as_of, skip)
-    found = [m for m in (*mentions[:1], bare) if m is not None]
-    return min(found, key=lambda m: (m.start, -m.end)) if found else None
+        current -= 1
+    return current
 
 
-def _bare_quarter(folded: str, as_of: date | None, skip: tuple[tuple[int, int], ...]) -> PeriodMention | None:
-    best: PeriodMention | None = None
+def _extend_cjk_right(folded: str, end: int, occupied: tuple[tuple[int, int], ...]) -> int:
+    current = end
+    while current < len(folded) and _CJK_CHAR.match(folded[current]) and not _HIRAGANA.match(folded[current]):
+        if _inside(current, occupied) or folded.startswith(words.CJK_AFTER, current):
+            break
+        current += 1
+    return current
+
+
+def _overlaps(start: int, end: int, spans: tuple[tuple[int, int], ...]) -> bool:
+    return any(start < e and s < end for s, e in spans)
+
+
+def _bare_quarters(folded: str, as_of: date | None, skip: tuple[tuple[int, int], ...]) -> list[PeriodMention]:
+    found: list[PeriodMention] = []
     for pattern in _BARE_QUARTER:
         for match in pattern.finditer(folded):
             if _inside(match.start(), skip):
@@ -148,11 +279,8 @@ def _bare_quarter(folded: str, as_of: date | None, skip: tuple[tuple[int, int], 
             raw = match.groupdict().get("n") or match.groupdict().get("o") or ""
             quarter = int(raw) if raw.isdigit() else _ORDINAL[raw]
             key = latest_ended_quarter(quarter, as_of) if as_of is not None else None
-            mention = PeriodMention(match.group(0).strip(), key, match.start(), match.end())
-            if best is None or mention.start < best.start:
-                best = mention
-            break
-    return best
+            found.append(PeriodMention(match.group(0).strip(), key, match.start(), match.end()))
+    return found
 
 
 def latest_ended_quarter(quarter: int, as_of: date) -> str | None:

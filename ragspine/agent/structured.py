@@ -23,7 +23,7 @@ from typing import Mapping
 from ragspine.agent.base import StructuredPart
 from ragspine.agent.reading import Reading
 from ragspine.structured.channel import StructuredChannel
-from ragspine.structured.result import UNRECOGNIZED, not_found
+from ragspine.structured.result import PARAMS, UNRECOGNIZED, not_found, unrecognized
 
 
 class StructuredPath:
@@ -49,7 +49,19 @@ class StructuredPath:
         return " ".join(parts) or reading.residue
 
     def answer(self, reading: Reading, *, as_of: date | str | None = None) -> StructuredPart:
-        """The structured answer to a read question (its slots, in its language)."""
+        """The structured answer to a read question (its slots, in its language). A question
+        whose slots do not each read as one thing (a glossary form inside a longer term, two
+        metrics, entities, channels or periods) is ``unrecognized_param`` naming that, and
+        nothing is looked up."""
+        if not reading.clear:
+            params = sorted({p for p, _ in (*reading.unread, *reading.ambiguous)}, key=PARAMS.index)
+            suggestions = dict(reading.ambiguous)
+            if reading.unread and self.channels:
+                glossary = next(iter(self.channels.values())).glossary
+                for param, term in reading.unread:
+                    suggestions.setdefault(param, glossary.suggest("metrics", term, reading.language))
+            return StructuredPart(unrecognized(params, reading.language, suggestions, named=dict(reading.unread),
+                                               ambiguous=[p for p, _ in reading.ambiguous]))
         return self.query(*self.slots(reading), as_of=as_of, language=reading.language)
 
     def query(self, metric: str, entity: str, period: str, channel: str | None = None, *,

@@ -35,6 +35,9 @@ _MONTHS = {name: i for i, names in enumerate((
     ("december", "dec"),
 ), 1) for name in names}
 
+#: The longest period text :func:`read_period` reads (the agent looks for mentions up to this long).
+MAX_PERIOD_TEXT = 100
+
 Y = r"(?P<y>[0-9]{4})"
 YY = r"'?(?P<y>[0-9]{4}|[0-9]{2})"  # fiscal years: FY24 is FY2024
 Q = r"(?P<q>[1-4一二三四])"
@@ -50,7 +53,7 @@ SEP = r" ?[-/,]? ?"
 #: (pattern, kind) — kind: year | quarter | month | fy | fyq. Spaces next to CJK are folded away.
 _ABSOLUTE: tuple[tuple[str, str], ...] = (
     (Y, "year"), (rf"{Y}年", "year"), (rf"cy ?{Y}", "year"), (rf"calendar(?: year)? {Y}", "year"), (rf"{Y}年(?:全年|通年)", "year"),
-    (rf"{Y}{SEP}{QN}", "quarter"), (rf"{QN}{SEP}{Y}", "quarter"), (rf"{QN} ?'(?P<y>[0-9]{{2}})", "quarter"),
+    (rf"{Y}{SEP}{QN}", "quarter"), (rf"{QN}{SEP}{Y}", "quarter"), (rf"{QN} ?'(?P<y>[0-9]{{2}})", "quarter"), (rf"{QN},? (?:of|in) {Y}", "quarter"),
     (rf"{Q} ?q{SEP}(?P<y>[0-9]{{4}}|[0-9]{{2}})", "quarter"), (rf"{Y}年の?第?{Q}{QUARTER}", "quarter"), (rf"{Y}年{QN}", "quarter"),
     (rf"(?:the )?{ORD}[- ]quarter(?: of)?,? {Y}", "quarter"), (rf"{Y},? {ORD}[- ]quarter", "quarter"),
     (FY, "fy"), (rf"fiscal(?: year)? {Y}", "fy"), (rf"{Y}{FISCAL}", "fy"),
@@ -103,9 +106,11 @@ class PeriodReading:
     relative: bool = False
 
 
-def fold(text: str) -> str:
-    """NFKC (full-width → ASCII), case-folded, whitespace collapsed and removed next to CJK."""
-    text = unicodedata.normalize("NFKC", text).casefold()
+def fold(text: str, *, casefold: bool = True) -> str:
+    """NFKC (full-width → ASCII), case-folded (unless ``casefold=False``: the same text with its
+    letters' case kept), whitespace collapsed and removed next to CJK."""
+    text = unicodedata.normalize("NFKC", text)
+    text = text.casefold() if casefold else text
     text = re.sub(r"[\u2010-\u2015\u2212]", "-", text).replace("\u2019", "'")
     text = " ".join(text.split())
     return re.sub(r" ?([\u3000-\u9fff\uff00-\uffef]) ?", r"\1", text)
@@ -129,13 +134,13 @@ def read_period(
 ) -> PeriodReading:
     """The canonical key of ``text`` for an entity with ``calendar`` (see the module docstring).
     ``aliases`` maps folded glossary aliases to keys (e.g. ``"h2 fy24 close"`` → ``"FY2024"``)."""
-    if not isinstance(text, str) or len(text) > 100:
+    if not isinstance(text, str) or len(text) > MAX_PERIOD_TEXT:
         return PeriodReading(None)
     folded = fold(text)
     if aliases and folded in aliases:
         folded = fold(aliases[folded])
     try:
-        key = _absolute(folded, calendar)
+        key = _absolute(folded, calendar, as_of)
         if key is not None:
             return PeriodReading(key)
         resolve = _relative(folded)
@@ -146,11 +151,11 @@ def read_period(
         return PeriodReading(None)
 
 
-def _absolute(folded: str, calendar: FiscalCalendar) -> str | None:
+def _absolute(folded: str, calendar: FiscalCalendar, as_of: date | None = None) -> str | None:
     for pattern, kind in _COMPILED:
         match = pattern.match(folded)
         if match:
-            return _key(kind, match, calendar)
+            return _key(kind, match, calendar, as_of)
     return None
 
 
@@ -168,11 +173,20 @@ def _quarter(match: re.Match[str]) -> int:
     return _ORDINALS[match["o"]]
 
 
-def _key(kind: str, match: re.Match[str], calendar: FiscalCalendar) -> str:
+def two_digit_year(yy: int, as_of: date | None = None) -> int:
+    """The year a two-digit year names: the one ending in ``yy`` within the 100-year window
+    from 80 years before to 19 years after the as-of date's year (today's without one) —
+    ``FY24`` is 2024 and ``FY50`` is 1950 when asked in 2026."""
+    pivot = (as_of or date.today()).year + 19
+    year = pivot - (pivot - yy) % 100
+    return year
+
+
+def _key(kind: str, match: re.Match[str], calendar: FiscalCalendar, as_of: date | None = None) -> str:
     year = _number(match, "y")
     assert year is not None
     if year < 100:
-        year += 2000
+        year = two_digit_year(year, as_of)
     if kind == "year":
         return cal.year_key(year)
     if kind == "quarter":

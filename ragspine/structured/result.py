@@ -52,6 +52,12 @@ _UNRECOGNIZED = {
            "基準日はISO形式の日付（年・月・日）で指定してください。"),
 }
 _SEPARATOR = {"en": ", ", "zh": "、", "ja": "、"}
+_NAMED = {"en": '{name} "{words}"', "zh": "{name}（{words}）", "ja": "{name}（{words}）"}
+_AMBIGUOUS = {
+    "en": " The question names more than one {names}; ask about one at a time.",
+    "zh": "问题中提到了不止一个{names}，请一次只问一个。",
+    "ja": "質問に複数の{names}が含まれています。一つずつ質問してください。",
+}
 
 
 def has_numeral(text: str) -> bool:
@@ -84,6 +90,10 @@ class MetricResult:
     valid_as_of: str = ""
     params: tuple[str, ...] = ()
     suggestions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: (param, the question's own words for it): a longer term a glossary form sat inside
+    named: tuple[tuple[str, str], ...] = ()
+    #: the params the question named more than one of (two metrics, entities, periods ...)
+    ambiguous: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -97,7 +107,10 @@ class MetricResult:
             raise ValueError(f"a {self.status} result carries no fact field, got {carried[0]}")
         if any(p not in PARAMS for p in self.params) or (self.status == UNRECOGNIZED) != bool(self.params):
             raise ValueError(f"params must name the unrecognized inputs ({', '.join(PARAMS)}), got {self.params!r}")
-        texts = [self.text, self.language, *self.params, *(s for _, options in self.suggestions for s in (_, *options))]
+        if any(p not in self.params for p in (*self.ambiguous, *(p for p, _ in self.named))):
+            raise ValueError("named and ambiguous inputs are among the params")
+        texts = [self.text, self.language, *self.params, *(s for _, options in self.suggestions for s in (_, *options)),
+                 *(words for _, words in self.named)]
         if any(has_numeral(t) for t in texts):
             raise ValueError(f"a {self.status} result never carries a numeral")
 
@@ -109,6 +122,8 @@ class MetricResult:
         out = asdict(self)
         out["params"] = list(self.params)
         out["suggestions"] = {param: list(options) for param, options in self.suggestions}
+        out["named"] = dict(self.named)
+        out["ambiguous"] = list(self.ambiguous)
         return out
 
 
@@ -122,23 +137,34 @@ def not_found(language: str = "en") -> MetricResult:
 
 
 def unrecognized(
-    params: Sequence[str], language: str = "en", suggestions: Mapping[str, Sequence[str]] | None = None,
+    params: Sequence[str], language: str = "en", suggestions: Mapping[str, Sequence[str]] | None = None, *,
+    named: Mapping[str, str] | None = None, ambiguous: Sequence[str] = (),
 ) -> MetricResult:
     """Names the inputs that are not recognized (never their values); suggestions holding a
-    numeral are dropped."""
+    numeral are dropped. ``named``: for a param, the question's own words the agent read there
+    (a longer term such as ``cost of sales``), shown unless they hold a numeral; ``ambiguous``:
+    the params the question named more than one of."""
     if not params or any(p not in PARAMS for p in params):
         raise ValueError(f"params must name the unrecognized inputs ({', '.join(PARAMS)}), got {params!r}")
     language = language if language in LANGUAGES else "en"
     head, glossary_line, options_line, period_line, as_of_line = _UNRECOGNIZED[language]
-    names = _SEPARATOR[language].join(_PARAM_NAMES[language][p] for p in params)
+    shown = {p: w for p, w in (named or {}).items() if p in params and w and len(w) <= 80 and not has_numeral(w)}
+    names = _SEPARATOR[language].join(
+        _NAMED[language].format(name=_PARAM_NAMES[language][p], words=shown[p]) if p in shown else _PARAM_NAMES[language][p]
+        for p in params
+    )
     kept = tuple((p, opts) for p in params if (opts := tuple(o for o in (suggestions or {}).get(p, ()) if not has_numeral(o))))
+    twice = tuple(p for p in params if p in ambiguous)
     text = head.format(names=names)
+    if twice:
+        text += _AMBIGUOUS[language].format(names=_SEPARATOR[language].join(_PARAM_NAMES[language][p] for p in twice))
     if {"metric", "entity", "channel"} & set(params):
         text += glossary_line
     if kept:
         text += options_line.format(options=_SEPARATOR[language].join(o for _, opts in kept for o in opts))
-    if "period" in params:
+    if "period" in params and "period" not in twice:
         text += period_line
     if "as_of" in params:
         text += as_of_line
-    return MetricResult(UNRECOGNIZED, text, language, params=tuple(params), suggestions=kept)
+    return MetricResult(UNRECOGNIZED, text, language, params=tuple(params), suggestions=kept,
+                        named=tuple(shown.items()), ambiguous=twice)

@@ -134,7 +134,7 @@ def test_routing_is_deterministic_and_the_llm_router_degrades(make_agent) -> Non
     questions = ["What was Kestrel's revenue in Q3 2024?", "Why did revenue fall?", "Why did revenue fall, and by how much?",
                  "How long is the warranty?", "How many arms were shipped?"]
     routes = [agent.answer(q).route for q in questions]
-    assert routes == [STRUCTURED, NARRATIVE, COMPOSITE, NARRATIVE, STRUCTURED]
+    assert routes == [STRUCTURED, NARRATIVE, COMPOSITE, NARRATIVE, NARRATIVE]  # no glossary metric: the passages
     assert [agent.answer(q).route for q in questions] == routes
     for answer, expected in (("narrative", NARRATIVE), ("  Composite. ", COMPOSITE), ("I think structured", STRUCTURED), ("", STRUCTURED)):
         provider = ScriptedLLMProvider(answer)
