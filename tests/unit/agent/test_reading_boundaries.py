@@ -172,3 +172,15 @@ def test_the_agent_refuses_naming_the_term_or_the_ambiguity(agent, question, par
         assert dict(result.named) == {param: shown} and shown in answer.text
     else:
         assert result.ambiguous == (param,) and "more than one" in answer.text or "不止一个" in answer.text or "複数" in answer.text
+
+
+@pytest.mark.parametrize("question", [
+    "What was Kestrel's cost of sales in Q3 2024?", "ケストレルの2024年第3四半期の売上原価は？",
+    "红隼2024年第三季度的营业外收入是多少？", "What was Kestrel's gross sales in Q3 2024?", "红隼2024年第三季度的营业收入成本是多少？",
+])
+def test_the_demo_glossary_never_answers_revenue_for_a_longer_term(make_agent, question) -> None:
+    agent, _ = make_agent()
+    answer = agent.answer(question)
+    assert answer.route == "structured" and answer.structured.result.status in ("not_found", "unrecognized_param")
+    assert not has_numeral(answer.text)
+    assert answer.structured.result.metric != "revenue" and not answer.sources

@@ -117,3 +117,25 @@ def test_any_text_reads_as_a_canonical_key_or_nothing(text: str, calendar: Fisca
     assert reading.key is None or parse_key(reading.key) is not None
     if reading.key is not None and as_of is None:
         assert not reading.relative
+
+
+@pytest.mark.parametrize(("text", "as_of", "key"), [
+    ("FY50", date(2026, 12, 5), "1950"),  # was 2050: two-digit years always meant 20xx
+    ("FY24", date(2026, 12, 5), "2024"),
+    ("FY45", date(2026, 12, 5), "2045"),  # the window runs 19 years past the as-of year
+    ("FY46", date(2026, 12, 5), "1946"),
+    ("Q3 '99", date(2024, 1, 1), "1999Q3"),
+    ("3Q05", date(1980, 6, 1), "1905Q3"),
+    ("3Q05", date(2024, 6, 1), "2005Q3"),
+])
+def test_a_two_digit_year_follows_the_as_of_dates_century_window(text, as_of, key) -> None:
+    assert read_period(text, as_of=as_of).key == key
+
+
+def test_a_two_digit_year_without_an_as_of_date_follows_todays_window() -> None:
+    from ragspine.structured.periods import two_digit_year
+
+    this_year = date.today().year
+    assert two_digit_year(this_year % 100) == this_year
+    assert two_digit_year((this_year + 19) % 100) == this_year + 19
+    assert two_digit_year((this_year + 20) % 100) == this_year - 80
