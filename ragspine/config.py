@@ -192,6 +192,11 @@ SETTINGS: dict[str, Setting] = {
         "pack paragraphs (a statute's lines) up to the budget, or keep every unit its own chunk: pack | unit "
         "(default, layout, parent_child, laws, qa, book)",
     ),
+    "parent_chars": Setting(
+        "RAGSPINE_PARENT_CHARS", None,
+        "largest parent (a child's prompt_text) of parent_child, laws, qa, book, in characters: a bigger section is cut into"
+        " parents at paragraphs, then sentences (default: 4 x RAGSPINE_CHUNK_CHARS)", int,
+    ),
     "embed_batch_size": Setting("RAGSPINE_EMBED_BATCH_SIZE", 64, "texts per embedding call", int),
     "fastembed_model": Setting("RAGSPINE_FASTEMBED_MODEL", None, "the fastembed model of RAGSPINE_EMBEDDING=fastembed_model, e.g. BAAI/bge-small-en-v1.5"),
     "fastembed_dir": Setting("RAGSPINE_FASTEMBED_DIR", None, "a local copy of that model's files (nothing is downloaded)"),
@@ -316,6 +321,7 @@ class Settings:
     chunk_chars: int
     overlap_chars: int
     chunk_packing: str
+    parent_chars: int
     embed_batch_size: int
     fastembed_model: str | None
     fastembed_dir: str | None
@@ -392,6 +398,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     values["chunk_packing"] = str(values["chunk_packing"]).strip().lower()
     if values["chunk_packing"] not in ("pack", "unit"):
         raise ConfigError(f"RAGSPINE_CHUNK_PACKING={values['chunk_packing']!r}: choose pack or unit")
+    if values["parent_chars"] is None:
+        from ragspine.retrieval.chunking.domain_presets import default_parent_chars
+
+        values["parent_chars"] = default_parent_chars(values["chunk_chars"])
     values["lexical_kernel"] = str(values["lexical_kernel"]).strip().lower()
     if values["lexical_kernel"] not in ("auto", "numba", "numpy"):
         raise ConfigError(f"RAGSPINE_LEXICAL_KERNEL={values['lexical_kernel']!r}: choose auto, numba or numpy")
@@ -423,6 +433,8 @@ def _check_ranges(values: dict[str, Any]) -> None:
             raise bad(name, "must be positive")
     if not 0 <= values["overlap_chars"] < values["chunk_chars"]:
         raise bad("overlap_chars", f"must be >= 0 and below RAGSPINE_CHUNK_CHARS ({values['chunk_chars']})")
+    if values["parent_chars"] < values["chunk_chars"]:
+        raise bad("parent_chars", f"must be at least RAGSPINE_CHUNK_CHARS ({values['chunk_chars']}): a parent holds its chunks")
     from ragspine.retrieval.ranking import MAX_RERANK_DEPTH
 
     if values["rerank_depth"] > MAX_RERANK_DEPTH:

@@ -26,7 +26,7 @@ from ragspine.llm.budget import GuardedLLMProvider
 from ragspine.llm.observe import LLMObserver
 from ragspine.registries import CHUNK_STORES, CHUNKERS, RERANKERS
 from ragspine.retrieval.chunk_cache import ChunkCache
-from ragspine.retrieval.chunking.base import Chunker, make_chunker
+from ragspine.retrieval.chunking.base import Chunker, bounds_parents, make_chunker
 from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, ChunkStore, LibraryInfo, StoredChunk
 from ragspine.retrieval.contextual import make_index_text_fn, parse_contextual
 from ragspine.retrieval.filtering.automatic import FilterExtractor, load_vocabulary, make_filter_extractor
@@ -314,6 +314,8 @@ class Stack:
             options["packing"] = s.chunk_packing
         if name == "semantic":
             options["embedding_backend"] = backend
+        if bounds_parents(name):
+            options["parent_chars"] = s.parent_chars
         return make_chunker(name, **options)
 
     def reranker(self, name: str | None = None) -> Reranker | None:

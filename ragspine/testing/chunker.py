@@ -16,6 +16,10 @@ CRLF line ends), on seeded random documents, at several budgets and with ``sourc
 * title, sensitivity and the validated metadata on every chunk;
 * ``parent_locator``, when set, covers the chunk, and ``window_text`` (set only with it) is the
   document at that extent; chunks of one ``parent_id`` share locator and window;
+* a parent (or window) is bounded: a chunker that sets ``parent_locator`` declares its bound
+  as ``parent_chars``, and no extent exceeds it — on the corpus and on a heading-less document
+  of ~54,000 characters (:func:`headingless_document`: one section, a paragraph of thousands
+  of characters, a run without terminators);
 * the same text gives the same chunks; an empty or blank document gives none; bad metadata
   raises ``IngestError`` and a bad budget ``ValueError``;
 * every non-whitespace character is in some chunk (nothing is lost).
@@ -96,6 +100,26 @@ _FRAGMENTS = (
 )
 
 
+HEADINGLESS_CHARS = 54_020
+
+
+def headingless_document(chars: int = HEADINGLESS_CHARS) -> str:
+    """A plain-text file without a heading line (a ``copyright`` or ``README`` of
+    /usr/share/doc): blank-line paragraphs, a paragraph of one sentence in wrapped lines and one
+    of sixty sentences (each thousands of characters long), CJK prose without spaces and a run
+    without any sentence terminator or space."""
+    wrapped = "\n".join(["Permission is hereby granted, free of charge, to any person obtaining a copy of this software,"] * 40)
+    sentences = " ".join(f"Clause {i} of the notice applies to every copy of the files." for i in range(60))
+    parts = [ENGLISH, wrapped + ".", CHINESE, sentences, JAPANESE, "z" * 3000, STATUTE.replace("\n\n", "\n")]
+    out, size, i = [], 0, 0
+    while size < chars:
+        part = parts[i % len(parts)]
+        out.append(part)
+        size += len(part) + 2
+        i += 1
+    return "\n\n".join(out)[:chars]
+
+
 def mixed_corpus() -> dict[str, str]:
     """``{doc_id: text}`` of the corpus described in the module docstring."""
     return dict(CORPUS)
@@ -137,8 +161,10 @@ def check_chunks(
     title: str = "",
     metadata: Mapping[str, object] | None = None,
     sensitivity: str = DEFAULT_SENSITIVITY,
+    max_parent_chars: int | None = None,
 ) -> None:
-    """Raise ``AssertionError`` naming the first chunk that breaks the contract."""
+    """Raise ``AssertionError`` naming the first chunk that breaks the contract
+    (``max_parent_chars``: the chunker's parent bound, checked when given)."""
     where = source if source is not None else doc_id
     meta = validate_metadata(metadata)
     parents: dict[str, tuple[str, str]] = {}
@@ -160,6 +186,9 @@ def check_chunks(
         if c.parent_locator:
             p_start, p_end = _extent(c.parent_locator, where)
             assert p_start <= c.char_start and c.char_end <= p_end, f"{at}: parent_locator {c.parent_locator!r} misses it"
+            assert max_parent_chars is None or p_end - p_start <= max_parent_chars, (
+                f"{at}: parent {c.parent_locator!r} has {p_end - p_start} characters > parent_chars {max_parent_chars}"
+            )
             if c.window_text:
                 window = text[p_start - source_offset : p_end - source_offset]
                 assert c.window_text == window, f"{at}: window_text is not the document at {c.parent_locator!r}"
@@ -236,6 +265,23 @@ class ChunkerCoverageTests:
                 check_coverage(chunker.chunk(text, doc_id), text)
 
 
+class ChunkerParentBoundTests:
+    def test_a_parent_never_exceeds_the_bound(self, chunker_factory: ChunkerFactory) -> None:
+        documents = {**mixed_corpus(), "headingless": headingless_document()}
+        for budget in BUDGETS:
+            chunker = chunker_factory(*budget)
+            bound = getattr(chunker, "parent_chars", None)
+            for doc_id, text in documents.items():
+                chunks = chunker.chunk(text, doc_id)
+                if any(c.parent_locator for c in chunks):
+                    assert isinstance(bound, int) and bound >= budget[0], (
+                        f"{chunker!r} sets parents but declares no parent_chars bound at least max_chars"
+                    )
+                check_chunks(chunks, text, doc_id, max_chars=budget[0], max_parent_chars=bound)
+                if doc_id == "headingless":
+                    check_coverage(chunks, text)
+
+
 class ChunkerScaleTests:
     def test_a_megabyte_chunks_in_linear_time(self, chunker_factory: ChunkerFactory) -> None:
         text = large_document()
@@ -244,14 +290,17 @@ class ChunkerScaleTests:
         chunks = chunker.chunk(text, "big", source_offset=7)
         took = time.process_time() - began
         assert took < LARGE_DOC_SECONDS, f"{len(text)} characters took {took:.2f} s of CPU"
-        check_chunks(chunks, text, "big", max_chars=480, source_offset=7)
+        check_chunks(chunks, text, "big", max_chars=480, source_offset=7, max_parent_chars=getattr(chunker, "parent_chars", None))
         check_coverage(chunks, text, source_offset=7)
 
 
 class ChunkerConformance(
-    ChunkerProvenanceTests, ChunkerIdempotenceTests, ChunkerEdgeCaseTests, ChunkerCoverageTests, ChunkerScaleTests
+    ChunkerProvenanceTests, ChunkerIdempotenceTests, ChunkerEdgeCaseTests, ChunkerCoverageTests, ChunkerParentBoundTests,
+    ChunkerScaleTests,
 ):
     """Every Chunker property; needs ``chunker_factory``."""
 
 
-__all__ = ["ChunkerConformance", "check_chunks", "check_coverage", "large_document", "mixed_corpus", "random_documents"]
+__all__ = [
+    "ChunkerConformance", "check_chunks", "check_coverage", "headingless_document", "large_document", "mixed_corpus", "random_documents",
+]

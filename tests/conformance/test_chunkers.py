@@ -62,5 +62,7 @@ def test_the_checks_can_fail() -> None:
     wrong_window = [dataclasses.replace(c, window_text=c.window_text + "x") for c in good]
     with pytest.raises(AssertionError, match="window_text"):
         check_chunks(wrong_window, text, "e", max_chars=120)
+    with pytest.raises(AssertionError, match="parent_chars 100"):
+        check_chunks(good, text, "e", max_chars=120, max_parent_chars=100)
     with pytest.raises(AssertionError, match="in no chunk"):
         check_coverage(LossyChunker(max_chars=120, overlap_chars=0).chunk(text, "e"), text)

@@ -187,3 +187,11 @@ def test_describe_shows_counts_and_masks_credentials() -> None:
     assert by_env["RAGSPINE_CHUNK_STORE"] == "postgresql://app:***@db/kb"
     assert by_env["RAGSPINE_JOB_QUEUE"] == "redis://:***@cache:6379/0"
     assert not any("pw" in value or "sk-live" in value or "t0k" in value for value in by_env.values())
+
+
+def test_the_parent_bound_defaults_to_four_chunk_budgets_and_holds_a_chunk() -> None:
+    assert load_settings({}).parent_chars == 4 * DEFAULT_CHUNK_CHARS
+    assert load_settings({"RAGSPINE_CHUNK_CHARS": "300", "RAGSPINE_OVERLAP_CHARS": "30"}).parent_chars == 1200
+    assert load_settings({"RAGSPINE_PARENT_CHARS": "5000"}).parent_chars == 5000
+    with pytest.raises(ConfigError, match="RAGSPINE_PARENT_CHARS=100: must be at least RAGSPINE_CHUNK_CHARS"):
+        load_settings({"RAGSPINE_PARENT_CHARS": "100"})

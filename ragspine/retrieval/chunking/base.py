@@ -48,3 +48,14 @@ def make_chunker(spec: str | None = None, **options: object) -> Chunker:
         spec = load_settings().chunker
     chunker: Chunker = CHUNKERS.build(spec, **options)
     return chunker
+
+
+def bounds_parents(spec: str) -> bool:
+    """Whether the chunker named ``spec`` takes a parent bound ``parent_chars``
+    (``RAGSPINE_PARENT_CHARS``): the parent-child chunkers (``parent_child``, ``laws``, ``qa``,
+    ``book`` and any registered subclass)."""
+    from ragspine.registries import CHUNKERS
+    from ragspine.retrieval.chunking.domain_presets import ParentChildChunker
+
+    factory = CHUNKERS.load(spec)
+    return isinstance(factory, type) and issubclass(factory, ParentChildChunker)

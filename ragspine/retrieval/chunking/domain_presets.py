@@ -7,6 +7,16 @@ offsets in the source, so re-ingesting the same text gives the same ids), ``wind
 section's text and ``parent_locator`` its real extent (``window_text == document[extent]``).
 Every child of a section shares its parent.
 
+A parent has a bounded size: at most ``parent_chars`` characters (``RAGSPINE_PARENT_CHARS``;
+default :data:`PARENT_CHUNKS` times the child budget ``max_chars``: 1,920 for 480). A section
+over the bound — a heading-less ``.txt`` file is one section — is cut into parents
+(:func:`~ragspine.retrieval.chunking.units.bounded_spans`): its units (paragraphs; a statute's
+lines) packed up to ``parent_chars``; a unit over it cut at sentence terminators, then line
+breaks, then whitespace (inside a word only when the word itself is longer); no overlap
+between parents. Each such parent is then chunked like a section (its children never
+cross it) and keeps the section's heading. A section within the bound is one parent, its
+children cut exactly as ``layout`` cuts them.
+
 The presets change only what a section is (heading detection, and for statutes the units
 inside one):
 
@@ -30,10 +40,11 @@ from __future__ import annotations
 import re
 from typing import ClassVar, Iterable
 
-from ragspine.retrieval.chunking.assemble import ChunkExtra
+from ragspine.retrieval.chunking.assemble import ChunkExtra, Doc
+from ragspine.retrieval.chunking.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 from ragspine.retrieval.chunking.headings import MARKDOWN, NUMBERED, NUMERALS, SP, heading_pattern, short_line
 from ragspine.retrieval.chunking.layout import LayoutAwareChunker, Section
-from ragspine.retrieval.chunking.units import line_spans
+from ragspine.retrieval.chunking.units import bounded_spans, line_spans
 
 
 def parent_id_for(doc_id: str, start: int, end: int) -> str:
@@ -41,10 +52,44 @@ def parent_id_for(doc_id: str, start: int, end: int) -> str:
     return f"{doc_id}#sec={start},{end}"
 
 
+#: A parent holds at most this many child budgets by default (``parent_chars = 4 * max_chars``).
+PARENT_CHUNKS = 4
+
+
+def default_parent_chars(max_chars: int) -> int:
+    """The default parent bound for a child budget of ``max_chars``."""
+    return PARENT_CHUNKS * max_chars
+
+
 class ParentChildChunker(LayoutAwareChunker):
     """See the module docstring."""
 
     name = "parent_child"
+
+    def __init__(
+        self, *, max_chars: int = DEFAULT_CHUNK_CHARS, overlap_chars: int = DEFAULT_OVERLAP_CHARS, packing: str = "pack",
+        parent_chars: int | None = None,
+    ) -> None:
+        super().__init__(max_chars=max_chars, overlap_chars=overlap_chars, packing=packing)
+        bound = default_parent_chars(max_chars) if parent_chars is None else parent_chars
+        if bound < max_chars:
+            raise ValueError(f"parent_chars ({bound}) must be >= max_chars ({max_chars}): a parent holds its children")
+        self.parent_chars = bound
+
+    def __repr__(self) -> str:
+        return f"{super().__repr__()[:-1]}, parent_chars={self.parent_chars})"
+
+    def sections(self, doc: Doc) -> list[Section]:
+        """The layout's sections, each over ``parent_chars`` cut into parents of its units
+        (see the module docstring)."""
+        out: list[Section] = []
+        for section in super().sections(doc):
+            if len(section.text) <= self.parent_chars:
+                out.append(section)
+                continue
+            for start, end in bounded_spans(section.text, self.unit_spans(section), self.parent_chars):
+                out.append(Section(doc, section.start + start, section.start + end, section.heading, section.text[start:end]))
+        return out
 
     def _child_extra(self, section: Section, chunk_span: tuple[int, int]) -> ChunkExtra:
         doc = section.doc

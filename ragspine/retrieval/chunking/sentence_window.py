@@ -42,6 +42,11 @@ class SentenceWindowChunker(SpanChunker):
     def __repr__(self) -> str:
         return f"{super().__repr__()[:-1]}, window_chars={self.window_chars})"
 
+    @property
+    def parent_chars(self) -> int:
+        """The bound of a window (``window_chars``): what every chunker that sets parents declares."""
+        return self.window_chars
+
     def pieces(self, doc: Doc) -> Iterator[Piece]:
         sentences = sentence_pieces(doc.text, self.max_chars)
         for (start, end), (w_start, w_end) in zip(sentences, windows(sentences, self.window_chars)):

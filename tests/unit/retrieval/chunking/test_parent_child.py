@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragspine.retrieval.chunking.base import make_chunker
 from ragspine.retrieval.chunking.chunking import Chunk, make_locator
 from ragspine.retrieval.chunking.domain_presets import BookChunker, LawsChunker, ParentChildChunker, QAChunker, parent_id_for
@@ -110,3 +112,91 @@ def test_book_headings() -> None:
     chunks = BookChunker().chunk(book, "b")
     assert [c.heading for c in chunks] == ["", "第一章 陨落的天才", "第二回", "第3節　小节", "Chapter 4", "Epilogue", "2.1 Notes"]
     assert len({c.parent_id for c in chunks}) == len(chunks)
+
+
+# -- a parent has a bounded size ----------------------------------------------------------------
+def _parent_extents(chunks: list[Chunk]) -> list[tuple[int, int]]:
+    return sorted({tuple(int(x) for x in c.parent_locator.rsplit("#char=", 1)[1].split(",")) for c in chunks})
+
+
+def test_a_headingless_text_file_gets_bounded_parents_cut_at_paragraphs_then_sentences() -> None:
+    from ragspine.testing.chunker import check_chunks, check_coverage, headingless_document
+
+    text = headingless_document()  # 54,020 characters, no heading: one section
+    chunker = ParentChildChunker()
+    assert chunker.parent_chars == 4 * chunker.max_chars == 1920
+    chunks = chunker.chunk(text, "copyright.txt")
+    check_chunks(chunks, text, "copyright.txt", max_chars=480, max_parent_chars=1920)
+    check_coverage(chunks, text)
+    extents = _parent_extents(chunks)
+    assert len(extents) > 27 and max(e - s for s, e in extents) <= 1920
+    cuts = {"paragraph": 0, "sentence": 0, "line": 0, "inside a word": 0}
+    for (_, end), (start, _) in zip(extents, extents[1:]):
+        gap = text[end:start]
+        assert end <= start and not gap.strip()  # parents never overlap and lose nothing
+        if "\n\n" in gap:
+            cuts["paragraph"] += 1
+        elif text[end - 1] in "。！？；.!?;”’」』)）":
+            cuts["sentence"] += 1
+        elif "\n" in gap:  # the wrapped paragraph: a sentence of 40 lines
+            cuts["line"] += 1
+        else:  # only inside a word longer than the bound: the run of z
+            assert gap == "" and text[end - 1] == text[start] == "z", text[end - 20:start + 20]
+            cuts["inside a word"] += 1
+    assert all(cuts.values()), cuts
+
+
+def test_the_parent_bound_is_an_option_of_every_parent_child_chunker() -> None:
+    text = "\n\n".join(f"Paragraph {i} says something. It goes on a little." for i in range(40))
+    for cls in (ParentChildChunker, LawsChunker, QAChunker, BookChunker):
+        chunks = cls(max_chars=120, overlap_chars=20, parent_chars=300).chunk(text, "d")
+        assert max(e - s for s, e in _parent_extents(chunks)) <= 300, cls
+        assert all(text[s:e].startswith("Paragraph") for s, e in _parent_extents(chunks)), cls  # at paragraph starts
+    with pytest.raises(ValueError, match="parent_chars"):
+        ParentChildChunker(max_chars=120, overlap_chars=20, parent_chars=100)
+    assert "parent_chars=300" in repr(ParentChildChunker(max_chars=120, overlap_chars=20, parent_chars=300))
+
+
+def test_a_section_within_the_bound_stays_one_parent() -> None:
+    small = ParentChildChunker(max_chars=60, overlap_chars=10).chunk(DOC, "d")
+    assert _parent_extents(small) == _parent_extents(ParentChildChunker(max_chars=60, overlap_chars=10, parent_chars=10_000).chunk(DOC, "d"))
+
+
+def test_ingest_reads_ragspine_parent_chars_and_the_prompt_text_is_bounded(tmp_path, capsys, monkeypatch) -> None:
+    import json
+
+    from ragspine import cli
+    from ragspine.testing.chunker import headingless_document
+
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
+    (tmp_path / "copyright.txt").write_text(headingless_document(), encoding="utf-8")
+    db = str(tmp_path / "kb.db")
+    for bound in (None, "800"):
+        if bound:
+            monkeypatch.setenv("RAGSPINE_PARENT_CHARS", bound)
+        assert cli.main(["--db", db, "ingest", str(tmp_path / "copyright.txt"), "--library", "kb", "--chunker", "parent_child",
+                         "--force"]) == 0
+        capsys.readouterr()
+        assert cli.main(["--db", db, "query", "permission granted free of charge", "--json", "--top-k", "5"]) == 0
+        snippets = json.loads(capsys.readouterr().out)
+        prompts = [s["prompt_text"] for s in snippets if s.get("prompt_text")]
+        assert prompts and max(map(len, prompts)) <= int(bound or 1920), [len(p) for p in prompts]
+
+
+def test_bounded_spans_cut_a_long_line_at_words_and_lose_nothing() -> None:
+    from ragspine.retrieval.chunking.chunking import paragraph_spans
+    from ragspine.retrieval.chunking.units import bounded_spans
+    from ragspine.testing.chunker import random_documents
+
+    line = ("alpha beta gamma " * 30).strip()
+    blocks = bounded_spans(line, [(0, len(line))], 100)
+    assert all(e - s <= 100 and (e == len(line) or line[e] == " ") and line[s] != " " for s, e in blocks)
+    assert " ".join(line[s:e] for s, e in blocks) == line
+    for limit in (1, 7, 40, 300):
+        for text in random_documents(limit):
+            units = list(paragraph_spans(text))
+            blocks = bounded_spans(text, units, limit)
+            assert all(0 < e - s <= limit and not text[s].isspace() and not text[e - 1].isspace() for s, e in blocks)
+            assert all(a[1] <= b[0] for a, b in zip(blocks, blocks[1:]))
+            kept = "".join(text[s:e] for s, e in blocks)
+            assert "".join(kept.split()) == "".join(text.split())  # every non-whitespace character, once
