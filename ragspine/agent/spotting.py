@@ -203,14 +203,18 @@ def _extend_left(folded: str, start: int, occupied: tuple[tuple[int, int], ...])
         return start
     if _CJK_CHAR.match(folded[start - 1]):
         return _extend_cjk_left(folded, start, occupied)
-    before = folded[:start]
-    if before.endswith(("'s ", "' ", "s' ")):
-        return start
-    current = start
-    for _ in range(_MAX_JOINED_WORDS):
-        match = _LATIN_BEFORE.search(folded, 0, current)
-        if match is None or _overlaps(match.start(1), match.end(1), occupied):
+    current = scan = start
+    past_hit = False  # a hit (an entity, a period) stands between: only ``<head> of`` may join
+    for _ in range(_MAX_JOINED_WORDS + 2):
+        if folded.endswith(("'s ", "' "), 0, scan) and not past_hit:
             return current
+        match = _LATIN_BEFORE.search(folded, 0, scan)
+        if match is None:
+            return current
+        span = next((s for s in occupied if s[0] < match.end(1) and match.start(1) < s[1]), None)
+        if span is not None:
+            past_hit, scan = True, span[0]
+            continue
         word = match.group(1).strip("'-")
         if word in words.EN_JOINERS:
             head = _LATIN_BEFORE.search(folded, 0, match.start(1))
@@ -219,11 +223,14 @@ def _extend_left(folded: str, start: int, occupied: tuple[tuple[int, int], ...])
             head_word = head.group(1).strip("'-")
             if head_word in words.EN_HEAD_NEUTRAL or head_word in words.EN_BEFORE:
                 return current
-            current = head.start(1)
+            current = scan = head.start(1)
             continue
-        if word in words.EN_BEFORE:
+        if past_hit and word in ("the", "a", "an"):
+            scan = match.start(1)
+            continue
+        if past_hit or word in words.EN_BEFORE:
             return current
-        current = match.start(1)
+        current = scan = match.start(1)
     return current
 
 
@@ -239,10 +246,15 @@ def _extend_right(folded: str, end: int, occupied: tuple[tuple[int, int], ...]) 
         match = _LATIN_AFTER.match(folded, current)
         if match is None or _overlaps(match.start(1), match.end(1), occupied):
             return current
-        if match.group(1).strip("'-") in words.EN_AFTER:
+        word = match.group(1).strip("'-")
+        if word in words.EN_AFTER or (word in words.EN_AFTER_VERBS and _auxiliary_before(folded, end)):
             return current
         current = match.end(1)
     return current
+
+
+def _auxiliary_before(folded: str, position: int) -> bool:
+    return any(w in words.EN_AUXILIARIES for w in re.findall(r"[a-z]+", folded[:position]))
 
 
 _HIRAGANA = re.compile(r"[\u3040-\u309f]")
@@ -259,11 +271,26 @@ def _extend_cjk_left(folded: str, start: int, occupied: tuple[tuple[int, int], .
 
 def _extend_cjk_right(folded: str, end: int, occupied: tuple[tuple[int, int], ...]) -> int:
     current = end
+    if folded.startswith(words.CJK_LINKS, current) and current + 1 < len(folded):
+        follows = current + 1
+        if (not _CJK_CHAR.match(folded[follows]) or _inside(follows, occupied) or _HIRAGANA.match(folded[follows])
+                or folded.startswith(words.CJK_NEUTRAL, follows) or _cjk_boundary_after(folded, follows)):
+            return end
+        current = follows
     while current < len(folded) and _CJK_CHAR.match(folded[current]) and not _HIRAGANA.match(folded[current]):
-        if _inside(current, occupied) or folded.startswith(words.CJK_AFTER, current):
+        if _inside(current, occupied) or _cjk_boundary_after(folded, current):
             break
         current += 1
     return current
+
+
+def _cjk_boundary_after(folded: str, position: int) -> bool:
+    for morpheme in words.CJK_AFTER:
+        if folded.startswith(morpheme, position):
+            rest = folded[position + len(morpheme):position + len(morpheme) + 2]
+            if not any(ch in words.CJK_NOUN_ENDINGS for ch in rest):
+                return True
+    return False
 
 
 def _overlaps(start: int, end: int, spans: tuple[tuple[int, int], ...]) -> bool:

@@ -22,18 +22,24 @@ total overall annual yearly quarterly monthly actual recorded stated official la
 make made makes making earn earned book booked generate generated post posted record achieve achieved bring brought
 deliver delivered reach reached see saw have having when where why who whom
 """.split())
-#: English words that may follow a metric form (prepositions, auxiliaries, verbs of change,
-#: words that name the value itself).
+#: English words that may follow a metric form (prepositions, auxiliaries, verbs of change in
+#: forms that are not nouns, words that name the value itself).
 EN_AFTER = frozenset("""
 in for of at during on over across by from to between and or but as than vs versus compared according
 was were is are be been being did do does has had have will would could should can may might
-fall fell fallen falls falling drop dropped drops dropping decline declined declines declining decrease decreased
-decreases decreasing rise rose risen rises rising grow grew grown grows growing increase increased increases increasing
-change changed changes changing come came comes stand stood stands end ended ends reach reached reaches look looked
-amount amounted total totaled totalled go went move moved shift shifted climb climbed slip slipped jump jumped
-figure figures number numbers value values level levels data amount result results reading
+fell fallen falls falling dropped drops dropping declined declines declining decreased
+decreases decreasing rose risen rises rising grew grown grows growing increased increases increasing
+changed changes changing came comes stood stands ended ends reached reaches looked
+amounted totaled totalled went moved shifted climbed slipped jumped
+figure figures number numbers value values level levels data result results reading
 when where why what which that who how then there here this these those it its so
 """.split())
+#: Verbs of change whose bare form is also a noun (``revenue growth`` is another metric): they
+#: may follow a metric only when an auxiliary before it makes them a verb (``did revenue fall``).
+EN_AFTER_VERBS = frozenset("""
+fall drop decline decrease rise grow increase change come stand end reach look amount total go move shift climb slip jump
+""".split())
+EN_AUXILIARIES = frozenset("did do does will would could should can may might has have had".split())
 #: English words that, right before ``of``/``in`` before a metric, leave it alone
 #: (``the value of revenue``); any other word makes a longer term (``cost of sales``).
 EN_HEAD_NEUTRAL = frozenset("""
@@ -62,11 +68,19 @@ CJK_BEFORE = (
 #: CJK morphemes that may follow a metric form (particles, copulas, question words, verbs of
 #: change, words naming the value itself).
 CJK_AFTER = (
-    "是", "为", "為", "有", "多", "的", "在", "和", "与", "與", "及", "或", "吗", "嗎", "呢", "了", "达", "達", "约", "約",
+    "是", "为", "為", "有", "多", "在", "和", "与", "與", "及", "或", "吗", "嗎", "呢", "了", "达", "達", "约", "約",
     "怎", "如何", "为什么", "為什麼", "为何", "為何", "下降", "下滑", "下跌", "减少", "減少", "增长", "增長", "增加", "上升",
     "提高", "降低", "变化", "變化", "变动", "情况", "情況", "数据", "數據", "数字", "数值", "數值", "金额", "金額", "总额",
     "總額", "规模", "規模", "水平", "共", "合计", "大约", "多少", "几", "幾",
-    "は", "が", "を", "に", "で", "と", "も", "の", "や", "へ", "より", "って", "について", "だ", "で", "です", "でした",
+    "は", "が", "を", "に", "で", "と", "も", "や", "へ", "より", "って", "について", "だ", "で", "です", "でした",
     "いくら", "幾ら", "ど", "な", "減", "増", "低下", "上昇", "推移", "実績", "数値", "データ", "金額", "総額", "水準",
     "か", "？", "?", "。", "、", "，", ",", "！", "!", "；", ";", "：", ":",
 )
+#: Possessive links: after a metric they make the noun that follows the term asked about
+#: (人口的增长率, 人口の増加率) unless that noun only names the value (:data:`CJK_NEUTRAL`).
+CJK_LINKS = ("的", "之", "の")
+CJK_NEUTRAL = ("数据", "數據", "数字", "数值", "數值", "金额", "金額", "总额", "總額", "总数", "總數", "情况", "情況", "规模",
+               "規模", "水平", "値", "数値", "データ", "実績", "水準", "推移")
+#: A CJK morpheme of :data:`CJK_AFTER` followed within two characters by one of these makes a
+#: noun, not a verb: 增长率 (growth rate), 増加率, 下降幅度 — another metric.
+CJK_NOUN_ENDINGS = "率额額幅速"

@@ -184,3 +184,26 @@ def test_the_demo_glossary_never_answers_revenue_for_a_longer_term(make_agent, q
     assert answer.route == "structured" and answer.structured.result.status in ("not_found", "unrecognized_param")
     assert not has_numeral(answer.text)
     assert answer.structured.result.metric != "revenue" and not answer.sources
+
+
+@pytest.mark.parametrize(("question", "term"), [
+    ("美国2008年人口的增长率是多少？", "人口的增长率"),
+    ("2008年美国人口增长率是多少", "人口增长率"),
+    ("2008年の米国の人口の増加率は？", "人口の増加率"),
+    ("2008年の米国の人口増加率は", "人口増加率"),
+    ("What was the US population growth in 2008?", "population growth"),
+    ("What was the US population change in 2008?", "population change"),
+    ("What was the growth of the US population in 2008?", "growth of the us population"),
+])
+def test_a_change_or_a_rate_of_a_metric_is_another_metric(question, term) -> None:
+    reading = read_question(question, SPOTTER)
+    assert reading.metric is None and reading.unread == (("metric", term),)
+
+
+@pytest.mark.parametrize("question", [
+    "How did US population change in 2008?", "Why did the US population rise in 2008, and by how much?",
+    "美国2008年的人口是多少", "2008年美国的人口的数据是多少", "What was the value of the US population in 2008?",
+])
+def test_a_verb_of_change_or_a_word_naming_the_value_leaves_the_metric_alone(question) -> None:
+    reading = read_question(question, SPOTTER)
+    assert reading.clear and reading.metric is not None and reading.metric.key == "population"
