@@ -28,6 +28,7 @@ from ragspine.retrieval.sensitivity import (
     parse_sensitivity,
     split_document_fields,
 )
+from ragspine.retrieval.storable import check_document, unstorable
 
 SUFFIXES = (".txt", ".md", ".markdown")
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -47,6 +48,7 @@ class SourceDocument:
     valid_as_of: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     chunker: str | None = None  # front matter ``chunker:`` (a RAGSPINE_CHUNKER name): this file's own
+    id_from_path: bool = False  # ``doc_id`` is the default (the path), not the front matter's
 
 
 def collect_files(
@@ -92,6 +94,9 @@ def read_document(
     """Read and validate one file (raises :class:`IngestError` with the file named); a file
     over ``max_bytes`` (``RAGSPINE_MAX_FILE_BYTES``, default 20 MiB) is refused."""
     where = str(path)
+    if unstorable(where):  # a name in another encoding (Python keeps its bytes as lone surrogates)
+        shown = where.encode("utf-8", "backslashreplace").decode("utf-8")  # printable: the message is one line on any terminal
+        raise IngestError(f"{shown}: the path is not valid UTF-8, so no store can keep it (chunk locators cite it); rename the file")
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -105,24 +110,28 @@ def read_document(
         raise IngestError(f"{where}: cannot read ({exc.strerror})") from None
     front_matter, body, offset = decode_document(raw, where)
     front, extra = split_document_fields(front_matter, where)
-    meta: dict[str, Any] = dict(defaults or {})
-    meta.update(extra)
-    try:
-        metadata = validate_metadata({k: _plain(v) for k, v in meta.items()})
+    meta: dict[str, Any] = {k: _plain(v) for k, v in {**(defaults or {}), **extra}.items()}
+    rel = path.relative_to(root) if root is not None and path.is_relative_to(root) else Path(path.name)
+    doc_id = str(front.get("doc_id") or rel.as_posix())
+    title = str(front.get("title") or first_heading(body, path.name) or path.stem)
+    valid_as_of = str(_plain(front.get("valid_as_of")) or "")
+    try:  # what no store can keep (NUL, lone surrogates from YAML escapes or a file name), named here
+        check_document(doc_id, title=title, text=body, sensitivity=front.get("sensitivity"), valid_as_of=valid_as_of,
+                       source=where, metadata=meta)
+        metadata = validate_metadata(meta)
     except IngestError as exc:
         raise IngestError(f"{where}: {exc}") from None
-    rel = path.relative_to(root) if root is not None and path.is_relative_to(root) else Path(path.name)
-    title = str(front.get("title") or first_heading(body, path.name) or path.stem)
     return SourceDocument(
-        doc_id=str(front.get("doc_id") or rel.as_posix()),
+        doc_id=doc_id,
         text=body,
         title=title,
         source=where,
         body_offset=offset,
         sensitivity=parse_sensitivity(front.get("sensitivity") if front.get("sensitivity") is not None else sensitivity, where),
-        valid_as_of=str(_plain(front.get("valid_as_of")) or ""),
+        valid_as_of=valid_as_of,
         metadata=metadata,
         chunker=_chunker_name(front.get("chunker"), where),
+        id_from_path=not front.get("doc_id"),
     )
 
 

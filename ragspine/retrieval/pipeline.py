@@ -53,6 +53,7 @@ from ragspine.retrieval.query.probes import with_probes
 from ragspine.retrieval.ranking import current_stages
 from ragspine.retrieval.rerank.base import DEFAULT_RERANK_DEPTH, IndexingReranker, Reranker, rerank_open_subset
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+from ragspine.retrieval.storable import check_document
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.dense import DenseCoverage
 from ragspine.retrieval.vector.embedding import EmbeddingBackend
@@ -164,7 +165,10 @@ class LibraryPipeline:
         valid_as_of: str = "",
         embed: bool = True,
     ) -> int:
-        """Chunk ``text`` and make it the document's new active version."""
+        """Chunk ``text`` and make it the document's new active version (a string no store can
+        keep is refused first: :func:`~ragspine.retrieval.storable.check_document`)."""
+        check_document(doc_id, title=title, text=text, sensitivity=sensitivity, valid_as_of=valid_as_of,
+                       source=source, metadata=metadata)
         chunks = self.chunker.chunk(
             text, doc_id, title=title, metadata=metadata, sensitivity=sensitivity, source=source, source_offset=source_offset,
         )

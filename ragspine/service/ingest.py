@@ -36,6 +36,7 @@ from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.metadata import validate_metadata
 from ragspine.retrieval.sensitivity import parse_sensitivity, reserved_key, split_document_fields
+from ragspine.retrieval.storable import check_document
 
 PROGRESS_EVERY_S = 0.5  # progress is written at most this often (and when the job ends)
 BATCH_DOCS = 500  # documents per replace transaction at most (a job's documents are written in groups)
@@ -53,19 +54,13 @@ def document_payload(doc: Any) -> dict[str, Any]:
 
 
 def storable(payload: dict[str, Any]) -> dict[str, Any]:
-    """Refuse at upload what no job could store on every backend: a NUL character (PostgreSQL
-    text cannot hold it) or a lone surrogate (not UTF-8) in a field or a metadata key/value —
-    so the embedded default and PostgreSQL refuse the same documents, and say so at once."""
-    fields = [(name, payload[name]) for name in ("doc_id", "title", "sensitivity", "valid_as_of", "source")]
-    fields += [(f"metadata key {key!r}", key) for key in payload["metadata"]]
-    fields += [(f"metadata[{key!r}]", value) for key, value in payload["metadata"].items() if isinstance(value, str)]
-    for what, value in fields:
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise IngestError(f"document {payload['doc_id']!r}: {what} contains a lone surrogate (not valid Unicode)") from None
-        if "\x00" in value:
-            raise IngestError(f"document {payload['doc_id']!r}: {what} contains a NUL character")
+    """Refuse at upload what no job could store on every backend — a NUL character or a lone
+    surrogate in any field or metadata key/value — with the message the Python API and the
+    CLI give for the same document (:func:`~ragspine.retrieval.storable.check_document`)."""
+    check_document(
+        payload["doc_id"], title=payload["title"], text=payload["text"], sensitivity=payload["sensitivity"],
+        valid_as_of=payload["valid_as_of"], source=payload["source"], metadata=payload["metadata"],
+    )
     return payload
 
 

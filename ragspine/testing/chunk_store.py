@@ -353,8 +353,84 @@ class ChunkStoreExpansionTests:
         assert store.restricted_spans(["hb"]) == {} and store.restricted_spans([]) == {}
 
 
+#: Strings every store must keep and return unchanged — what the ingest check lets through:
+#: astral-plane characters, combining marks, right-to-left and bidi controls, control
+#: characters other than NUL, noncharacters, the last code point, line separators, a BOM.
+ODD_BUT_VALID = (
+    "🙂👩🏽‍💻𝄞", "e\u0301 n\u0303 ñ", "שלום عربي", "\u202eevil\u202c", "\x01\x07\x1b\x1f\x7f\x85",
+    "\ufffe\uffff\U0010ffff", "a\u2028b\u2029c\r\n\t", "\ufeffbom", "\u200bzero\u200dwidth", "\\ \" ' %_ $1",
+)
+#: Strings the check refuses, the same way on every store.
+UNSTORABLE = ("a\x00b", "\x00", "a\ud800", "\udfff", "\udcff.md")
+
+
+class ChunkStoreUnicodeTests:
+    """Every store accepts exactly what :mod:`ragspine.retrieval.storable` lets through: the
+    odd-but-valid strings round-trip in every field, key and value; a NUL or a lone surrogate
+    anywhere is one :class:`IngestError` naming the document and the field, before any write."""
+
+    def test_what_the_check_passes_round_trips_in_every_field(self, chunk_store_factory: Factory) -> None:
+        from ragspine.retrieval.storable import check_chunks
+
+        store = chunk_store_factory("lib-unicode")
+        long_value = "长" * 30_000 + "🙂" * 5_000
+        meta: dict[str, Any] = {s: s for s in ODD_BUT_VALID}
+        meta.update({"entity": ODD_BUT_VALID[2], "long": long_value, "k" * 256: "longest key", "n": 1.5})
+        chunks = [
+            Chunk(chunk_id=f"d#{i}", doc_id="d🙂\x01", text=text, title=ODD_BUT_VALID[1], ordinal=i,
+                  source_locator=f"{text}#char=0,1", metadata=meta, parent_id=text, heading=text, window_text=text * 3,
+                  parent_locator=text)
+            for i, text in enumerate((*ODD_BUT_VALID, long_value))
+        ]
+        check_chunks("d🙂\x01", chunks, "2024-01-01\u200e")  # the check passes all of it ...
+        store.replace_doc_chunks("d🙂\x01", chunks, valid_as_of="2024-01-01\u200e")  # ... so every store keeps it
+        got = {c.chunk_id: c for c in store.iter_chunks(doc_id="d🙂\x01")}
+        assert sorted(got) == sorted(c.chunk_id for c in chunks)
+        for chunk in chunks:
+            back = got[chunk.chunk_id]
+            for name in ("doc_id", "text", "title", "source_locator", "parent_id", "heading", "window_text", "parent_locator"):
+                assert getattr(back, name) == getattr(chunk, name), (chunk.chunk_id, name)
+            assert dict(back.metadata) == meta and back.valid_as_of == "2024-01-01\u200e"
+        assert [c.chunk_id for c in store.get_chunks(["d#9", "d#0"])] == ["d#9", "d#0"]
+        assert {c.chunk_id for c in store.iter_chunks(entity=ODD_BUT_VALID[2])} == set(got)
+        assert store.doc_ids() == ["d🙂\x01"]
+
+    def test_what_the_check_refuses_every_store_refuses_the_same_way(self, chunk_store_factory: Factory) -> None:
+        from ragspine.retrieval.storable import check_chunks
+
+        store = chunk_store_factory("lib-unicode")
+        store.replace_doc_chunks("d", doc("d", "v1", metadata={"k": "v"}))
+        seq = store.change_seq()
+        for bad in UNSTORABLE:
+            cases: list[tuple[str, list[Chunk], str]] = [
+                ("d", doc("d", "x", metadata={bad: "v"}), f"metadata key {bad!r}"),
+                ("d", doc("d", "x", metadata={"k": bad}), "the value of metadata key 'k'"),
+                ("d", doc("d", f"text {bad}"), "text"),
+                ("d", doc("d", "x", title=bad), "title"),
+                ("d", doc("d", "x", heading=bad), "heading of chunk 'd#0'"),
+                ("d", doc("d", "x", window_text=bad), "window text of chunk 'd#0'"),
+                ("d", doc("d", "x", source_locator=f"{bad}#char=0,1"), "source locator of chunk 'd#0'"),
+                (bad, doc(bad, "x"), "the document id"),
+            ]
+            for doc_id, chunks, what in cases:
+                with pytest.raises(IngestError) as refused:
+                    check_chunks(doc_id, chunks)
+                message = str(refused.value)
+                assert message.startswith(f"document {doc_id!r}: {what} holds ") and "\n" not in message, message
+                with pytest.raises(IngestError) as raised:
+                    store.replace_doc_chunks(doc_id, chunks)
+                assert str(raised.value) == message
+                with pytest.raises(IngestError) as raised:
+                    store.replace_many([DocumentChunks("other", doc("other", "fine")), DocumentChunks(doc_id, chunks)])
+                assert str(raised.value) == message
+        with pytest.raises(IngestError, match="valid_as_of holds a NUL"):
+            store.replace_doc_chunks("d", doc("d", "x"), valid_as_of="2024\x00")
+        assert active(store) == [("d#0", "v1", 1)] and store.change_seq() == seq and store.doc_ids() == ["d"]
+
+
 class ChunkStoreConformance(
     ChunkStoreExpansionTests,
+    ChunkStoreUnicodeTests,
     ChunkStoreVersioningTests,
     ChunkStoreBulkTests,
     ChunkStorePrefilterTests,

@@ -214,10 +214,46 @@ class VectorStoreIsolationTests:
         assert mine.query(vecs[1].tolist(), top_k=5, where=MetadataFilter((FilterCondition(key, "eq", "other"),))) == []
 
 
+class VectorStoreUnicodeTests:
+    """Every vector store keeps exactly what :mod:`ragspine.retrieval.storable` lets through
+    (the chunk store pack's strings) and refuses the rest with the same :class:`IngestError`."""
+
+    def test_what_the_check_passes_round_trips_in_the_payload(self, vector_store_factory: Factory) -> None:
+        from ragspine.testing.chunk_store import ODD_BUT_VALID
+
+        store = vector_store_factory("lib-unicode", DIM)
+        meta: dict[str, Any] = {s: s for s in ODD_BUT_VALID}
+        meta["long"] = "长" * 30_000 + "🙂" * 5_000
+        v = unit_vectors(1)[0].tolist()
+        store.upsert([VectorRecord("c🙂\x01", v, "d\u202e", 1, "INTERNAL", meta)])
+        (hit,) = store.query(v, top_k=5)
+        assert (hit.id, hit.doc_id) == ("c🙂\x01", "d\u202e") and dict(hit.metadata) == meta
+        for key in ODD_BUT_VALID:
+            assert store.count(MetadataFilter((FilterCondition(key, "eq", key),))) == 1, key
+
+    def test_what_the_check_refuses_every_store_refuses(self, vector_store_factory: Factory) -> None:
+        from ragspine.retrieval.storable import check_record
+        from ragspine.testing.chunk_store import UNSTORABLE
+
+        store = vector_store_factory("lib-unicode", DIM)
+        v = unit_vectors(1)[0].tolist()
+        store.upsert([VectorRecord("ok", v, "d", 1, "", {"k": "v"})])
+        for bad in UNSTORABLE:
+            for record in (VectorRecord("c", v, "d", 1, "", {bad: 1}), VectorRecord("c", v, "d", 1, "", {"k": bad}),
+                           VectorRecord(bad, v, "d", 1, "", {}), VectorRecord("c", v, bad, 1, "", {})):
+                with pytest.raises(IngestError) as refused:
+                    check_record(record)
+                with pytest.raises(IngestError) as raised:
+                    store.upsert([VectorRecord("fine", v, "d", 1, "", {}), record])
+                assert str(raised.value) == str(refused.value)
+        assert store.count() == 1 and [h.id for h in store.query(v, top_k=5)] == ["ok"]
+
+
 class VectorStoreConformance(
     VectorStoreSearchTests,
     VectorStoreFilterTests,
     VectorStoreMaintenanceTests,
     VectorStoreIsolationTests,
+    VectorStoreUnicodeTests,
 ):
     """Every VectorStore capability; needs the ``vector_store_factory`` fixture."""

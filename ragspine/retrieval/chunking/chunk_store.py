@@ -325,12 +325,15 @@ def check_replace_input(doc_id: str, chunks: Sequence[Chunk]) -> None:
 def check_batch(docs: Sequence["DocumentChunks"]) -> list["DocumentChunks"]:
     """Shared validation for ``replace_many``, before any write (raises ``IngestError``): every
     document as ``replace_doc_chunks`` checks it, a ``doc_id`` at most once per batch, a chunk id
-    in one document of the batch only. Returns the batch with every spelling of RESTRICTED
-    written as ``RESTRICTED`` (what the stores and their SQL compare)."""
+    in one document of the batch only, no string any store cannot keep
+    (:func:`~ragspine.retrieval.storable.check_chunks`: NUL, lone surrogates). Returns the
+    batch with every spelling of RESTRICTED written as ``RESTRICTED`` (what the stores and
+    their SQL compare)."""
     from dataclasses import replace
 
     from ragspine.errors import IngestError
     from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
+    from ragspine.retrieval.storable import check_chunks
 
     def canonical(chunk: Chunk) -> Chunk:
         if isinstance(chunk.sensitivity, str) and is_restricted(chunk.sensitivity) and chunk.sensitivity != RESTRICTED_SENSITIVITY:
@@ -347,6 +350,7 @@ def check_batch(docs: Sequence["DocumentChunks"]) -> list["DocumentChunks"]:
         seen_docs.add(doc.doc_id)
         if not isinstance(doc.valid_as_of, str):
             raise IngestError(f"valid_as_of of {doc.doc_id!r} must be a string")
+        check_chunks(doc.doc_id, doc.chunks, doc.valid_as_of)  # no NUL, no lone surrogate: the same on every store
         for chunk in doc.chunks:
             other = owner.setdefault(chunk.chunk_id, doc.doc_id)
             if other != doc.doc_id:

@@ -21,6 +21,7 @@ from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.metadata import validate_metadata
+from ragspine.retrieval.storable import check_record
 from ragspine.retrieval.vector.similarity import RESCORE_MARGIN, exact_cosine_scores, to_float32, unit_vector
 from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord, VectorStore
 
@@ -62,6 +63,8 @@ class InProcessVectorStore:
             checked = [
                 (r, unit_vector(r.vector, dim, f"vector for {r.id!r}"), validate_metadata(r.metadata)) for r in records
             ]
+            for record in records:  # what no other store keeps (NUL, lone surrogates) is refused here too
+                check_record(record)
             if checked and self.dim is None:
                 self.dim = dim
                 self._matrix = np.zeros((0, dim or 0), dtype=np.float32)

@@ -22,9 +22,9 @@ import numpy as np
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.metadata import validate_metadata
+from ragspine.retrieval.storable import check_record
 from ragspine.retrieval.vector.similarity import unit_vector as _unit_vector
 from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
-from ragspine.stores.postgres.filters import pg_storable
 
 __all__ = [
     "COPY_COLUMNS",
@@ -51,22 +51,13 @@ def is_zero(vector: Sequence[float]) -> bool:
     return not any(vector)
 
 
-def _check_text(value: str, what: str) -> None:
-    if not pg_storable(value):
-        raise IngestError(f"{what} {value!r} contains a NUL or a lone surrogate, which PostgreSQL cannot store")
-
-
 def record_to_row(record: VectorRecord, library_id: str, dim: int) -> dict[str, Any]:
     """The insert parameters of one record (raises ConfigError / IngestError before any I/O)."""
     metadata = validate_metadata(record.metadata)
-    for key, value in metadata.items():
-        _check_text(key, "metadata key")
-        if isinstance(value, str):
-            _check_text(value, f"metadata value of {key!r}")
     for what, text in (("chunk id", record.id), ("doc_id", record.doc_id), ("sensitivity", record.sensitivity)):
         if not isinstance(text, str):
             raise IngestError(f"{what} must be a string, got {type(text).__name__}")
-        _check_text(text, what)
+    check_record(record)  # no NUL, no lone surrogate: as every vector store refuses them
     version = int(record.version)
     if not _INT4[0] <= version <= _INT4[1]:
         raise IngestError(f"version {version} of chunk {record.id!r} does not fit a 32-bit integer")

@@ -86,7 +86,8 @@ class PostgresChunkStore:
         batch is written). A ``doc_id`` may appear once per batch. Returns rows written."""
         import psycopg
 
-        from ragspine.stores.postgres.writes import check_batch, replace_batch
+        from ragspine.retrieval.chunking.chunk_store import check_batch
+        from ragspine.stores.postgres.writes import replace_batch
 
         batch = check_batch(docs)
         if not batch:

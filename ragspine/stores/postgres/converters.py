@@ -44,10 +44,6 @@ CHUNK_COLUMNS: tuple[str, ...] = (
     "ingested_at",
 )
 
-_TEXT_FIELDS = ("chunk_id", "doc_id", "text", "title", "source_locator", "sensitivity",
-                "parent_id", "heading", "window_text", "parent_locator")
-
-
 def _needs_fraction(value: Any) -> bool:
     """A float that ``json`` writes with an exponent and ``jsonb`` would print as an int."""
     return isinstance(value, float) and math.isfinite(value) and value.is_integer() and "e" in repr(value)
@@ -76,18 +72,6 @@ def metadata_from_db(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"chunk metadata must be a JSON object, got {type(value).__name__}")
     return dict(value)
-
-
-def nul_field(chunk: Chunk) -> str | None:
-    """The name of a text field (or metadata key/value) holding NUL, which PostgreSQL
-    cannot store; ``None`` when there is none."""
-    for name in _TEXT_FIELDS:
-        if "\x00" in getattr(chunk, name):
-            return name
-    for key, value in chunk.metadata.items():
-        if "\x00" in key or (isinstance(value, str) and "\x00" in value):
-            return f"metadata[{key!r}]"
-    return None
 
 
 def chunk_to_row(chunk: Chunk, *, library_id: str, version: int, valid_as_of: str) -> dict[str, Any]:

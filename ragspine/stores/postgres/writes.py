@@ -36,13 +36,11 @@ from ragspine.retrieval.chunking.chunk_store import (
     DocumentChunks,
     fingerprint,
 )
-from ragspine.retrieval.chunking.chunk_store import check_batch as check_shared_batch
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.stores.postgres.converters import (
     COPY_COLUMNS,
     chunk_copy_row,
-    nul_field,
     term_counts,
 )
 
@@ -98,22 +96,9 @@ _STATS = (  # postings stay complete only while every write wrote them
 )
 
 
-def check_batch(docs: Sequence[DocumentChunks]) -> list[DocumentChunks]:
-    """Validate a whole batch before any I/O (raises ``IngestError``): the shared checks, and
-    no NUL character anywhere (PostgreSQL text cannot hold one)."""
-    batch = check_shared_batch(docs)
-    for doc in batch:
-        if "\x00" in doc.valid_as_of:
-            raise IngestError(f"valid_as_of of {doc.doc_id!r} contains a NUL character, which PostgreSQL cannot store")
-        for chunk in doc.chunks:
-            bad = nul_field(chunk)
-            if bad:
-                raise IngestError(f"chunk {chunk.chunk_id!r}: {bad} contains a NUL character, which PostgreSQL cannot store")
-    return batch
-
-
 def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *, bulk: str = "copy", keep_postings: bool = True) -> int:
-    """Versioned replace of every document of a :func:`check_batch`-ed batch; returns the
+    """Versioned replace of every document of a batch checked by
+    :func:`~ragspine.retrieval.chunking.chunk_store.check_batch`; returns the
     number of chunk rows written. The caller owns the transaction. With ``keep_postings=False``
     (``RAGSPINE_PG_POSTINGS=off``) nothing is tokenized: the rows, the change log and the
     retired chunks' postings removed, and the library marked as having incomplete postings."""

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.metadata import validate_metadata
+from ragspine.retrieval.storable import check_record
 from ragspine.retrieval.vector.similarity import unit_vector as _unit_vector
 from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
 from ragspine.stores.qdrant.filters import (
@@ -52,14 +53,17 @@ def unit_vector(vector: Sequence[float], dim: int, what: str) -> list[float]:
 
 
 def to_point(library_id: str, record: VectorRecord, dim: int) -> models.PointStruct:
-    """A point for ``record``; raises IngestError for non-scalar metadata."""
+    """A point for ``record``; raises IngestError for non-scalar metadata and for a string no
+    store can keep (:func:`~ragspine.retrieval.storable.check_record`)."""
+    metadata = validate_metadata(record.metadata)
+    check_record(record)
     payload = {
         "library_id": library_id,
         "chunk_id": record.id,
         "doc_id": record.doc_id,
         "version": int(record.version),
         "sensitivity": record.sensitivity,
-        METADATA_KEY: encode_metadata(validate_metadata(record.metadata)),
+        METADATA_KEY: encode_metadata(metadata),
     }
     vector = unit_vector(record.vector, dim, f"vector for {record.id!r}")
     return models.PointStruct(id=point_id(library_id, record.id), vector=vector, payload=payload)

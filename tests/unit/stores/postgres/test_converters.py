@@ -15,7 +15,6 @@ from ragspine.stores.postgres.converters import (
     chunk_to_row,
     metadata_from_db,
     metadata_json,
-    nul_field,
     row_to_stored,
     timestamp_text,
 )
@@ -82,10 +81,3 @@ def test_timestamp_text() -> None:
     assert timestamp_text(None) == ""
     assert timestamp_text(datetime(2024, 1, 2, 3, 4, 5)) == "2024-01-02T03:04:05.000000+00:00"
     assert timestamp_text("2024-01-02") == "2024-01-02"
-
-
-def test_nul_field_finds_text_postgres_cannot_store() -> None:
-    assert nul_field(CHUNK) is None
-    assert nul_field(Chunk(chunk_id="c", doc_id="d", text="a\x00b")) == "text"
-    assert nul_field(Chunk(chunk_id="c", doc_id="d", text="t", metadata={"k": "v\x00"})) == "metadata['k']"
-    assert nul_field(Chunk(chunk_id="c", doc_id="d", text="t", metadata={"k\x00": 1})) == "metadata['k\\x00']"

@@ -185,14 +185,15 @@ ADVERSARIAL_LIBRARIES = ["lib-b", 'lib"; DROP', "lib-a ", "LIB-A", "lib\u0000a",
 def test_libraries_sharing_a_collection_never_see_each_other(qdrant, other):
     a, b = qdrant.store("lib-a"), qdrant.store(other)
     assert a.collection_name == b.collection_name
-    a.upsert([rec(f"c{i}", unit(i), "doc", 1, library_id=other, m="x") for i in range(4)])
+    label = other.replace("\x00", "\x01")  # the library's name may hold a NUL, a metadata value may not
+    a.upsert([rec(f"c{i}", unit(i), "doc", 1, library_id=label, m="x") for i in range(4)])
     b.upsert([rec(f"c{i}", unit(i), "doc", 7, library_id="lib-a", m="y") for i in range(6)])
     assert point_id("lib-a", "c0") != point_id(other, "c0")
     assert a.count() == 4 and b.count() == 6
     assert {h.metadata["m"] for h in a.query(unit(0), top_k=100)} == {"x"}
-    for where in ({"library_id": other}, {"library_id": "lib-a"}, {"m": {"ne": "x"}}, {"library_id": {"nin": []}}):
+    for where in ({"library_id": label}, {"library_id": "lib-a"}, {"m": {"ne": "x"}}, {"library_id": {"nin": []}}):
         flt = parse_filter(where)
-        expected = [f"c{i}" for i in range(4) if flt.matches({"library_id": other, "m": "x"})]
+        expected = [f"c{i}" for i in range(4) if flt.matches({"library_id": label, "m": "x"})]
         assert a.ids(flt) == expected, where
         assert sorted(h.id for h in a.query(unit(0), top_k=100, where=flt)) == expected, where
     assert a.ids(parse_filter({"m": {"gte": "y"}})) == []  # the two-phase path is tenant-scoped too
