@@ -644,6 +644,28 @@ def environment() -> dict[str, Any]:
     }
 
 
+def section_agent_eval(per_kind: int, seed: int) -> dict[str, Any]:
+    """``ragspine.testing.agent_eval`` in full: every kind × language, printed as a report."""
+    import tempfile
+
+    from ragspine.stores.sqlite import SQLiteDatabase
+    from ragspine.testing.agent_eval import eval_agent, evaluate, generate
+
+    with tempfile.TemporaryDirectory() as folder:
+        database = SQLiteDatabase(Path(folder) / "facts.db")
+        database.init_schema()
+        questions = generate(per_kind, seed=seed)
+        started = time.perf_counter()
+        report = evaluate(eval_agent(database), questions)
+        seconds = time.perf_counter() - started
+        database.close()
+    print(report.text())
+    print(f"  {len(questions) / seconds:.0f} questions/s")
+    return {"questions": report.questions, "false_founds": len(report.false_founds),
+            "digits_in_refusals": len(report.digits_in_refusals), "right": report.right, "answerable": report.answerable,
+            "matrix": {f"{kind} {outcome}": n for (kind, outcome), n in sorted(report.matrix.items())}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=None, help=f"BEIR dataset directory (default: {DEFAULT_DATA} if present)")
@@ -672,6 +694,10 @@ def main() -> int:
     parser.add_argument("--write-paths-sets", default="scifact,nq-open,xquad-en,xquad-zh,drcd", help="dev sets for --write-paths")
     parser.add_argument("--write-paths-batches", type=int, default=6, help="ragspine ingest runs for --write-paths")
     parser.add_argument("--write-paths-upload", type=int, default=50, help="documents per upload job for --write-paths")
+    parser.add_argument("--agent-eval", action="store_true",
+                        help="the agent over three public tables: generated questions (en/zh/ja), false founds, digits in refusals, routing matrix")
+    parser.add_argument("--agent-eval-per-kind", type=int, default=20, help="questions per kind and language for --agent-eval")
+    parser.add_argument("--agent-eval-seed", type=int, default=0, help="seed of the --agent-eval question generator")
     parser.add_argument("--embed-compare", default=None, metavar="BACKEND,BACKEND",
                         help="texts/s of these embedding backends side by side on --fusion-sets (first --embed-texts documents)")
     parser.add_argument("--fusion-save", type=Path, default=None, help="folder for --fusion's per-query leg rankings (to try fusion rules offline)")
@@ -712,7 +738,7 @@ def main() -> int:
         args.quality = args.speed = args.embedding = True
         args.scale = args.scale or DEFAULT_SCALE
     if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare
-            or args.llm or args.llm_calibrate or args.raptor or args.write_paths):
+            or args.llm or args.llm_calibrate or args.raptor or args.write_paths or args.agent_eval):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -745,6 +771,8 @@ def main() -> int:
         results["write_paths"] = _bench_write_paths.section(
             root, [n for n in args.write_paths_sets.split(",") if n], args.write_paths_batches, args.write_paths_upload, log)
         print("\n".join(_bench_write_paths.table(results["write_paths"])))
+    if args.agent_eval:
+        results["agent_eval"] = section_agent_eval(args.agent_eval_per_kind, args.agent_eval_seed)
     if args.embed_compare:
         import _bench_fusion
 

@@ -55,8 +55,8 @@ _SEPARATOR = {"en": ", ", "zh": "、", "ja": "、"}
 _NAMED = {"en": '{name} "{words}"', "zh": "{name}（{words}）", "ja": "{name}（{words}）"}
 _AMBIGUOUS = {
     "en": " The question names more than one {names}; ask about one at a time.",
-    "zh": "问题中提到了不止一个{names}，请一次只问一个。",
-    "ja": "質問に複数の{names}が含まれています。一つずつ質問してください。",
+    "zh": "问题中提到了多个{names}，请分开提问。",
+    "ja": "質問に複数の{names}が含まれています。別々に質問してください。",
 }
 
 

@@ -162,6 +162,8 @@ def test_the_agent_answers_the_fact_asked(agent, question, value) -> None:
     ("1950年のGMの自己資本はいくらですか", "metric", "自己資本"),
     ("What was US real GDP in 2008 and in 2009?", "period", None),
     ("What was real GDP of the US and Japan in Q3 2008?", "entity", None),
+    ("2008年和2009年美国的实际GDP分别是多少？", "period", None),
+    ("2008年と2009年の米国の実質GDPは？", "period", None),
 ])
 def test_the_agent_refuses_naming_the_term_or_the_ambiguity(agent, question, param, shown) -> None:
     answer = agent.answer(question)
@@ -171,7 +173,7 @@ def test_the_agent_refuses_naming_the_term_or_the_ambiguity(agent, question, par
     if shown is not None:
         assert dict(result.named) == {param: shown} and shown in answer.text
     else:
-        assert result.ambiguous == (param,) and "more than one" in answer.text or "不止一个" in answer.text or "複数" in answer.text
+        assert result.ambiguous == (param,) and ("more than one" in answer.text or "多个" in answer.text or "複数" in answer.text)
 
 
 @pytest.mark.parametrize("question", [

@@ -44,6 +44,13 @@ def test_every_unrecognized_message_has_no_digit(language: str) -> None:
             result = unrecognized(params, language, {"metric": ["revenue", "营收"]})
             assert numeral_free(result.text) and result.params == params
             assert all(numeral_free(s) for s in [*result.to_dict()["suggestions"], *result.params])
+            named = unrecognized(params, language, named={p: "cost of sales" for p in params}, ambiguous=params)
+            assert numeral_free(named.text) and named.ambiguous == params and "cost of sales" in named.text
+
+
+def test_a_named_term_holding_a_numeral_is_not_shown() -> None:
+    result = unrecognized(["metric", "period"], "en", named={"metric": "Q3 growth", "period": "third quarter"})
+    assert result.named == (("period", "third quarter"),) and "Q3" not in result.text and numeral_free(result.text)
 
 
 def test_has_numeral_sees_every_kind_of_number() -> None:
