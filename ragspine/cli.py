@@ -105,6 +105,11 @@ def _parser() -> argparse.ArgumentParser:
         "--skip-bad", action="store_true",
         help="ingest the good files when some are bad (each bad one is listed); default: refuse the run, write nothing",
     )
+    ingest.add_argument(
+        "--replace-source", action="store_true",
+        help="let a file replace the library's document of the same default doc_id although that one was read from"
+        " another path (a moved file); default: refuse such a file",
+    )
     ingest.add_argument("--batch", type=_positive_int, default=5000, metavar="CHUNKS", help="chunks per transaction (default: 5000)")
     ingest.add_argument(
         "--chunker", type=str.lower, choices=CHUNKERS.names(), help="how documents are cut into chunks (default: RAGSPINE_CHUNKER)"
@@ -206,32 +211,32 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     problems: list[str] = []
     files = collect_files(args.paths, problems)
     seen: dict[str, str] = {}
+    by_path: dict[str, str] = {}  # default doc_ids (the file's path): doc_id -> the file
     good: list[tuple[Any, Any]] = []
     with progress(total=len(files), desc="check", unit="file", leave=False) as bar:
         for path, root in files:  # every file, before any write; every problem, not just the first
             try:
                 doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=max_bytes)
                 if doc.doc_id in seen:
-                    raise CliError(f"{doc.source}: doc_id {doc.doc_id!r} is also used by {seen[doc.doc_id]}")
+                    raise CliError(f"{doc.source}: doc_id {doc.doc_id!r} is also used by {seen[doc.doc_id]};"
+                                   " give one of them its own doc_id in front matter")
             except RagspineError as exc:
                 problems.append(str(exc))
             else:
                 seen[doc.doc_id] = doc.source
+                if doc.id_from_path:
+                    by_path[doc.doc_id] = doc.source
                 good.append((path, root))
             bar.update(1)
-    if problems and not args.skip_bad:
-        if len(problems) == 1:
-            raise CliError(problems[0])
-        raise CliError(f"{len(problems)} bad files, nothing was written (--skip-bad ingests the others):\n  "
-                       + "\n  ".join(problems))
-    for problem in problems:
-        print(f"ragspine: skipped: {problem}", file=sys.stderr)
+    _refuse_or_skip(problems, args.skip_bad)
     if not good:
         raise CliError("no file to ingest: every one was bad")
     files, args.max_file_bytes = good, max_bytes
     with _stack(args, **({"chunker": args.chunker} if args.chunker else {})) as stack:
         stack.preflight(args.library)  # stores, extension, model, vector space: before the first write
         new_library = stack.library(args.library) is None
+        if not new_library and by_path and not args.replace_source:
+            files = _without_id_clashes(stack, args, files, by_path)
         stack.ensure_library(args.library, args.description)
         try:
             return _ingest_into(stack, args, files, defaults)
@@ -239,6 +244,37 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             if new_library:  # all or nothing: a library this run created does not outlive its failure
                 stack.delete_library(args.library)
             raise
+
+
+def _refuse_or_skip(problems: list[str], skip_bad: bool) -> None:
+    """Refuse the run naming every problem, or (``--skip-bad``) list them as skipped."""
+    if problems and not skip_bad:
+        if len(problems) == 1:
+            raise CliError(problems[0])
+        raise CliError(f"{len(problems)} bad files, nothing was written (--skip-bad ingests the others):\n  "
+                       + "\n  ".join(problems))
+    for problem in problems:
+        print(f"ragspine: skipped: {problem}", file=sys.stderr)
+
+
+def _without_id_clashes(stack: Any, args: argparse.Namespace, files: Any, by_path: dict[str, str]) -> Any:
+    """``files`` less those whose default doc_id is the library's document read from another
+    file (two folders' ``copyright.txt``): that one is never replaced silently — the run is
+    refused, or with ``--skip-bad`` the file is skipped, each named with both paths and the fix."""
+    from ragspine.documents import other_sources
+
+    clashes = other_sources(stack.db.chunk_store(args.library), by_path)
+    problems = [
+        f"{by_path[doc_id]}: doc_id {doc_id!r} (from its path) is already library {args.library!r}'s document read from"
+        f" {recorded}; give this file its own doc_id in front matter, or pass --replace-source to replace that document"
+        for doc_id, recorded in clashes.items()
+    ]
+    _refuse_or_skip(problems, args.skip_bad)
+    skipped = {by_path[doc_id] for doc_id in clashes}
+    kept = [(path, root) for path, root in files if str(path) not in skipped]
+    if not kept:
+        raise CliError("no file to ingest: every one was bad")
+    return kept
 
 
 def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dict[str, Any]) -> int:

@@ -9,6 +9,11 @@ metadata (dates become ISO strings; lists and objects are rejected). A sensitivi
 one string label (``[RESTRICTED]``) is an error: it fails closed (``retrieval/sensitivity.py``). Defaults: ``doc_id`` = the path relative to the directory given (or the file name),
 ``title`` = front matter, else the first Markdown heading, else the file stem. Chunk
 offsets are offsets into the file itself, so ``source_locator`` points into the real file.
+
+A default ``doc_id`` replaces only the document read from the same file: when the library's
+document of that id was read from another path (two folders' ``copyright.txt``),
+:func:`other_sources` finds it and ``ragspine ingest`` refuses the file (a ``doc_id`` in
+front matter, or ``--replace-source``, says which document it is).
 """
 
 from __future__ import annotations
@@ -133,6 +138,41 @@ def read_document(
         chunker=_chunker_name(front.get("chunker"), where),
         id_from_path=not front.get("doc_id"),
     )
+
+
+def source_of(locator: str) -> str:
+    """The file (or name) a chunk was read from: its ``source_locator`` without ``#char=a,b``."""
+    return locator.rsplit("#char=", 1)[0]
+
+
+def same_file(recorded: str, path: str) -> bool:
+    """Whether ``path`` is the file a document was read from (``recorded``: the path as that
+    ingest was given it): the same text, or both naming one existing file from here (``./a``
+    and ``/abs/a``, a link). A recorded path that names no file from here is another file."""
+    if recorded == path:
+        return True
+    try:
+        return Path(recorded).exists() and os.path.samefile(recorded, path)
+    except (OSError, ValueError):
+        return False
+
+
+def other_sources(store: Any, by_path: Mapping[str, str], batch: int = 1000) -> dict[str, str]:
+    """``{doc_id: the file its active version was read from}`` for each document of
+    ``by_path`` (``doc_id -> the file this ingest reads it from``) whose stored version came
+    from another file (what its first chunk's locator cites). A default ``doc_id`` is the
+    path below the directory given, so two folders' ``copyright.txt`` share one: this is how
+    ``ragspine ingest`` sees that the second would silently replace the first."""
+    from ragspine.retrieval.chunking.chunking import chunk_id_for
+
+    ids = list(by_path)
+    out: dict[str, str] = {}
+    for start in range(0, len(ids), batch):
+        for chunk in store.get_chunks([chunk_id_for(d, 0) for d in ids[start : start + batch]]):
+            recorded = source_of(chunk.source_locator)
+            if chunk.doc_id in by_path and not same_file(recorded, by_path[chunk.doc_id]):
+                out[chunk.doc_id] = recorded
+    return out
 
 
 def _chunker_name(value: Any, where: str) -> str | None:
