@@ -37,7 +37,7 @@ from ragspine.agent.base import (
     StructuredPart,
 )
 from ragspine.agent.messages import GATE_REFUSAL, NO_FACT_MATCH, message
-from ragspine.agent.narrative import NarrativePath
+from ragspine.agent.narrative import Beside, NarrativePath
 from ragspine.agent.reading import narrative_query, question_language, read_question
 from ragspine.agent.router import DeterministicRouter
 from ragspine.agent.spotting import TermSpotter, load_fact_glossary
@@ -45,7 +45,7 @@ from ragspine.agent.structured import StructuredPath
 from ragspine.errors import QuestionError
 from ragspine.llm.budget import llm_request
 from ragspine.structured.glossary import Glossary
-from ragspine.structured.periods import parse_as_of
+from ragspine.structured.periods import fold, parse_as_of
 
 REFUSED = "refused"  # the route of a question the gate refused (no route was chosen)
 MAX_QUESTION_CHARS = 4000
@@ -101,7 +101,9 @@ class Agent:
                 sub_query = narrative_query(question)
                 gated = self._gate("narrative", sub_query)
                 if gated is None:
-                    narrative = self.narrative.answer(sub_query, language, turns)
+                    beside = self._beside(structured)
+                    narrative = (self.narrative.answer(sub_query, language, turns) if beside is None
+                                 else self.narrative.answer(sub_query, language, turns, beside=beside))
                     if route == NARRATIVE and reading.asks_number:
                         texts.append(message(NO_FACT_MATCH, language))
                     texts.append(narrative.text)
@@ -112,6 +114,14 @@ class Agent:
             question, route, "\n\n".join(texts), language, structured, narrative,
             refused=tuple(refusals), routing={"router": self.router.name, "why": why, "slots": reading.slots},
         )
+
+    def _beside(self, structured: StructuredPart | None) -> Beside | None:
+        """The found fact a composite answer's narrative half stands next to."""
+        if structured is None or not structured.result.found:
+            return None
+        term = self.glossary.term("metrics", structured.result.metric)
+        forms = tuple(dict.fromkeys(fold(f) for f in term.forms)) if term is not None else ()
+        return Beside(structured.result.value, forms)
 
     def _gate(self, kind: str, text: str) -> dict[str, Any] | None:
         """``None`` when ``text`` may be looked up, else what the answer lists as refused."""

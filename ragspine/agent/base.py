@@ -101,9 +101,11 @@ class NarrativePart:
     mode: str  # extractive | generated | refused | empty | gate_refused
     text: str
     citations: tuple[Citation, ...] = ()
+    dropped: int = 0  # generated sentences dropped for a number their cited snippets do not state
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "text": self.text, "citations": [c.to_dict() for c in self.citations]}
+        return {"mode": self.mode, "text": self.text, "citations": [c.to_dict() for c in self.citations],
+                "dropped_sentences": self.dropped}
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 #: The failure kinds a call reports: a timeout, any other error, or the request's budget spent.
 FAILURES = ("timeout", "error", "budget")
 #: The seams that read a model's answer (the query-time ones: ragspine/retrieval/query/).
-SEAMS = ("listwise", "router", "filter_extractor", "hyde", "rag_fusion", "step_back", "decompose", "adaptive", "rewrite")
+SEAMS = ("listwise", "router", "filter_extractor", "hyde", "rag_fusion", "step_back", "decompose", "adaptive", "rewrite",
+         "narrative_number")
 
 
 class LLMObserver(Protocol):

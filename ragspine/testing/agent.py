@@ -27,13 +27,13 @@ import json
 import re
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ragspine.numerals import find_numbers
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.structured.glossary import Glossary
 from ragspine.structured.result import FOUND, has_numeral
 from ragspine.testing.structured_channel import ASCII_OR_FULL_WIDTH_DIGIT, assert_no_numeral
 from ragspine.testing.structured_channel import assert_provenance as assert_fact_provenance
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _MARK = re.compile(r"\[S\d+(?:\s*[,;]\s*S\d+)*\]")
 
 
@@ -44,7 +44,8 @@ def _digit_free(text: str, what: str) -> None:
 
 
 def _numbers(text: str) -> set[str]:
-    return {n.replace(",", "") for n in _NUMBER.findall(text)}
+    """The values of every number in ``text``: digits of any script, CJK numerals, number words."""
+    return {f"{n.value.normalize():f}" for n in find_numbers(text)}
 
 
 def assert_no_invented_numbers(answer: Any) -> None:

@@ -85,7 +85,7 @@ class CyclingRouter:
 class TrustingNarrativePath(NarrativePath):
     """Shows (and prompts with) whatever the retriever returns, RESTRICTED included."""
 
-    def answer(self, question: str, language: str, history: Sequence[Any] = ()) -> NarrativePart:
+    def answer(self, question: str, language: str, history: Sequence[Any] = (), **kw: Any) -> NarrativePart:
         assert self.retriever is not None
         snippets = self.retriever.search(question, top_k=self.top_k).snippets
         citations = tuple(_citation(f"S{i}", s) for i, s in enumerate(snippets, 1))

@@ -27,12 +27,11 @@ failure degrades to the plain question and is counted (:class:`ReasoningObserver
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragspine.llm.budget import llm_request
+from ragspine.numerals import mask_numbers
 from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
 from ragspine.retrieval.fusion import DEFAULT_RRF_K
 from ragspine.retrieval.link.narrative_link import DEFAULT_RETRIEVE_TOP_K, NarrativeRetriever, Retrieval
@@ -66,9 +65,6 @@ class ReasonedRetrieval(Retrieval):
     refusal: str | None = None
 
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-
-
 @dataclass
 class _Run:
     """One search's trace and refusals. Texts go in through :meth:`show`: a number a model
@@ -80,8 +76,9 @@ class _Run:
     refused: list[dict[str, Any]] = field(default_factory=list)
 
     def show(self, text: str) -> str:
-        asked = {unicodedata.normalize("NFKC", n) for n in _NUMBER.findall(self.question)}
-        return _NUMBER.sub(lambda m: m.group() if unicodedata.normalize("NFKC", m.group()) in asked else "#", text)
+        """``text`` with every number (digits of any script, CJK numerals, number words:
+        :mod:`ragspine.numerals`) the question does not state masked as ``#``."""
+        return mask_numbers(text, keep=self.question)
 
 
 class ReasoningRetriever:

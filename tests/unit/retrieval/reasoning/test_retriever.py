@@ -149,5 +149,5 @@ def test_a_trace_masks_the_numbers_a_model_invented_and_keeps_the_users(exit_):
     provider = ScriptedLLMProvider("gearbox revenue 2023 fell 15%\nmotor revenue ２０２３ 343.33 K")
     answer = ReasoningRetriever(exit_, transform=RAGFusionTransform(provider)).search("gearbox revenue in 2023", top_k=3)
     step = next(s for s in answer.trace if s["step"] == "transform")
-    assert step["probes"] == ["gearbox revenue 2023 fell #%", "motor revenue ２０２３ # K"]
+    assert step["probes"] == ["gearbox revenue 2023 fell #", "motor revenue ２０２３ #"]  # a number goes with its unit and multiplier
     assert not re.search(r"15|343", json.dumps(answer.trace))
