@@ -20,7 +20,8 @@ did do does done has have had how much many show tell give me us report reported
 and or but about for on at by with from to as than vs versus per of in during
 total overall annual yearly quarterly monthly actual recorded stated official latest final full whole same
 make made makes making earn earned book booked generate generated post posted record achieve achieved bring brought
-deliver delivered reach reached see saw have having when where why who whom
+deliver delivered reach reached see saw have having when where why who whom please
+high low large big small
 """.split())
 #: English words that may follow a metric form (prepositions, auxiliaries, verbs of change in
 #: forms that are not nouns, words that name the value itself).

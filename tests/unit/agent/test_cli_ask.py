@@ -62,3 +62,18 @@ def test_ask_bad_input_and_the_gate(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("RAGSPINE_SECURITY_DENYLIST", str(deny))
     code, out, _ = run(capsys, "--db", db, "--mode", "economy", "ask", "What was Acme's revenue in Q3 2024?")
     assert code == 1 and out.startswith("Refused: the question names an entity") and "route: refused" in out
+
+
+def test_a_how_many_question_naming_no_glossary_metric_gets_the_passages(tmp_path, capsys) -> None:
+    """README walk: `ragspine ask "how many vacation days"` answered "Not recognized: the metric, entity,
+    period…" with no snippet while `ragspine query` found the sentence."""
+    db = seeded(tmp_path, capsys)
+    (tmp_path / "handbook.txt").write_text("Employees get 25 vacation days a year.\n", encoding="utf-8")
+    assert run(capsys, "--db", db, "--mode", "economy", "ingest", str(tmp_path / "handbook.txt"), "--library", "kb")[0] == 0
+    code, out, err = run(capsys, "--db", db, "--mode", "economy", "ask", "how many vacation days", "--library", "kb", "--json")
+    answer = json.loads(out)
+    assert code == 0, err
+    assert answer["route"] == "narrative" and answer["structured"] is None
+    assert answer["text"].startswith("No recorded fact matches this question") and "Not recognized" not in answer["text"]
+    assert "Employees get 25 vacation days a year." in answer["text"]
+    assert [s["kind"] for s in answer["sources"]][:1] == ["chunk"]
