@@ -147,8 +147,9 @@ def find_periods(folded: str, glossary: Glossary, entity: str = "", *, as_of: da
         start = start_match.start()
         if start < end_of_last or _inside(start, skip):
             continue
-        for end in range(min(len(folded), start + MAX_PERIOD_TEXT), start, -1):
-            if not _boundary(folded, end) or _overlaps(start, end, skip):
+        ends = [e for e in range(start + 1, min(len(folded), start + MAX_PERIOD_TEXT) + 1) if _boundary(folded, e)]
+        for end in reversed(ends[:_MAX_PERIOD_BOUNDARIES]):
+            if _overlaps(start, end, skip):
                 continue
             text = folded[start:end].strip()
             reading = read_period(text, calendar, as_of=as_of, aliases=aliases)
@@ -163,6 +164,10 @@ def find_periods(folded: str, glossary: Glossary, entity: str = "", *, as_of: da
             kept.append(mention)
     return sorted(kept, key=lambda m: m.start)
 
+
+#: The most word (or CJK character) boundaries a period mention spans: ``the second quarter of
+#: fiscal year 2008`` has 13, ``2024财年第三季度`` 9.
+_MAX_PERIOD_BOUNDARIES = 24
 
 #: A year that is part of a unit or a price basis, not the period asked about.
 _UNIT_YEAR = re.compile(
