@@ -155,16 +155,16 @@ def check_prose(prose: str, texts: dict[str, str], beside: Beside | None = None)
     dropped: list[str] = []
     cited: set[str] = set()
     for sentence in sentences(prose):
-        ids = {part.strip() for mark in CITATION.findall(sentence) for part in re.split(r"[,;，、]", mark) if part.strip()}
+        own = {part.strip() for mark in CITATION.findall(sentence) for part in re.split(r"[,;，、]", mark) if part.strip()}
         stated = find_numbers(CITATION.sub(" ", sentence))
-        held = [n for i in ids for n in held_by[i]]
+        held = [n for i in own for n in held_by[i]]
         if stated and not all(any(_same(n, h) for h in held) for n in stated):
             dropped.append(sentence)
         elif beside is not None and _touches(sentence, stated, beside):
             dropped.append(sentence)
         else:
             kept.append(sentence)
-            cited |= ids
+            cited |= own
     if not cited and not dropped:
         return None
     return CheckedProse(_joined(kept), frozenset(cited), tuple(dropped))

@@ -18,7 +18,7 @@ channel names the input it could not read. Each library's
 from __future__ import annotations
 
 from datetime import date
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ragspine.agent.base import StructuredPart
 from ragspine.agent.reading import Reading
@@ -55,7 +55,7 @@ class StructuredPath:
         nothing is looked up."""
         if not reading.clear:
             params = sorted({p for p, _ in (*reading.unread, *reading.ambiguous)}, key=PARAMS.index)
-            suggestions = dict(reading.ambiguous)
+            suggestions: dict[str, Sequence[str]] = dict(reading.ambiguous)
             if reading.unread and self.channels:
                 glossary = next(iter(self.channels.values())).glossary
                 for param, term in reading.unread:
