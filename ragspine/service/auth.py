@@ -16,7 +16,8 @@ or after a grace period during which both work. Revocation is immediate.
 * every other ``/v1/...`` — a tenant key (401 when missing, wrong, expired or revoked);
 * ``/retrieval`` (Dify) — Dify's codes: 403 ``1001`` for a missing or malformed header,
   403 ``1002`` for a key that does not authenticate;
-* everything else (``/healthz``, ``/readyz``, ``/metrics``, ``/docs``) is public.
+* everything else (``/healthz``, ``/readyz``, ``/metrics``, ``/docs``) is public — ``/readyz``
+  shows its per-store details only to the admin token (:func:`is_admin`).
 
 The tenant id of an authenticated call is ``request.state.tenant_id``.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import re
 import secrets
 import time
@@ -34,12 +36,16 @@ from typing import Any
 from ragspine.errors import BackendError
 from ragspine.service.store import ApiKey, ServiceStore
 
+log = logging.getLogger(__name__)
+
 KEY_PREFIX = "rsk_"
 _KEY = re.compile(r"^rsk_([0-9a-f]{12})_([A-Za-z0-9_-]{32,})$")
 
 DIFY_BAD_HEADER = 1001
 DIFY_AUTH_FAILED = 1002
 DIFY_UNAVAILABLE = 5003  # ours: a store is down (Dify retries a 5xx)
+#: what an unauthenticated caller learns of an outage (no host, user, database or driver error)
+UNAVAILABLE_DETAIL = "a store is unavailable; try again later (the server log and /readyz with the admin token say which)"
 
 
 def hash_key(key: str) -> str:
@@ -75,6 +81,11 @@ def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
+def is_admin(token: str | None, admin_token: str | None) -> bool:
+    """Whether ``token`` is the server's admin token (never while none is set)."""
+    return bool(admin_token) and token is not None and hmac.compare_digest(token.encode(), str(admin_token).encode())
+
+
 def has_authorization(headers: list[tuple[bytes, bytes]]) -> bool:
     return any(name.lower() == b"authorization" for name, _ in headers)
 
@@ -99,7 +110,7 @@ class AuthMiddleware:
             if not admin:
                 await _json(send, 403, {"detail": "the admin endpoints are disabled: set RAGSPINE_ADMIN_TOKEN on the server"})
                 return
-            if token is None or not hmac.compare_digest(token.encode(), admin.encode()):
+            if not is_admin(token, admin):
                 await _json(send, 401, {"detail": "admin endpoints need Authorization: Bearer <RAGSPINE_ADMIN_TOKEN>"}, bearer=True)
                 return
             scope.setdefault("state", {})["admin"] = True
@@ -116,7 +127,10 @@ class AuthMiddleware:
         try:
             tenant_id = await run_sync(verify_key, ctx.store, token)
         except BackendError as exc:  # the service store is down: the documented 503, not a 500
-            detail = f"a store is unavailable: {exc}"
+            # the caller is not authenticated yet: the driver's words (user, host, database)
+            # go to the log and to /readyz behind the admin token, never to the caller
+            log.warning("authentication could not reach the service store: %s", exc)
+            detail = UNAVAILABLE_DETAIL
             await _json(send, 503, {"error_code": DIFY_UNAVAILABLE, "error_msg": detail} if dify else {"detail": detail})
             return
         if tenant_id is None:

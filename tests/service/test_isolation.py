@@ -36,7 +36,7 @@ from tests.unit.service.conftest import (
 #: Routes that hold no tenant data, and why they need no isolation probe.
 PUBLIC: dict[tuple[str, str], str] = {
     ("GET", "/healthz"): "liveness: the version only",
-    ("GET", "/readyz"): "store reachability: role names and errors, no tenant data",
+    ("GET", "/readyz"): "ready / not ready (each store's check only with the admin token), no tenant data",
     ("GET", "/metrics"): "Prometheus: labels are route templates, modes and job states, never names",
     ("GET", "/openapi.json"): "the API description",
     ("GET", "/docs"): "the API description (Swagger UI)",

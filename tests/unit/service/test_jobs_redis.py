@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 from ragspine.service.app import create_app
 from ragspine.service.jobs import queue_target, run_queued_job, set_worker_context
 from tests.unit.service.conftest import (
+    ADMIN,
     doc,
     make_settings,
     new_library,
@@ -38,7 +39,7 @@ def test_jobs_wait_in_redis_until_a_worker_runs_them(tmp_path, private_redis) ->
         first = client.post("/v1/libraries/hb/documents", json=doc("d1", "Gearbox warranty is 36 months."), headers=headers).json()
         second = client.post("/v1/libraries/hb/documents/batch", json={"documents": [doc("d2", "Repairs take days.")]}, headers=headers).json()
         ctx = client.app.state.service
-        assert ctx.queue.kind == "redis" and client.get("/readyz").json()["checks"]["job queue (redis)"] == "ok"
+        assert ctx.queue.kind == "redis" and client.get("/readyz", headers=ADMIN).json()["checks"]["job queue (redis)"] == "ok"
         assert client.get(f"/v1/jobs/{first['job_id']}", headers=headers).json()["state"] == "queued"  # no worker yet
 
         connection = redis.Redis.from_url(private_redis.url)

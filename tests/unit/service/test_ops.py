@@ -7,6 +7,7 @@ from fastapi.testclient import TestClient
 from ragspine.service.app import create_app
 from tests.backends import free_port
 from tests.unit.service.conftest import (
+    ADMIN,
     doc,
     ingest,
     make_settings,
@@ -17,7 +18,7 @@ from tests.unit.service.conftest import (
 
 def test_healthz_and_readyz(client) -> None:
     assert client.get("/healthz").json()["status"] == "ok"
-    r = client.get("/readyz")
+    r = client.get("/readyz", headers=ADMIN)
     assert r.status_code == 200
     assert r.json() == {"status": "ready", "checks": {"chunk store": "ok", "service store": "ok", "job queue (inprocess)": "ok"}}
 
@@ -27,7 +28,7 @@ def test_readyz_names_each_unreachable_store(tmp_path) -> None:
     settings = make_settings(tmp_path, RAGSPINE_EMBEDDING_CACHE=dead, RAGSPINE_JOB_QUEUE=dead)
     with TestClient(create_app(settings)) as client:
         assert client.get("/healthz").status_code == 200  # the process is alive...
-        r = client.get("/readyz")  # ...but not ready
+        r = client.get("/readyz", headers=ADMIN)  # ...but not ready
         assert r.status_code == 503 and r.json()["status"] == "unavailable"
         checks = r.json()["checks"]
         assert checks["chunk store"] == "ok" and checks["embedding cache"] != "ok" and checks["job queue (redis)"] != "ok"

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from ragspine.service.app import create_app
 from tests.backends import TcpProxy
-from tests.unit.service.conftest import doc, ingest, make_settings, new_library, new_tenant, retrieve
+from tests.unit.service.conftest import ADMIN, doc, ingest, make_settings, new_library, new_tenant, retrieve
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_an_upload_during_a_job_queue_outage_is_a_503_and_leaves_no_job(tmp_path
             proxy.cut()
             r = client.post("/v1/libraries/hb/documents", json=doc("d", "Gearbox warranty."), headers=headers)
             assert r.status_code == 503 and "job queue" in r.json()["detail"], r.text
-            ready = client.get("/readyz")
+            ready = client.get("/readyz", headers=ADMIN)
             assert ready.status_code == 503 and ready.json()["checks"]["job queue (redis)"] != "ok"
             proxy.restore()
             assert client.get("/v1/jobs", headers=headers).json() == []  # nothing half-queued
@@ -113,7 +113,7 @@ def test_a_stack_that_cannot_store_vectors_refuses_a_library_and_leaves_nothing(
         assert r.status_code == 503 and "pgvector is not available" in r.json()["detail"], r.text
         assert client.get("/v1/libraries", headers=headers).json() == []
         assert client.app.state.service.stack.library("acme/hb") is None
-        ready = client.get("/readyz").json()
+        ready = client.get("/readyz", headers=ADMIN).json()
         assert "pgvector is not available" in ready["checks"]["vector store"]
         # a library without vectors is still possible on this stack
         assert client.post("/v1/libraries", json={"name": "plain", "embedding_model": "none"}, headers=headers).status_code == 201

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from ragspine.service.app import create_app
 from tests.unit.service.conftest import (
+    ADMIN,
     doc,
     ingest,
     make_settings,
@@ -35,7 +36,7 @@ def test_postgres_pgvector_redis(tmp_path, pg_schema, redis_namespace) -> None:
         snippets = retrieve(client, acme, "gearbox warranty", filters={"year": {"gte": 2024}}).json()["snippets"]
         assert [s["doc_id"] for s in snippets] == ["d1"] and snippets[0]["scores"]["vector"] > 0
         assert all(s["library_id"] == "hb" for s in retrieve(client, globex, "turbines gearbox").json()["snippets"])
-        assert client.get("/readyz").json()["checks"] == {
+        assert client.get("/readyz", headers=ADMIN).json()["checks"] == {
             "chunk store": "ok", "vector store": "ok", "embedding cache": "ok", "service store": "ok", "job queue (inprocess)": "ok",
         }
 
