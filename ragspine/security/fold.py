@@ -39,7 +39,17 @@ def skeleton(text: str) -> str:
     """What ``text`` looks like (see the module docstring)."""
     text = unicodedata.normalize("NFKC", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    return text.casefold().translate(_table())
+    return text.translate(_capitals()).casefold().translate(_table())
+
+
+@lru_cache(maxsize=1)
+def _capitals() -> dict[int, str]:
+    """The confusables whose lower case is none (Cyrillic К, Т, М, Н, В and Greek Κ, Τ, Μ look
+    Latin only as capitals): folded before case-folding would lose them. Others (Cyrillic І)
+    fold by their lower case, as the plain letter does (``I`` is ``i``)."""
+    table = _table()
+    return {code: target for code, target in table.items() if chr(code).casefold().translate(table) == chr(code).casefold()
+            and chr(code).casefold() != chr(code)}
 
 
 def compact(text: str) -> str:

@@ -11,7 +11,7 @@ from ragspine.security.fold import compact, skeleton
 @pytest.mark.parametrize("label", [
     "RESTRICTED", "restricted", "RESTRICTED\u200b", "RE\u200dSTRICTED", "\ufeffRESTRICTED", "ＲＥＳＴＲＩＣＴＥＤ",
     "R\u0415STRICTED", "RESTR\u0406CTED", "\U0001d411\U0001d404\U0001d412\U0001d413\U0001d411\U0001d408\U0001d402\U0001d413\U0001d404\U0001d403",
-    "RE\u00adSTRICTED",
+    "RE\u00adSTRICTED", "RES\u0422RICTED", "R\u0415S\u0422RI\u0421\u0422\u0415D", "RES\u03a4RICTED",
 ])
 def test_lookalikes_of_a_label_share_its_skeleton(label) -> None:
     assert skeleton(label) == "restricted"
@@ -19,7 +19,7 @@ def test_lookalikes_of_a_label_share_its_skeleton(label) -> None:
 
 @pytest.mark.parametrize(("text", "folded"), [
     ("\u041esprey", "osprey"), ("O-s-p-r-e-y", "osprey"), ("O s p r e y", "osprey"), ("O.s.p.r.e.y", "osprey"),
-    ("KSTR_JP", "kstrjp"), ("红隼 日本", "红隼日本"), ("ケストレル・ジャパン", "ケストレルジャパン"),
+    ("\u041aSTR_JP", "kstrjp"), ("\u039c\u0391\u039a\u0395", "make"), ("KSTR_JP", "kstrjp"), ("红隼 日本", "红隼日本"), ("ケストレル・ジャパン", "ケストレルジャパン"),
 ])
 def test_compact_drops_separators_between_letters(text, folded) -> None:
     assert compact(text) == folded
