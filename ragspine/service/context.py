@@ -3,6 +3,7 @@ store, the job queue and the metrics — and the library → index mapping."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,15 @@ from ragspine.stack import Stack
 def catalog_id(tenant_id: str, name: str) -> str:
     """The chunk store's library id of a tenant's library: chunk rows of two tenants never collide."""
     return f"{tenant_id}/{name}"
+
+
+def tenant_text(text: str, tenant_id: str) -> str:
+    """``text`` as the tenant may read it: each ``<tenant>/<name>`` library id (the catalog's,
+    :func:`catalog_id`) as ``<name>``, the tenant's name for it. Every error and job message a
+    tenant gets passes through here, whatever layer wrote it (a store, the RAPTOR leg, a job)."""
+    if not text or f"{tenant_id}/" not in text:
+        return text
+    return re.sub(rf"(?<![A-Za-z0-9._/-]){re.escape(tenant_id)}/(?=[A-Za-z0-9._-])", "", text)
 
 
 @dataclass

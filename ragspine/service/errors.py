@@ -21,6 +21,7 @@ from ragspine.errors import (
     MissingDependencyError,
     QuestionError,
 )
+from ragspine.service.context import tenant_text
 from ragspine.service.dify import INVALID_REQUEST
 from ragspine.service.jobs import JobQueueUnavailable
 from ragspine.service.store import Conflict, Unstorable
@@ -102,6 +103,9 @@ DIFY_ERROR_CODES = {400: 3001, 404: 2001, 422: INVALID_REQUEST, 503: 5003, 504: 
 def _replier(status: int, template: str) -> Any:
     async def handler(request: Request, exc: Exception) -> JSONResponse:
         message = template.format(exc)
+        tenant = getattr(request.state, "tenant_id", None)
+        if tenant:  # no catalog id (``<tenant>/<library>``) in what a tenant reads
+            message = tenant_text(message, tenant)
         if request.url.path.rstrip("/") == "/retrieval":
             return JSONResponse(status_code=status, content={"error_code": DIFY_ERROR_CODES.get(status, 5000), "error_msg": message})
         return JSONResponse(status_code=status, content={"detail": message})

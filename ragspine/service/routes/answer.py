@@ -14,10 +14,12 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from ragspine.agent.factory import agent_for
+from ragspine.errors import ConfigError
 from ragspine.service.agent_models import AnswerIn, AnswerOut
 from ragspine.service.context import ServiceContext
 from ragspine.service.routes.common import context, documented_bearer, external_name, tenant_id
 from ragspine.service.routes.facts import tenant_libraries
+from ragspine.service.routes.raptor import check_raptor_request
 
 router = APIRouter(prefix="/v1", tags=["agent"], dependencies=[Depends(documented_bearer)])
 
@@ -25,15 +27,20 @@ router = APIRouter(prefix="/v1", tags=["agent"], dependencies=[Depends(documente
 @router.post("/answer", response_model=AnswerOut, summary="Answer a question: a stored number, cited snippets, or both")
 def answer(body: AnswerIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> AnswerOut:
     libraries = tenant_libraries(ctx, tenant, body.libraries)
+    pipelines = {lib.library_id: ctx.index(lib) for lib in libraries}
     retriever = ctx.stack.retriever_for(
-        {lib.library_id: ctx.index(lib) for lib in libraries},
+        pipelines,
         descriptions={lib.library_id: lib.description for lib in libraries},
         retry_without_filters=False,
         reasoning={lib.library_id: ctx.reasoning(lib) for lib in libraries},  # each library's own, else the server's
     ) if libraries else None
     agent = agent_for(ctx.stack, [lib.library_id for lib in libraries], retriever, top_k=body.top_k)
     history = [turn.model_dump() for turn in body.history]
-    out = agent.answer(body.question, history, as_of=body.as_of).to_dict()
+    try:
+        out = agent.answer(body.question, history, as_of=body.as_of).to_dict()
+    except ConfigError:  # a RAPTOR library without vectors or a tree: the 400 /v1/retrieve answers, in the tenant's words
+        check_raptor_request(ctx, libraries, pipelines, None)
+        raise
     return AnswerOut(**_external(out), libraries=[lib.name for lib in libraries])
 
 

@@ -8,7 +8,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
-from ragspine.service.context import ServiceContext
+from ragspine.service.context import ServiceContext, tenant_text
 from ragspine.service.errors import NotFound
 from ragspine.service.models import JobOut, KeyOut, LibraryOut
 from ragspine.service.store import ApiKey, Job, Library
@@ -57,8 +57,9 @@ def library_out(library: Library, counts: LibraryInfo | None = None) -> LibraryO
 def job_out(job: Job, library_name: str) -> JobOut:
     return JobOut(
         job_id=job.job_id, library=library_name, state=job.state, progress=f"{job.done}/{job.total}",
-        done=job.done, total=job.total, doc_ids=list(job.doc_ids), chunks=job.chunks, error=job.error,
-        warning=job.warning, created_at=iso(job.created_at) or "", started_at=iso(job.started_at),
+        done=job.done, total=job.total, doc_ids=list(job.doc_ids), chunks=job.chunks,
+        error=tenant_text(job.error, job.tenant_id) if job.error else job.error,
+        warning=tenant_text(job.warning, job.tenant_id) if job.warning else job.warning, created_at=iso(job.created_at) or "", started_at=iso(job.started_at),
         finished_at=iso(job.finished_at),
     )
 

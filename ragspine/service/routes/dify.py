@@ -21,6 +21,7 @@ from ragspine.service import dify
 from ragspine.service.context import ServiceContext
 from ragspine.service.models import DifyRequest
 from ragspine.service.routes.common import context, documented_bearer, tenant_id
+from ragspine.service.routes.raptor import check_raptor_request
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
     if not body.query.strip():
         return JSONResponse({"records": []})
     index = ctx.index(library)
+    check_raptor_request(ctx, [library], {library.library_id: index}, None)  # RAPTOR without vectors or a tree: 400 naming the library
     # never widen Dify's filter; no query-time reasoning (Dify's score is normalized on the plain
     # pipeline, its schema has no trace), but the security gate, when configured, applies here too
     retriever = ctx.stack.retriever_for({library.library_id: index}, retry_without_filters=False, reasoning=ReasoningOptions())
