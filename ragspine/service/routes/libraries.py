@@ -58,9 +58,12 @@ def resolve_library_settings(ctx: ServiceContext, embedding: str | None, mode: s
     return embedding, resolved.name
 
 
-def resolve_chunking(ctx: ServiceContext, chunker: str | None, contextual: str | None, embedding: str) -> tuple[str, str]:
+def resolve_chunking(ctx: ServiceContext, chunker: str | None, contextual: str | None, embedding: str,
+                     mode: str = "auto", library: str = "") -> tuple[str, str]:
     """The library's chunker and contextual header (the server's defaults when not given);
-    ``semantic`` needs the library's embedding model, so it is refused without one."""
+    ``semantic`` cuts by embedding similarity, so a library that computes no embeddings (no
+    model, or economy mode) is refused it — a 422 on ``chunker`` naming the fix, where it
+    was created and then every ingest job failed."""
     from ragspine.registries import CHUNKERS
     from ragspine.retrieval.contextual import parse_contextual
 
@@ -68,8 +71,21 @@ def resolve_chunking(ctx: ServiceContext, chunker: str | None, contextual: str |
     header = parse_contextual(contextual) if contextual is not None else ctx.settings.contextual
     if name == "semantic":
         backend = ctx.stack.embedding_backend_for(embedding) if embedding != "none" else None
-        ctx.stack.chunker(name, backend)  # refuses (ConfigError: 400) without an embedding model
+        if backend is None or not make_retrieval_mode(mode).uses_embeddings:
+            _refuse_semantic(library, chunker is None, "has no embedding model" if backend is None else "runs in economy mode",
+                             [n for n in CHUNKERS.names() if n != "semantic"])
+        ctx.stack.chunker(name, backend)  # a chunker this server cannot build (e.g. RAGSPINE_CHUNK_PACKING): 400
     return name, header
+
+
+def _refuse_semantic(library: str, by_default: bool, why: str, others: list[str]) -> None:
+    from fastapi.exceptions import RequestValidationError
+
+    chosen = "this server's default chunker (RAGSPINE_CHUNKER) is semantic" if by_default else "chunker 'semantic'"
+    message = (f"{chosen}, which cuts where embedding similarity drops, and library {library!r} {why}, so it computes no"
+               f" embeddings and every ingest would fail: give it an embedding_model and retrieval_mode auto, hybrid or vector,"
+               f" or choose another chunker ({', '.join(others)})")
+    raise RequestValidationError([{"loc": ("body", "chunker"), "msg": message, "type": "value_error", "input": "semantic"}])
 
 
 def resolve_ranking(ctx: ServiceContext, reranker: str | None, postprocessor: str | None, fusion_weights: Any, rerank_depth: int | None) -> Ranking:
@@ -107,7 +123,7 @@ def resolve_reasoning(ctx: ServiceContext, body: LibraryIn, mode: str) -> dict[s
 @router.post("", status_code=201, response_model=LibraryOut, summary="Create a library")
 def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
     embedding, mode = resolve_library_settings(ctx, body.embedding_model, body.retrieval_mode)
-    chunker, contextual = resolve_chunking(ctx, body.chunker, body.contextual, embedding)
+    chunker, contextual = resolve_chunking(ctx, body.chunker, body.contextual, embedding, mode, body.name)
     ranking = resolve_ranking(ctx, body.reranker, body.postprocessor, body.fusion_weights, body.rerank_depth)
     reasoning = resolve_reasoning(ctx, body, mode)
     library = Library(
