@@ -51,7 +51,7 @@ from ragspine.retrieval.vector.embedding import EmbeddingBackend, model_id_of, v
 from ragspine.retrieval.vector.embedding_cache import CountingCache, EmbeddingCache
 from ragspine.retrieval.vector.gate import DenseGate
 from ragspine.retrieval.vector.vector_store import VectorStore, VectorStoreConnector
-from ragspine.security.gate import SecurityGate, make_security_gate
+from ragspine.security.gate import SecurityGate, security_gate_for
 from ragspine.stores.registry import (
     make_chunk_store,
     make_embedding_cache,
@@ -617,10 +617,11 @@ class Stack:
 
     @property
     def security_gate(self) -> SecurityGate | None:
-        """The gate of ``RAGSPINE_SECURITY_DENYLIST`` (``None``: no deny list), read once."""
+        """The gate of ``RAGSPINE_SECURITY_DENYLIST`` (``None``: no deny list), its entities
+        expanded through the fact glossary (``RAGSPINE_FACT_GLOSSARY``), read once."""
         with self._lock:
             if self._gate is None:
-                self._gate = (make_security_gate(self.settings.security_denylist),)
+                self._gate = (security_gate_for(self.settings),)
             return self._gate[0]
 
     def reasoning_options(self, **overrides: Any) -> ReasoningOptions:

@@ -9,7 +9,11 @@ The graph is built from the glossary (``--glossary``, else ``RAGSPINE_FACT_GLOSS
 shipped one) and the library's facts (``RAGSPINE_GRAPH_STORE``);
 ``edges`` adds what ``--extractor`` (default ``RAGSPINE_RELATION_EXTRACTOR``) reads from the
 library's chunks — the ``llm`` one through ``RAGSPINE_LLM``, its edges' endpoints checked by the
-security gate (``RAGSPINE_SECURITY_DENYLIST``). ``rollup``, ``peers`` and ``trace`` answer in the
+security gate (``RAGSPINE_SECURITY_DENYLIST``) — and withholds the nodes of deny-listed entities
+and every edge touching one. ``rollup``, ``peers`` and ``trace`` are refused before anything is
+read (the agent's fixed refusal, exit 1) when an input, or an entity the utility would read (a
+subsidiary, a peer), is deny-listed — by any form of the glossary, a lookalike or spelled out.
+``rollup``, ``peers`` and ``trace`` answer in the
 language of their inputs (``营收 --entity 红隼``: Chinese), as ``ragspine ask`` answers in the
 question's; ``--language`` chooses another. Exit status: ``rollup`` 0 when rolled up, 1 when
 incomplete or not rollable; ``peers`` 0 when compared, 1 without peers; any command 2 when an
@@ -73,6 +77,11 @@ def cmd_graph(args: argparse.Namespace) -> int:
     if getattr(args, "db", None):
         settings = settings.replace(chunk_store=args.db)
     glossary = fact_glossary(args, settings)
+    if args.graph_action != "edges":
+        refused = _refusal(args, settings, glossary)
+        if refused is not None:  # nothing is read: no fact store, no graph
+            print(json.dumps(refused, ensure_ascii=False, indent=2) if args.json else refused["text"])
+            return 1
     database = make_chunk_store(settings=settings)
     try:
         facts = make_fact_store(args.library, database=database)
@@ -80,7 +89,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         if args.graph_action == "edges":
             extractor, chunks = _extraction(args, settings, glossary, database)
             build_relation_graph(glossary, facts=facts.iter_facts(), store=graph, extractor=extractor, chunks=chunks)
-            return _print_edges(args, graph_to_dict(graph), extractor)
+            return _print_edges(args, _withheld(settings, glossary, graph_to_dict(graph)), extractor)
         build_relation_graph(glossary, facts=facts.iter_facts(), store=graph)
         result = _answer(args, graph, StructuredChannel(facts, glossary))
     finally:
@@ -93,6 +102,39 @@ def cmd_graph(args: argparse.Namespace) -> int:
     if not args.json:
         print(result.text)
     return _OK[result.status]
+
+
+def _refusal(args: argparse.Namespace, settings: Any, glossary: Any) -> dict[str, Any] | None:
+    """The security gate's refusal of ``rollup`` / ``peers`` / ``trace``: its inputs, the entity
+    they name, and every entity the utility would read — a roll-up's subsidiaries, the peers
+    (the same parent's subsidiaries) — each by all its glossary forms; else ``None``."""
+    from ragspine.structured.cli import gate_refusal
+
+    inputs = [args.metric, args.entity, args.period, args.channel]
+    match = glossary.entity(args.entity) if args.entity else None
+    members: list[str] = []
+    if match is not None and args.graph_action != "trace":
+        entities = glossary.terms["entities"]
+        parent = match.key if args.graph_action == "rollup" else entities[match.key].parent
+        members = [key for key, term in entities.items() if parent and term.parent == parent]
+    refused: dict[str, Any] | None = gate_refusal(settings, glossary, f"graph_{args.graph_action}", inputs, args.language, members)
+    return refused
+
+
+def _withheld(settings: Any, glossary: Any, graph: dict[str, Any]) -> dict[str, Any]:
+    """``graph`` without the nodes of entities the security gate denies (each checked by all its
+    glossary forms) and without every edge that touches one; a note on stderr counts them."""
+    from ragspine.security.gate import security_gate_for
+
+    gate = security_gate_for(settings, glossary)
+    if gate is None:
+        return graph
+    denied = {n["id"] for n in graph["nodes"] if n["kind"] == "entity" and not gate.check_entities(glossary, [n["key"]]).allowed}
+    edges = [e for e in graph["edges"] if e["source"] not in denied and e["target"] not in denied]
+    if denied:
+        print(f"ragspine: note: {len(denied)} node(s) and {len(graph['edges']) - len(edges)} edge(s) of deny-listed entities withheld",
+              file=sys.stderr)
+    return {"nodes": [n for n in graph["nodes"] if n["id"] not in denied], "edges": edges}
 
 
 def _answer(args: argparse.Namespace, graph: Any, channel: Any) -> Any:
@@ -125,10 +167,10 @@ def _extraction(args: argparse.Namespace, settings: Any, glossary: Any, database
     provider = gate = None
     if name == "llm":
         from ragspine.llm.base import llm_options, make_llm_provider
-        from ragspine.security.gate import make_security_gate
+        from ragspine.security.gate import security_gate_for
 
         provider = make_llm_provider(settings.llm, **llm_options(settings))
-        gate = make_security_gate(settings.security_denylist)
+        gate = security_gate_for(settings, glossary)
     extractor = make_relation_extractor(name, glossary=glossary, provider=provider, gate=gate)
     return extractor, database.chunk_store(args.library).iter_chunks()
 

@@ -20,57 +20,42 @@ every language come from one place::
 or ``glossary: path/to/glossary.yaml`` (relative to the deny-list file) with ``deny: [KEY, ...]``
 naming entities of that glossary (required then: not every entity of a glossary is a competitor).
 
-**Matching** (:func:`normalize`): NFKC (full-width ``ＡＣＭＥ`` is ``acme``, half-width kana are
-kana), case-folded, invisible format characters (zero-width spaces, soft hyphens) removed,
-runs of spaces, ``- _ . · ・`` one space, and no space next to a CJK character (``红隼 机器人``
-is ``红隼机器人``, ``ケストレル・ロボティクス`` is ``ケストレルロボティクス``). A form whose
-end is a letter or digit of an alphabetic script must end a word there: ``Acme`` matches
-``Acme's``, ``ACME-led`` and ``Acme的营收`` but not ``Acmeville`` or ``Acme2`` (list such
-forms when they mean the entity). CJK forms match anywhere (Chinese and Japanese have no word
-boundaries): ``艾克米`` matches ``艾克米公司``. Traditional and Simplified Chinese are
+**Aliases** (:func:`expand_denylist`): built with the fact glossary in use
+(``RAGSPINE_FACT_GLOSSARY``, else the shipped one), a denied entity also covers every entity of
+that glossary that any of its forms names — the glossary key, its codes and its forms in every
+language: denying ``KESTREL_JP`` (or only its form ``Kestrel Japan``) denies ``KSTR_JP``,
+``红隼日本`` and ``ケストレル・ジャパン`` too, whatever the deny list itself spells out.
+
+**Matching** (:mod:`ragspine.security.matching`, with lookalikes): the text and the forms are
+folded to their lookalike skeleton (:mod:`ragspine.security.fold`: NFKC, zero-width characters
+removed, case-folded, confusables such as Cyrillic ``О`` to their Latin letter), then compared
+as written (separators one space, none next to CJK; a form ending in a letter or digit of an
+alphabetic script ends a word there: ``Acme`` matches ``Acme's``, ``ACME-led`` and ``Acme的营收``,
+never ``Acmeville``) and spelled out (``O-s-p-r-e-y``, ``O s p r e y``, ``KestrelJapan``; a
+form of at least four letters, at word boundaries, letter spacing or a break of the form's own
+— never ``a CME contract`` for ``Acme``). CJK forms match anywhere (Chinese and Japanese have no
+word boundaries): ``艾克米`` matches ``艾克米公司``. Traditional and Simplified Chinese are
 different forms: list both.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ragspine.errors import ConfigError
+from ragspine.security.fold import compact
+from ragspine.security.matching import TermMatcher, normalize
 
-__all__ = ["GateDecision", "SecurityGate", "TermMatcher", "load_denylist", "make_security_gate", "normalize"]
+if TYPE_CHECKING:
+    from ragspine.config import Settings
+    from ragspine.structured.glossary import Glossary
 
-_SEPARATORS = re.compile(r"[\s\-_.\u00b7\u30fb\u2027\u2010-\u2015\u2212]+")
-_CJK = r"\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
-_SPACE_NEAR_CJK = re.compile(rf" ?([{_CJK}]) ?")
-
-
-def normalize(text: str) -> str:
-    """The form the gate compares (see the module docstring)."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")  # zero-width spaces, soft hyphens
-    text = _SEPARATORS.sub(" ", text).strip()
-    return _SPACE_NEAR_CJK.sub(r"\1", text)
-
-
-#: A letter or digit outside the CJK ranges: what a form ending in such a character must not touch.
-_WORD = rf"[^\W_{_CJK}]"
-
-
-def _is_word_char(ch: str) -> bool:
-    return re.fullmatch(_WORD, ch) is not None
-
-
-def _pattern(form: str) -> re.Pattern[str]:
-    body = re.escape(form)
-    if _is_word_char(form[0]):
-        body = rf"(?<!{_WORD})" + body
-    if _is_word_char(form[-1]):
-        body += rf"(?!{_WORD})"
-    return re.compile(body)
+__all__ = [
+    "GateDecision", "SecurityGate", "TermMatcher", "expand_denylist", "load_denylist", "make_security_gate", "normalize",
+    "refusal", "security_gate_for",
+]
 
 
 @dataclass(frozen=True)
@@ -83,43 +68,15 @@ class GateDecision:
 
 
 ALLOWED = GateDecision(True)
-
-
-class TermMatcher:
-    """Finds the terms of ``terms`` (``{key: [forms]}``) a text names, by the rules of the
-    module docstring (the key is a form too); what the gate, and Adaptive-RAG's entity count,
-    match with."""
-
-    def __init__(self, terms: Mapping[str, Sequence[str]]) -> None:
-        patterns: list[tuple[int, str, str, re.Pattern[str]]] = []
-        for key, forms in terms.items():
-            for form in dict.fromkeys([key, *forms]):
-                folded = normalize(form)
-                if folded:
-                    patterns.append((len(folded), key, form, _pattern(folded)))
-        patterns.sort(key=lambda p: (-p[0], p[1], p[2]))  # the longest form is the one reported
-        self._patterns = [(key, form, pattern) for _, key, form, pattern in patterns]
-        self.keys = tuple(sorted(terms))
-
-    def first(self, text: str) -> tuple[str, str] | None:
-        """``(key, form)`` of the longest form ``text`` names, else ``None``."""
-        folded = normalize(text)
-        for key, form, pattern in self._patterns:
-            if pattern.search(folded):
-                return key, form
-        return None
-
-    def keys_in(self, text: str) -> list[str]:
-        """Every key ``text`` names, sorted."""
-        folded = normalize(text)
-        return sorted({key for key, _, pattern in self._patterns if pattern.search(folded)})
+#: The status of a lookup the gate refused.
+REFUSED = "refused"
 
 
 class SecurityGate:
     """Refuses texts naming an entity of ``denied`` (``{key: [forms]}``); see the module docstring."""
 
     def __init__(self, denied: Mapping[str, Sequence[str]]) -> None:
-        self.matcher = TermMatcher(denied)
+        self.matcher = TermMatcher(denied, lookalikes=True)
         if not self.matcher.keys:
             raise ConfigError("the security deny list names no entity: add one under entities/deny, or unset RAGSPINE_SECURITY_DENYLIST")
         self.entities = self.matcher.keys
@@ -129,12 +86,52 @@ class SecurityGate:
         found = self.matcher.first(text)
         return ALLOWED if found is None else GateDecision(False, *found)
 
+    def check_all(self, texts: Iterable[str | None]) -> GateDecision:
+        """The first refusal among ``texts`` (``None`` and empty ones skipped), else allowed:
+        what a lookup of several inputs (metric, entity, period, channel) passes."""
+        for text in texts:
+            if text:
+                decision = self.check(text)
+                if not decision.allowed:
+                    return decision
+        return ALLOWED
+
+    def check_entities(self, glossary: Glossary, keys: Iterable[str]) -> GateDecision:
+        """The first refusal among the glossary entities ``keys`` — each key and every form the
+        glossary knows for it: what a graph utility passes for every member it would read."""
+        for key in keys:
+            term = glossary.term("entities", key)
+            decision = self.check_all([key, *(term.forms if term is not None else ())])
+            if not decision.allowed:
+                return decision
+        return ALLOWED
+
+    def check_lookup(self, glossary: Glossary, texts: Sequence[str | None]) -> GateDecision:
+        """A structured lookup's inputs: each text, then each entity of ``glossary`` a text
+        names exactly (:meth:`check_entities`) — nothing is looked up when it refuses."""
+        decision = self.check_all(texts)
+        if decision.allowed:
+            named = [match.key for text in texts if text and (match := glossary.entity(text)) is not None]
+            decision = self.check_entities(glossary, named)
+        return decision
+
     def __repr__(self) -> str:
         return f"SecurityGate(entities={list(self.entities)})"
 
 
-def load_denylist(path: str | Path) -> dict[str, list[str]]:
-    """``{entity key: [forms]}`` of a deny-list file (see the module docstring)."""
+def refusal(decision: GateDecision, kind: str, language: str) -> dict[str, Any]:
+    """What a refused lookup answers (``ragspine metric``, ``/v1/metric``, ``ragspine graph``):
+    status ``refused``, the agent's fixed refusal in ``language`` (no number, no echo of the
+    input) and ``refused`` — ``[{kind, entity}]``, as an agent answer lists it."""
+    from ragspine.agent.messages import GATE_REFUSAL, message
+
+    return {"status": REFUSED, "text": message(GATE_REFUSAL, language), "language": language,
+            "refused": [{"kind": kind, "entity": decision.entity}]}
+
+
+def load_denylist(path: str | Path, glossary: Glossary | None = None) -> dict[str, list[str]]:
+    """``{entity key: [forms]}`` of a deny-list file (see the module docstring), each entity's
+    forms expanded through ``glossary`` (:func:`expand_denylist`) when one is given."""
     import yaml
 
     from ragspine.structured.glossary import Glossary
@@ -158,19 +155,54 @@ def load_denylist(path: str | Path) -> dict[str, list[str]]:
             raise ConfigError(f"{where}: give either glossary: FILE or the entities inline, not both")
         if not deny:
             raise ConfigError(f"{where}: with glossary: FILE, list the refused entities under deny: [KEY, ...]")
-        glossary = Glossary.load(Path(path).parent / str(source))
+        own = Glossary.load(Path(path).parent / str(source))
     else:
-        glossary = Glossary.from_mapping(data, where)
-    entities = glossary.terms["entities"]
+        own = Glossary.from_mapping(data, where)
+    entities = own.terms["entities"]
     keys = list(entities) if deny is None else list(dict.fromkeys(deny))
     unknown = [k for k in keys if k not in entities]
     if unknown:
         raise ConfigError(f"{where}: deny names {unknown[0]!r}, which is no entity of its glossary")
-    return {key: list(entities[key].forms) for key in keys}
+    denied = {key: list(entities[key].forms) for key in keys}
+    return expand_denylist(denied, glossary) if glossary is not None else denied
 
 
-def make_security_gate(path: str | Path | None) -> SecurityGate | None:
-    """The gate of the deny-list file at ``path`` (``RAGSPINE_SECURITY_DENYLIST``); ``None``: no gate."""
+def expand_denylist(denied: Mapping[str, Sequence[str]], glossary: Glossary) -> dict[str, list[str]]:
+    """Each denied entity's forms, then every form (key, codes, each language's) of each entity
+    of ``glossary`` that its key or any of its forms names — compared by their compact
+    lookalike skeleton (:func:`~ragspine.security.fold.compact`), so ``Kestrel-Japan`` names
+    ``KESTREL_JP`` as ``Kestrel Japan`` does. A form two glossary entities share denies both."""
+    entities = glossary.terms["entities"]
+    named: dict[str, set[str]] = {}
+    for key, term in entities.items():
+        for form in (key, *term.forms):
+            if compact(form):
+                named.setdefault(compact(form), set()).add(key)
+    expanded: dict[str, list[str]] = {}
+    for key, forms in denied.items():
+        hits = sorted({hit for form in (key, *forms) for hit in named.get(compact(form), ())})
+        extra = [form for hit in hits for form in (hit, *entities[hit].forms)]
+        expanded[key] = list(dict.fromkeys([*forms, *extra]))
+    return expanded
+
+
+def make_security_gate(path: str | Path | None, glossary: Glossary | None = None) -> SecurityGate | None:
+    """The gate of the deny-list file at ``path`` (``RAGSPINE_SECURITY_DENYLIST``), its
+    entities expanded through ``glossary`` (the fact glossary in use); ``None``: no gate."""
     if path is None or not str(path).strip() or str(path).strip().lower() in ("none", "off"):
         return None
-    return SecurityGate(load_denylist(str(path).strip()))
+    return SecurityGate(load_denylist(str(path).strip(), glossary))
+
+
+def security_gate_for(settings: Settings, glossary: Glossary | None = None) -> SecurityGate | None:
+    """The gate of ``settings.security_denylist`` expanded through ``glossary``, else the fact
+    glossary ``settings.fact_glossary`` names (else the shipped one): what every route and
+    command that reaches the structured channel, the graph or an index uses."""
+    path = settings.security_denylist
+    if path is None or not str(path).strip() or str(path).strip().lower() in ("none", "off"):
+        return None
+    if glossary is None:
+        from ragspine.agent.spotting import load_fact_glossary
+
+        glossary = load_fact_glossary(settings.fact_glossary)
+    return make_security_gate(path, glossary)

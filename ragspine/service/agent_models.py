@@ -66,7 +66,7 @@ class MetricIn(_In):
 
 
 class MetricOut(BaseModel):
-    status: str = Field(description="found | not_found | unrecognized_param")
+    status: str = Field(description="found | not_found | unrecognized_param | refused (the security gate: nothing was looked up)")
     text: str = Field(description="found: the numeric prose rebuilt from the stored fact; else a fixed text without digits")
     language: str
     library: str | None = Field(None, description="the library holding the found fact")
@@ -81,6 +81,7 @@ class MetricOut(BaseModel):
     valid_as_of: str = ""
     params: list[str] = Field(default_factory=list, description="unrecognized_param: the inputs not recognized")
     suggestions: dict[str, list[str]] = Field(default_factory=dict, description="glossary labels that may have been meant (never substituted)")
+    refused: list[dict[str, Any]] = Field(default_factory=list, description="refused: what the security gate refused ({kind, entity})")
 
 
 class TurnIn(_In):

@@ -10,8 +10,10 @@ controlled glossary: ``--glossary FILE`` (:func:`add_glossary_flag`), else
 ``RAGSPINE_FACT_GLOSSARY``, else the shipped demo glossary (:func:`fact_glossary`).
 
 ``metric`` exits 0 when ``found`` (the rebuilt prose on stdout), 1 when ``not_found`` (the fixed
-refusal on stdout) and 2 when a parameter is unrecognized (one line on stderr); ``--json``
-prints the whole result on stdout in every case. Bad input exits 2 with one line on stderr.
+refusal on stdout) or ``refused`` (an input names an entity of the security deny list, by any
+alias the glossary knows, a lookalike or spelled out: the agent's fixed refusal, and nothing is
+looked up) and 2 when a parameter is unrecognized (one line on stderr); ``--json`` prints the
+whole result on stdout in every case. Bad input exits 2 with one line on stderr.
 """
 
 from __future__ import annotations
@@ -136,13 +138,19 @@ def _list(args: argparse.Namespace, store: Any) -> int:
 
 
 def cmd_metric(args: argparse.Namespace) -> int:
+    from ragspine.config import load_settings
     from ragspine.structured.channel import StructuredChannel
     from ragspine.structured.factory import make_fact_store
     from ragspine.structured.result import FOUND, NOT_FOUND
 
+    settings = load_settings()
+    glossary = fact_glossary(args, settings)
+    refused = gate_refusal(settings, glossary, "metric", [args.metric, args.entity, args.period, args.channel], args.language)
+    if refused is not None:  # nothing is looked up
+        print(json.dumps(refused, ensure_ascii=False, indent=2) if args.json else refused["text"])
+        return 1
     database, settings = _database(args)
     try:
-        glossary = fact_glossary(args, settings)
         channel = StructuredChannel(make_fact_store(args.library, database=database), glossary)
         result = channel.query_metric(args.metric, args.entity, args.period, args.channel, as_of=args.as_of, language=args.language)
     finally:
@@ -159,3 +167,23 @@ def cmd_metric(args: argparse.Namespace) -> int:
         return 1
     print(f"ragspine: error: {result.text}", file=sys.stderr)
     return 2
+
+
+def gate_refusal(settings: Any, glossary: Any, kind: str, inputs: list[str | None], language: str | None,
+                 members: list[str] | None = None) -> dict[str, Any] | None:
+    """The security gate's refusal of a lookup (``RAGSPINE_SECURITY_DENYLIST`` expanded through
+    ``glossary``): its inputs, each entity they name and the glossary entity keys ``members``
+    (what a graph utility would read), else ``None``; ``language``: the refusal's, else that of
+    the inputs (as ``ragspine ask`` reads a question)."""
+    from ragspine.agent.reading import question_language
+    from ragspine.security.gate import refusal, security_gate_for
+
+    gate = security_gate_for(settings, glossary)
+    if gate is None:
+        return None
+    decision = gate.check_lookup(glossary, inputs)
+    if decision.allowed and members:
+        decision = gate.check_entities(glossary, members)
+    if decision.allowed:
+        return None
+    return refusal(decision, kind, language or question_language(" ".join(text for text in inputs if text)))

@@ -3,6 +3,7 @@
 The libraries are the tenant's (another tenant's is a 404, like a missing one): their fact
 stores answer the structured half, their link exit (the same one ``/v1/retrieve`` uses, so
 RESTRICTED chunks never come out and the security gate applies) the narrative half. The
+agent gates the question and each sub-query with the server's gate (:func:`security_gate`). The
 ``history`` is context for generated prose only — never a source, never searched. Library ids
 in the answer are the tenant's names.
 """
@@ -15,17 +16,20 @@ from fastapi import APIRouter, Depends
 
 from ragspine.agent.factory import agent_for
 from ragspine.errors import ConfigError
+from ragspine.security.gate import SecurityGate
 from ragspine.service.agent_models import AnswerIn, AnswerOut
 from ragspine.service.context import ServiceContext
 from ragspine.service.routes.common import context, documented_bearer, external_name, tenant_id
 from ragspine.service.routes.facts import tenant_libraries
 from ragspine.service.routes.raptor import check_raptor_request
+from ragspine.service.security import security_gate
 
 router = APIRouter(prefix="/v1", tags=["agent"], dependencies=[Depends(documented_bearer)])
 
 
 @router.post("/answer", response_model=AnswerOut, summary="Answer a question: a stored number, cited snippets, or both")
-def answer(body: AnswerIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> AnswerOut:
+def answer(body: AnswerIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+           gate: SecurityGate | None = Depends(security_gate)) -> AnswerOut:
     libraries = tenant_libraries(ctx, tenant, body.libraries)
     pipelines = {lib.library_id: ctx.index(lib) for lib in libraries}
     retriever = ctx.stack.retriever_for(
@@ -34,7 +38,7 @@ def answer(body: AnswerIn, ctx: ServiceContext = Depends(context), tenant: str =
         retry_without_filters=False,
         reasoning={lib.library_id: ctx.reasoning(lib) for lib in libraries},  # each library's own, else the server's
     ) if libraries else None
-    agent = agent_for(ctx.stack, [lib.library_id for lib in libraries], retriever, top_k=body.top_k)
+    agent = agent_for(ctx.stack, [lib.library_id for lib in libraries], retriever, gate=gate, top_k=body.top_k)
     history = [turn.model_dump() for turn in body.history]
     try:
         out = agent.answer(body.question, history, as_of=body.as_of).to_dict()

@@ -11,7 +11,9 @@ it, and another tenant's library is answered exactly like a missing one (404).
   nothing was written. The body's size limit (413) bounds either form.
 * ``/v1/metric`` answers ``found`` (prose rebuilt from the stored fact, with its source),
   ``not_found`` (a fixed refusal without digits) or ``unrecognized_param`` (naming the inputs)
-  — always 200: the status is the answer. Over several libraries, see
+  — always 200: the status is the answer. With a deny list, an input naming a denied entity
+  (any alias, lookalike or spelled-out form; :meth:`~ragspine.security.SecurityGate.check_lookup`)
+  is ``refused`` with the agent's fixed refusal before anything is looked up. Over several libraries, see
   :class:`~ragspine.agent.structured.StructuredPath` (never a choice between two stored numbers).
 """
 
@@ -23,13 +25,16 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
+from ragspine.agent.reading import question_language
 from ragspine.agent.spotting import load_fact_glossary
 from ragspine.agent.structured import StructuredPath
+from ragspine.security.gate import SecurityGate, refusal
 from ragspine.service.agent_models import MAX_FACT_ROWS, FactsIn, FactsOut, MetricIn, MetricOut, RowErrorOut
 from ragspine.service.context import ServiceContext
 from ragspine.service.errors import EchoJSONResponse
 from ragspine.service.models import MAX_LIBRARIES
 from ragspine.service.routes.common import context, documented_bearer, external_name, library_or_404, tenant_id
+from ragspine.service.security import security_gate
 from ragspine.service.store import Library
 from ragspine.structured.channel import StructuredChannel
 from ragspine.structured.factory import make_fact_store
@@ -93,16 +98,22 @@ def metric_get(
     period: str = Query(min_length=1, max_length=100), channel: str | None = Query(None, max_length=200),
     as_of: str | None = Query(None, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), language: str | None = Query(None, pattern=r"^(en|zh|ja)$"),
     library: list[str] | None = Query(None, max_length=MAX_LIBRARIES, description="library names (repeatable; default: all of the tenant's)"),
-    ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+    ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id), gate: SecurityGate | None = Depends(security_gate),
 ) -> MetricOut:
     body = MetricIn(metric=metric, entity=entity, period=period, channel=channel, as_of=as_of, language=language, libraries=library)
-    return metric_post(body, ctx, tenant)
+    return metric_post(body, ctx, tenant, gate)
 
 
 @router.post("/metric", response_model=MetricOut, summary="One number from the fact table (found / not_found / unrecognized_param)")
-def metric_post(body: MetricIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> MetricOut:
-    libraries = tenant_libraries(ctx, tenant, body.libraries)
+def metric_post(body: MetricIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+                gate: SecurityGate | None = Depends(security_gate)) -> MetricOut:
     glossary = load_fact_glossary(ctx.settings.fact_glossary)
+    inputs = [body.metric, body.entity, body.period, body.channel]
+    decision = gate.check_lookup(glossary, inputs) if gate is not None else None
+    if decision is not None and not decision.allowed:  # the agent's refusal: nothing is looked up
+        language = body.language or question_language(" ".join(text for text in inputs if text))
+        return MetricOut(**refusal(decision, "metric", language))
+    libraries = tenant_libraries(ctx, tenant, body.libraries)
     path = StructuredPath({lib.library_id: StructuredChannel(make_fact_store(lib.library_id, database=ctx.stack.db), glossary)
                            for lib in libraries})
     part = path.query(body.metric, body.entity, body.period, body.channel, as_of=body.as_of, language=body.language)
