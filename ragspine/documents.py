@@ -6,7 +6,8 @@ whole ingest with the previous version of every document still active.
 Front matter (optional, first line ``---``) sets ``doc_id``, ``title``, ``sensitivity``,
 ``valid_as_of`` (in any case: ``Sensitivity:`` is the sensitivity); every other key is
 metadata (dates become ISO strings; lists and objects are rejected). A sensitivity that is not
-one string label (``[RESTRICTED]``) is an error: it fails closed (``retrieval/sensitivity.py``). Defaults: ``doc_id`` = the path relative to the directory given (or the file name),
+one string label (``[RESTRICTED]``, ``null``) is an error, a key written twice is an error, and a
+label that looks like RESTRICTED is RESTRICTED: it fails closed (``retrieval/sensitivity.py``). Defaults: ``doc_id`` = the path relative to the directory given (or the file name),
 ``title`` = front matter, else the first Markdown heading, else the file stem. Chunk
 offsets are offsets into the file itself, so ``source_locator`` points into the real file.
 
@@ -22,6 +23,7 @@ import datetime as dt
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -132,12 +134,21 @@ def read_document(
         title=title,
         source=where,
         body_offset=offset,
-        sensitivity=parse_sensitivity(front.get("sensitivity") if front.get("sensitivity") is not None else sensitivity, where),
+        sensitivity=front_sensitivity(front, where, sensitivity),
         valid_as_of=valid_as_of,
         metadata=metadata,
         chunker=_chunker_name(front.get("chunker"), where),
         id_from_path=not front.get("doc_id"),
     )
+
+
+def front_sensitivity(front: Mapping[str, Any], where: str, given: str | None = None) -> str:
+    """The label of a document's fields (front matter, an upload's): theirs when set, else
+    ``given`` (``--sensitivity``, a form field), else the default; ``sensitivity: null`` (or an
+    empty ``sensitivity:``) is an error, never the default — it fails closed."""
+    if "sensitivity" in front:
+        return parse_sensitivity(front["sensitivity"], where, default=None)
+    return parse_sensitivity(given, where)
 
 
 def source_of(locator: str) -> str:
@@ -207,21 +218,64 @@ def decode_document(raw: bytes, where: str) -> tuple[dict[str, Any], str, int]:
 
 
 def split_front_matter(content: str, where: str = "document") -> tuple[dict[str, Any], str, int]:
-    """``(front matter, body, body offset)``; no front matter → ``({}, content, 0)``."""
+    """``(front matter, body, body offset)``; no front matter → ``({}, content, 0)``. A key
+    written twice (``sensitivity: RESTRICTED`` then ``sensitivity: PUBLIC``; ``1`` and
+    ``'1'``) is an error: YAML would keep the last one silently."""
     match = _FRONT_MATTER.match(content)
     if not match:
         return {}, content, 0
     import yaml
 
     try:
-        data = yaml.safe_load(match.group(1)) or {}
+        data = yaml.load(match.group(1), Loader=_unique_key_loader()) or {}
+    except _DuplicateKey as exc:
+        raise IngestError(f"{where}: front matter sets {exc.key!r} twice (line {exc.line + 2}); keep one") from None
     except yaml.YAMLError as exc:
         raise IngestError(f"{where}: front matter is not valid YAML ({str(exc).splitlines()[0]})") from None
     except RecursionError:
         raise IngestError(f"{where}: front matter is nested too deeply; use flat key: value lines") from None
     if not isinstance(data, dict):
         raise IngestError(f"{where}: front matter must be a mapping of key: value lines")
-    return {str(k): v for k, v in data.items()}, content[match.end() :], match.end()
+    out: dict[str, Any] = {}
+    spelled: dict[str, Any] = {}
+    for key, value in data.items():
+        if str(key) in out:
+            raise IngestError(f"{where}: front matter keys {spelled[str(key)]!r} and {key!r} are both {str(key)!r}; keep one")
+        out[str(key)], spelled[str(key)] = value, key
+    return out, content[match.end() :], match.end()
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, line: int) -> None:
+        super().__init__(key)
+        self.key, self.line = key, line
+
+
+@lru_cache(maxsize=1)
+def _unique_key_loader() -> type:
+    """PyYAML's safe loader, refusing a key written twice in one mapping (explicit keys; a
+    ``<<`` merge may still be overridden, as YAML intends)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            if isinstance(node, yaml.MappingNode):
+                seen: set[Any] = set()
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        duplicate = key in seen
+                    except TypeError:  # an unhashable key: SafeLoader refuses it below
+                        continue
+                    if duplicate:
+                        raise _DuplicateKey(key, key_node.start_mark.line)
+                    seen.add(key)
+            result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+            return result
+
+    return UniqueKeyLoader
 
 
 def _plain(value: Any) -> Any:

@@ -1,14 +1,29 @@
 """The one RESTRICTED constant guarding both exits (rerank and link), and the one way a
-sensitivity label is read from a document.
+sensitivity label is read from a document or a fact.
 
-Reading fails closed: a label is a string, compared stripped and case-insensitively; any
-spelling of ``RESTRICTED`` is stored as ``RESTRICTED``; a non-string value (a YAML list such as
+Reading fails closed: a label is a string; ``None`` given explicitly (``sensitivity: null``,
+``"sensitivity": null``) is an error, never the default; a non-string value (a YAML list such as
 ``[RESTRICTED]``, a number, a mapping) is an error naming the fix — never stringified into a
-label that would read as open. Keys that differ from a document field only in case
-(``Sensitivity:``) are that field (:func:`reserved_key`), never ordinary metadata.
+label that would read as open. A label is RESTRICTED when it *looks like* RESTRICTED
+(:func:`is_restricted`): compared through :func:`ragspine.security.fold.compact` (NFKC, format
+characters such as zero-width spaces, joiners, soft hyphens and a BOM removed, case-folded,
+Unicode confusables such as Cyrillic ``Е``/``І``, Greek ``Ι`` or mathematical bold letters
+folded to their Latin skeleton, separators between letters removed) after combining accents
+are dropped. Every ingest path stores such a label as exactly ``RESTRICTED``
+(:func:`parse_sensitivity`), so the stores' SQL, which compares ``RESTRICTED``, agrees; and
+every exit that reads a label (:func:`is_restricted`) folds it again, so a lookalike label
+stored before this rule (``RESTRICTED`` + a zero-width space) is RESTRICTED too.
+
+Keys that look like a document field (``Sensitivity:``, full-width ``ｓｅｎｓｉｔｉｖｉｔｙ:``) are that
+field (:func:`reserved_key`), never ordinary metadata; two keys naming one field are an error.
 """
 
 from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+
+from ragspine.security.fold import compact, skeleton
 
 RESTRICTED_SENSITIVITY = "RESTRICTED"
 DEFAULT_SENSITIVITY = "INTERNAL"
@@ -18,16 +33,28 @@ MAX_SENSITIVITY_CHARS = 64
 
 
 def is_restricted(sensitivity: object) -> bool:
-    """True when ``sensitivity`` equals RESTRICTED, case-insensitively (whitespace ignored)."""
-    return str(sensitivity).strip().upper() == RESTRICTED_SENSITIVITY
+    """True when ``sensitivity`` looks like RESTRICTED (see the module docstring): any case,
+    surrounding or interleaved spaces and separators, invisible characters, full-width or
+    confusable letters, accents."""
+    label = sensitivity if isinstance(sensitivity, str) else str(sensitivity)
+    return label == RESTRICTED_SENSITIVITY or (len(label) <= 4 * MAX_SENSITIVITY_CHARS and _folds_to_restricted(label))
 
 
-def parse_sensitivity(value: object, where: str = "document", *, default: str = DEFAULT_SENSITIVITY) -> str:
-    """A document's sensitivity label, or ``IngestError`` (fails closed, see the module docstring).
-    ``None`` means "not given": ``default``."""
+@lru_cache(maxsize=4096)
+def _folds_to_restricted(label: str) -> bool:
+    bare = "".join(ch for ch in unicodedata.normalize("NFD", label) if unicodedata.category(ch) != "Mn")
+    return compact(bare) == "restricted"
+
+
+def parse_sensitivity(value: object, where: str = "document", *, default: str | None = DEFAULT_SENSITIVITY) -> str:
+    """A document's (or fact's) sensitivity label, or ``IngestError`` (fails closed, see the
+    module docstring): a label that looks like RESTRICTED is ``RESTRICTED``. ``None`` means
+    "not given": ``default`` — or, with ``default=None`` (a key given as null), an error."""
     from ragspine.errors import IngestError
 
     if value is None:
+        if default is None:
+            raise IngestError(f"{where}: sensitivity is null; give a label such as INTERNAL or RESTRICTED, or leave the key out")
         return default
     if not isinstance(value, str):
         raise IngestError(
@@ -35,18 +62,23 @@ def parse_sensitivity(value: object, where: str = "document", *, default: str = 
             " (write `sensitivity: RESTRICTED`, not a list)"
         )
     label = value.strip()
+    if is_restricted(label):  # before the checks below: any lookalike, however long or odd, is RESTRICTED
+        return RESTRICTED_SENSITIVITY
     if not label:
         raise IngestError(f"{where}: sensitivity is empty; give a label such as INTERNAL or RESTRICTED")
     if len(label) > MAX_SENSITIVITY_CHARS or any(ord(ch) < 32 for ch in label):
         raise IngestError(f"{where}: sensitivity {label[:80]!r} is not a label (at most {MAX_SENSITIVITY_CHARS} printable characters)")
-    return RESTRICTED_SENSITIVITY if is_restricted(label) else label
+    return label
 
 
 def reserved_key(name: object) -> str | None:
-    """The document field ``name`` names, ignoring case and surrounding spaces (``None``: metadata)."""
-    if not isinstance(name, str):
+    """The document field ``name`` names, ignoring case, surrounding spaces and lookalike
+    letters (``Sensitivity``, ``ｓｅｎｓｉｔｉｖｉｔｙ``; ``None``: metadata)."""
+    if not isinstance(name, str) or len(name) > 4 * MAX_SENSITIVITY_CHARS:
         return None
     folded = name.strip().casefold()
+    if folded not in DOCUMENT_FIELDS:
+        folded = skeleton(name).strip()
     return next((f for f in DOCUMENT_FIELDS if f == folded), None)
 
 

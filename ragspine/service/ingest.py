@@ -30,7 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragspine.documents import decode_document, first_heading
+from ragspine.documents import decode_document, first_heading, front_sensitivity
 from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunking import Chunk
@@ -97,7 +97,7 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) ->
     title = fields.get("title") or str(front.get("title") or first_heading(body, stem) or stem.rsplit(".", 1)[0])
     return storable({
         "doc_id": doc_id, "title": title, "text": body, "metadata": metadata,
-        "sensitivity": parse_sensitivity(fields.get("sensitivity") or front.get("sensitivity"), name),
+        "sensitivity": parse_sensitivity(fields["sensitivity"], name) if fields.get("sensitivity") else front_sensitivity(front, name),
         "valid_as_of": fields.get("valid_as_of") or str(_plain(front.get("valid_as_of")) or ""),
         "source": stem, "source_offset": offset,
     })

@@ -138,7 +138,7 @@ class DocumentIn(_In):
     @classmethod
     def _sensitivity(cls, value: Any) -> str:
         try:
-            return parse_sensitivity(value, "sensitivity")
+            return parse_sensitivity(value, "sensitivity", default=None)  # an explicit null is refused
         except IngestError as exc:
             raise ValueError(str(exc)) from None
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import NamedTuple, Protocol, Sequence, runtime_checkable
+from typing import Iterable, NamedTuple, Protocol, Sequence, runtime_checkable
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
@@ -168,6 +168,13 @@ def check_sources(sources: Sequence[SourceFacts]) -> list[SourceFacts]:
             checked.append(fact)
         out.append(SourceFacts(source_doc_id, checked))
     return out
+
+
+def open_facts(facts: Iterable[StoredFact]) -> list[StoredFact]:
+    """``facts`` without the RESTRICTED ones, by :func:`is_restricted` (which folds lookalike
+    labels): the stores' SQL leaves out what ingest stores as ``RESTRICTED``, this drops a
+    lookalike label stored before ingest folded them (``RESTRICTED`` + a zero-width space)."""
+    return [f for f in facts if not is_restricted(f.sensitivity)]
 
 
 _TEXT_FIELDS = ("metric", "entity", "period", "channel", "source_doc_id", "source_locator", "valid_as_of", "unit", "sensitivity")

@@ -12,7 +12,17 @@ Text already in hand (``POST /v1/facts``'s ``csv``) is read by :func:`csv_rows` 
 
 Every problem of every row is reported as ``row N, field F: what is wrong; the fix`` (rows count
 from 1, the first data row; a CSV row also names its line) in one :class:`FactFileError`, and
-nothing is written. A good file is one :meth:`FactStore.replace_facts` transaction: each source
+nothing is written. A header or row has at most :data:`MAX_FACT_COLUMNS` columns (a fact has ten
+fields), and an error names at most :data:`MAX_KEYS_NAMED` unknown columns or keys of one
+header or row (then their count), so neither the work nor an error grows with a hostile row.
+A text cell that starts like a spreadsheet formula (``=``, ``+``, ``-`` or ``@``, also
+full-width, and is not a number: ``=HYPERLINK(...)``) is refused: a stored fact's text is echoed
+as its ``source_locator`` and would run in the spreadsheet of whoever exports it. A label that
+looks like RESTRICTED (``RESTRICTED`` + a zero-width space, full-width or Cyrillic letters) is
+stored as ``RESTRICTED``; an explicit ``"sensitivity": null`` is refused.
+
+A row whose key another source document holds is refused with one generic message that names
+no source and reads the same whoever holds the key (RESTRICTED or open): :data:`CLASH_MESSAGE`. A good file is one :meth:`FactStore.replace_facts` transaction: each source
 document it names is replaced by the file's rows for it, atomically; other sources are untouched.
 """
 
@@ -38,6 +48,16 @@ from ragspine.structured.periods import parse_as_of, read_period
 FIELDS = ("metric", "entity", "period", "channel", "value", "unit", "source_doc_id", "source_locator", "valid_as_of", "sensitivity")
 REQUIRED = ("metric", "entity", "period", "value", "source_doc_id", "source_locator", "valid_as_of")
 MAX_ERRORS_SHOWN = 20
+#: Columns of a CSV header, keys of a JSON row: at most this many (a fact has ten fields).
+MAX_FACT_COLUMNS = 64
+#: Unknown columns or keys one error names (then "and N more").
+MAX_KEYS_NAMED = 5
+_MAX_NAME = 64  # characters of an unknown column's name shown
+#: What a row whose key another source holds is told — whoever holds it, RESTRICTED or not.
+CLASH_MESSAGE = ("another source document already holds an active fact for this metric, entity, period and channel;"
+                 " re-ingest the source that holds it without that fact, or ingest both sources in one file")
+_FORMULA = tuple("=+-@")
+_NUMBER = re.compile(r"[-+]?([0-9]+([.,][0-9]*)?|[.,][0-9]+)([eE][-+]?[0-9]+)?%?")
 _MAX_TEXT = 1000
 _SECTIONS = {"metric": "metrics", "entity": "entities", "channel": "channels"}
 
@@ -94,9 +114,9 @@ def write_facts(store: FactStore, name: str, rows: Sequence[tuple[int | None, An
         by_source.setdefault(fact.source_doc_id, []).append(fact)
     try:
         written = store.replace_facts([SourceFacts(s, f) for s, f in by_source.items()])
-    except FactClashError as exc:
+    except FactClashError as exc:  # the same answer whoever holds the key: no source, no sensitivity
         row, line = where[exc.key]
-        raise FactFileError(name, [RowError(row, "metric/entity/period/channel", str(exc), line)]) from None
+        raise FactFileError(name, [RowError(row, "metric/entity/period/channel", CLASH_MESSAGE, line)]) from None
     return IngestReport(written, tuple(by_source), sum(is_restricted(f.sensitivity) for f in facts))
 
 
@@ -128,10 +148,17 @@ def csv_rows(name: str, text: str) -> list[tuple[int | None, Any]]:
         header = next(reader, None)
         if header is None:
             return []
+        if len(header) > MAX_FACT_COLUMNS:
+            raise FactFileError(name, [RowError(0, "", too_many_columns(len(header), "the header", "columns"))])
         header = [h.strip().lower() for h in header]
-        problems = [RowError(0, h, f"unknown column; the columns are {', '.join(FIELDS)}") for h in header if h not in FIELDS]
-        problems += [RowError(0, f, "missing column; the header needs " + ", ".join(REQUIRED)) for f in REQUIRED if f not in header]
-        problems += [RowError(0, h, "appears twice in the header") for i, h in enumerate(header) if h in header[:i]]
+        problems = [RowError(0, f, m) for f, m in unknown_names([h for h in header if h not in FIELDS], "column")]
+        present = set(header)
+        problems += [RowError(0, f, "missing column; the header needs " + ", ".join(REQUIRED)) for f in REQUIRED if f not in present]
+        seen: set[str] = set()
+        for h in header:  # linear: one set, never the header searched per column
+            if h in seen and h in FIELDS:
+                problems.append(RowError(0, h, "appears twice in the header"))
+            seen.add(h)
         if problems:
             raise FactFileError(name, problems)
         rows: list[tuple[int | None, Any]] = []
@@ -161,6 +188,25 @@ def _json_rows(name: str, text: str, *, lines: bool) -> list[tuple[int | None, A
     if not isinstance(data, list):
         raise FactFileError(name, [RowError(0, "", 'give a JSON list of fact objects, or {"facts": [...]}')])
     return [(None, row) for row in data]
+
+
+def too_many_columns(count: int, what: str, unit: str) -> str:
+    """The error of a header or row over :data:`MAX_FACT_COLUMNS` (naming the limit)."""
+    return (f"{what} has {count:,} {unit}; a fact has at most {MAX_FACT_COLUMNS} (MAX_FACT_COLUMNS) —"
+            f" the fields are {', '.join(FIELDS)}")
+
+
+def unknown_names(names: Sequence[str], what: str) -> list[tuple[str, str]]:
+    """``(field, message)`` of unknown columns or keys: the first :data:`MAX_KEYS_NAMED`, each
+    shortened, then one line counting the rest (an error never echoes a hostile row whole)."""
+    out = [(_shown(n), f"unknown {what}; the {what}s are {', '.join(FIELDS)}") for n in names[:MAX_KEYS_NAMED]]
+    if len(names) > MAX_KEYS_NAMED:
+        out.append(("", f"and {len(names) - MAX_KEYS_NAMED:,} more unknown {what}s; the {what}s are {', '.join(FIELDS)}"))
+    return out
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= _MAX_NAME else name[: _MAX_NAME - 1] + "…"
 
 
 class _Malformed:
@@ -193,11 +239,20 @@ def _parse_row(row: Any, glossary: Glossary) -> tuple[Fact | None, list[tuple[st
         return None, [("", row.why)]
     if not isinstance(row, Mapping):
         return None, [("", f"is a {type(row).__name__}; each row is an object of the fields {', '.join(FIELDS)}")]
+    if len(row) > MAX_FACT_COLUMNS:
+        return None, [("", too_many_columns(len(row), "the row", "keys"))]
     problems: list[tuple[str, str]] = []
-    row = {str(k).strip().lower(): v for k, v in row.items()}
-    for name in row:
-        if name not in FIELDS:
-            problems.append((name, f"unknown field; the fields are {', '.join(FIELDS)}"))
+    folded: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in row.items():
+        name = str(key).strip().lower()
+        if name in folded:  # "sensitivity" and "Sensitivity": never the last one silently
+            problems.append((name, f"is given twice ({spelled[name]!r} and {_shown(str(key))!r}); keep one"))
+        folded[name], spelled[name] = value, _shown(str(key))
+    row = folded
+    problems += unknown_names([n for n in row if n not in FIELDS], "field")
+    if "sensitivity" in row and row["sensitivity"] is None:
+        problems.append(("sensitivity", "is null; give a label such as INTERNAL or RESTRICTED, or leave the field out"))
     values: dict[str, Any] = {}
     for name in FIELDS:
         raw = row.get(name)
@@ -212,6 +267,9 @@ def _parse_row(row: Any, glossary: Glossary) -> tuple[Fact | None, list[tuple[st
             why = f"must be text, got {type(raw).__name__} {raw!r}" + ("; quote it" if name == "period" else "")
         elif len(text) > _MAX_TEXT or any(unicodedata.category(ch) == "Cc" for ch in text):
             why = f"must be at most {_MAX_TEXT} printable characters (no control characters)"
+        elif _formula(text):
+            why = (f"{text[:40]!r} starts with {text[0]!r} like a spreadsheet formula; a fact's text is echoed to"
+                   " whoever exports it, so write it without the leading =, +, - or @")
         else:
             values[name], why = _field(name, text, glossary, values)
         if why:
@@ -223,6 +281,12 @@ def _parse_row(row: Any, glossary: Glossary) -> tuple[Fact | None, list[tuple[st
         source_doc_id=values["source_doc_id"], source_locator=values["source_locator"], valid_as_of=values["valid_as_of"],
         unit=values.get("unit", ""), channel=values.get("channel", TOTAL_CHANNEL), sensitivity=values.get("sensitivity", "INTERNAL"),
     ), []
+
+
+def _formula(text: str) -> bool:
+    """Whether a text cell would be read as a formula by a spreadsheet (``=HYPERLINK(...)``,
+    ``@SUM(...)``, ``+1+1``; full-width ``＝`` too), and is not simply a number (``-3``)."""
+    return unicodedata.normalize("NFKC", text[:1]).startswith(_FORMULA) and not _NUMBER.fullmatch(text)
 
 
 def _field(name: str, text: str, glossary: Glossary, values: Mapping[str, Any]) -> tuple[Any, str | None]:

@@ -428,7 +428,56 @@ class ChunkStoreUnicodeTests:
         assert active(store) == [("d#0", "v1", 1)] and store.change_seq() == seq and store.doc_ids() == ["d"]
 
 
+class ChunkStoreSensitivityTests:
+    """Labels that look like RESTRICTED (:data:`ragspine.testing.lookalikes.RESTRICTED_LOOKALIKES`)
+    are RESTRICTED on this store: every write stores them as ``RESTRICTED``, and one stored
+    verbatim (a row from before labels were folded) is still withheld by every exit — no
+    snippet, no parent text, a span in ``restricted_spans``."""
+
+    @staticmethod
+    def _served(store: ChunkStore, query: str) -> list[dict[str, Any]]:
+        from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
+        from ragspine.retrieval.pipeline import LibraryPipeline
+
+        return NarrativeIndexRetriever(LibraryPipeline(store, mode="economy")).retrieve(query, top_k=50)
+
+    def test_lookalike_labels_are_stored_as_restricted_and_never_served(self, chunk_store_factory: Factory) -> None:
+        from ragspine.testing.lookalikes import RESTRICTED_LOOKALIKES
+
+        store = chunk_store_factory("lib-lookalike")
+        for i, label in enumerate(RESTRICTED_LOOKALIKES.values()):
+            store.replace_doc_chunks(f"memo{i}", doc(f"memo{i}", f"zanzibar merger codename board memo {i}", sensitivity=label))
+        store.replace_many([DocumentChunks(f"bulk{i}", doc(f"bulk{i}", f"zanzibar merger codename bulk memo {i}", sensitivity=label))
+                            for i, label in enumerate(RESTRICTED_LOOKALIKES.values())])
+        store.replace_doc_chunks("open", doc("open", "zanzibar merger open note"))
+        labels = {c.doc_id: c.sensitivity for c in store.iter_chunks()}
+        assert {d: lab for d, lab in labels.items() if lab != "RESTRICTED"} == {"open": DEFAULT_SENSITIVITY}, labels
+        assert [s["doc_id"] for s in self._served(store, "zanzibar merger codename board bulk memo")] == ["open"]
+
+    def test_a_lookalike_stored_verbatim_is_withheld_at_every_exit(self, chunk_store_factory: Factory) -> None:
+        from ragspine.retrieval.chunking.chunk_store import RestrictedSpans
+        from ragspine.testing.lookalikes import RESTRICTED_LOOKALIKES, written_verbatim
+
+        store = chunk_store_factory("lib-lookalike-verbatim")
+        labels = list(RESTRICTED_LOOKALIKES.values())
+        with written_verbatim():
+            store.replace_doc_chunks("hb", _sectioned("hb", HANDBOOK, sensitivity={1: labels[0], 3: labels[4]}))
+            for i, label in enumerate(labels):
+                store.replace_doc_chunks(f"memo{i}", doc(f"memo{i}", f"zanzibar merger codename memo {i}", sensitivity=label))
+        stored = {c.chunk_id: c.sensitivity for c in store.iter_chunks()}
+        assert stored["hb#1"] == labels[0] and stored["hb#3"] == labels[4], "the label was not stored verbatim"
+        assert self._served(store, "zanzibar merger codename memo") == [], "a lookalike-labelled chunk was served"
+        snippets = self._served(store, "salary bonus pool paid monthly March vacation sick leave days counted")
+        assert {s["chunk_id"] for s in snippets} == {"hb#0", "hb#2"}
+        for secret in ("Sick leave days are counted separately.", "The bonus pool is decided in March."):
+            assert all(secret not in str(value) for s in snippets for value in s.values()), secret
+        if isinstance(store, RestrictedSpans):
+            hb = {c.chunk_id: c for c in store.iter_chunks(doc_id="hb")}
+            assert store.restricted_spans(["hb"]) == {("hb", 1): [(hb[c].char_start, hb[c].char_end) for c in ("hb#1", "hb#3")]}
+
+
 class ChunkStoreConformance(
+    ChunkStoreSensitivityTests,
     ChunkStoreExpansionTests,
     ChunkStoreUnicodeTests,
     ChunkStoreVersioningTests,

@@ -77,6 +77,28 @@ def assert_lookup_hides_restricted(store: FactStore) -> None:
     assert {f.sensitivity for f in hidden} == {"RESTRICTED"} and len(hidden) == 2
 
 
+def assert_lookalike_labels_hidden(store: FactStore) -> None:
+    """Every label that looks like RESTRICTED (:mod:`ragspine.testing.lookalikes`) is stored
+    as ``RESTRICTED`` and never looked up; one stored verbatim (a row from before labels were
+    folded) is never looked up or listed either."""
+    from ragspine.testing.lookalikes import RESTRICTED_LOOKALIKES, written_verbatim
+
+    labels = list(RESTRICTED_LOOKALIKES.values())
+    store.replace_facts([SourceFacts("memo", [fact(f"m{i}", value=str(i), source="memo", sensitivity=label)
+                                              for i, label in enumerate(labels)]),
+                         SourceFacts("open", [fact("revenue", source="open", sensitivity="PUBLIC")])])
+    assert {f.sensitivity for f in store.iter_facts(include_restricted=True, source_doc_id="memo")} == {"RESTRICTED"}
+    with written_verbatim():
+        store.replace_facts([SourceFacts("legacy", [fact(f"v{i}", value=str(i), source="legacy", sensitivity=label)
+                                                    for i, label in enumerate(labels)])])
+    verbatim = store.iter_facts(include_restricted=True, source_doc_id="legacy")
+    assert any(f.sensitivity == labels[0] for f in verbatim), "the label was not stored verbatim"
+    for i in range(len(labels)):
+        for metric in (f"m{i}", f"v{i}"):
+            assert store.lookup(metric, "KESTREL", "2024Q3") == [], f"lookup returned {metric} ({labels[i]!r})"
+    assert [f.metric for f in store.iter_facts()] == ["revenue"], "iter_facts returned a lookalike-labelled fact"
+
+
 # -- the mixins ------------------------------------------------------------------------------
 class FactStoreVersioningTests:
     def test_replace_versions_a_source_and_retires_the_old_rows(self, fact_store_factory: Factory) -> None:
@@ -203,6 +225,9 @@ class FactStoreIsolationTests:
 
     def test_restricted_facts_are_never_looked_up(self, fact_store_factory: Factory) -> None:
         assert_lookup_hides_restricted(fact_store_factory("lib-restricted"))
+
+    def test_lookalike_labels_are_never_looked_up(self, fact_store_factory: Factory) -> None:
+        assert_lookalike_labels_hidden(fact_store_factory("lib-lookalike"))
 
 
 class FactStoreConformance(FactStoreVersioningTests, FactStoreIntegrityTests, FactStoreIsolationTests):

@@ -316,7 +316,7 @@ def check_replace_input(doc_id: str, chunks: Sequence[Chunk]) -> None:
             raise IngestError(f"chunk {chunk.chunk_id!r} has empty text")
         seen.add(chunk.chunk_id)
         validate_metadata(chunk.metadata)
-        parse_sensitivity(chunk.sensitivity, f"chunk {chunk.chunk_id!r}")
+        parse_sensitivity(chunk.sensitivity, f"chunk {chunk.chunk_id!r}", default=None)  # None is no label
         field = next((k for k in chunk.metadata if reserved_key(k)), None)
         if field is not None:
             raise IngestError(f"chunk {chunk.chunk_id!r}: metadata key {field!r} is the document's {reserved_key(field)}; pass it as that field")

@@ -7,8 +7,11 @@ it, and another tenant's library is answered exactly like a missing one (404).
   line (``csv``: a facts file's columns, read by the file ingest's own reader), checks every
   row (glossary keys, periods, values, dates) before anything is written, then replaces the
   source documents the rows name in one transaction. A bad row is a 422 whose ``errors`` list
-  each ``{row, field, message}`` (rows count from 1; a CSV row also names its ``line``) — and
-  nothing was written. The body's size limit (413) bounds either form.
+  each ``{row, field, message}`` (rows count from 1; a CSV row also names its ``line``; the
+  first :data:`MAX_ERRORS_LISTED`, the ``detail`` counting all) — and nothing was written. The
+  body's size limit (413) bounds either form; a row or header over ``MAX_FACT_COLUMNS`` keys or
+  columns is one 422 naming the limit. A key another source holds is one generic conflict that
+  names no source, whether that fact is RESTRICTED or not (``CLASH_MESSAGE``).
 * ``/v1/metric`` answers ``found`` (prose rebuilt from the stored fact, with its source),
   ``not_found`` (a fixed refusal without digits) or ``unrecognized_param`` (naming the inputs)
   — always 200: the status is the answer. With a deny list, an input naming a denied entity
@@ -38,7 +41,11 @@ from ragspine.service.security import security_gate
 from ragspine.service.store import Library
 from ragspine.structured.channel import StructuredChannel
 from ragspine.structured.factory import make_fact_store
-from ragspine.structured.ingest import FactFileError, RowError, csv_rows, parse_rows, write_facts
+from ragspine.structured.ingest import MAX_FACT_COLUMNS, FactFileError, RowError, csv_rows, parse_rows, write_facts
+
+#: Row errors a 422 lists at most (its ``detail`` says how many there are); each names at most
+#: ``MAX_KEYS_NAMED`` unknown keys of its row, so an error body stays small whatever was sent.
+MAX_ERRORS_LISTED = 100
 
 router = APIRouter(prefix="/v1", tags=["structured"], dependencies=[Depends(documented_bearer)])
 
@@ -63,7 +70,7 @@ def ingest(body: FactsIn, ctx: ServiceContext = Depends(context), tenant: str = 
         rows: list[tuple[int | None, Any]] = []
         problems: list[RowError] = []
         for number, (line, row) in enumerate(read, 1):
-            if isinstance(row, dict):
+            if isinstance(row, dict) and len(row) <= MAX_FACT_COLUMNS:  # a longer row: one error, from parse_rows
                 row, bad = _plain_row(row)
                 problems += [RowError(number, field, why, line) for field, why in bad]
             rows.append((line, row))
@@ -73,7 +80,8 @@ def ingest(body: FactsIn, ctx: ServiceContext = Depends(context), tenant: str = 
         store = make_fact_store(library.library_id, database=ctx.stack.db)
         report = write_facts(store, name, rows, glossary=glossary)
     except FactFileError as exc:
-        errors = [RowErrorOut(row=e.row, field=e.field, message=e.message, line=e.line).model_dump(exclude_none=True) for e in exc.errors]
+        errors = [RowErrorOut(row=e.row, field=e.field, message=e.message, line=e.line).model_dump(exclude_none=True)
+                  for e in exc.errors[:MAX_ERRORS_LISTED]]  # the detail counts them all
         return EchoJSONResponse(status_code=422, content={"detail": str(exc), "errors": errors})
     return FactsOut(library=library.name, facts=report.facts, sources=list(report.sources), restricted=report.restricted)
 

@@ -210,19 +210,21 @@ class PostgresChunkStore:
         """See :class:`~ragspine.retrieval.chunking.chunk_store.RestrictedSpans` (one statement)."""
         import sqlalchemy as sa
 
-        from ragspine.stores.postgres.writes import RESTRICTED_SQL
+        from ragspine.retrieval.sensitivity import is_restricted
+        from ragspine.stores.postgres.writes import MAYBE_RESTRICTED_SQL
 
         self.init_schema()
         wanted = sorted({d for d in doc_ids if isinstance(d, str) and pg_storable(d)})
         if not wanted:
             return {}
         rows = self.db.read(sa.text(
-            "SELECT doc_id, version, char_start, char_end FROM ragspine_chunk WHERE library_id = :library_id AND active"
-            f" AND doc_id = ANY(CAST(:doc_ids AS text[])) AND {RESTRICTED_SQL} ORDER BY char_start, char_end"
+            "SELECT doc_id, version, char_start, char_end, sensitivity FROM ragspine_chunk WHERE library_id = :library_id AND active"
+            f" AND doc_id = ANY(CAST(:doc_ids AS text[])) AND {MAYBE_RESTRICTED_SQL} ORDER BY char_start, char_end"
         ), {"library_id": self.library_id, "doc_ids": wanted})
         out: dict[tuple[str, int], list[tuple[int, int]]] = {}
-        for doc_id, version, c0, c1 in rows:
-            out.setdefault((doc_id, int(version)), []).append((int(c0), int(c1)))
+        for doc_id, version, c0, c1, label in rows:
+            if is_restricted(label):  # the SQL's superset, decided by the one folding
+                out.setdefault((doc_id, int(version)), []).append((int(c0), int(c1)))
         return out
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:

@@ -24,7 +24,7 @@ from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, check_library_id
 from ragspine.stores.postgres.database import LOCK_LIBRARY_SQL, PostgresDatabase
 from ragspine.stores.postgres.engine import redact
-from ragspine.structured.base import TOTAL_CHANNEL, FactClashError, FactKey, SourceFacts, StoredFact, check_sources
+from ragspine.structured.base import TOTAL_CHANNEL, FactClashError, FactKey, SourceFacts, StoredFact, check_sources, open_facts
 from ragspine.structured.converters import FACT_COLUMNS, INSERT_COLUMNS, fact_row, row_to_fact
 
 _HOLDER = (
@@ -109,7 +109,8 @@ class PostgresFactStore:
         statement = sa.select(*(fact.c[name] for name in FACT_COLUMNS)).where(*clauses).order_by(
             fact.c.source_doc_id.collate("C"), fact.c.version, fact.c.ordinal,
         )
-        return [row_to_fact(tuple(row)) for row in self.db.read(statement)]
+        facts = [row_to_fact(tuple(row)) for row in self.db.read(statement)]
+        return facts if include_restricted else open_facts(facts)  # a lookalike label stored before ingest folded them
 
     def lookup(self, metric: str, entity: str, period: str, channel: str = TOTAL_CHANNEL) -> list[StoredFact]:
         from ragspine.stores.postgres.schema import fact

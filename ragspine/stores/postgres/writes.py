@@ -164,6 +164,11 @@ def write_rows(cur: Any, copy_sql: str, insert_sql: str, rows: Sequence[tuple[An
 
 #: SQL of "this chunk row is RESTRICTED" (any spelling a row written before ingest canonicalized it has).
 RESTRICTED_SQL = "upper(btrim(sensitivity, E' \\t\\n\\r')) = 'RESTRICTED'"
+#: SQL of "this row may be RESTRICTED": :data:`RESTRICTED_SQL`, or a label with any character
+#: but ASCII letters and digits — a superset of what :func:`is_restricted` folds to RESTRICTED
+#: (a lookalike label stored before ingest folded them: ``RESTRICTED`` + a zero-width space),
+#: which the caller then decides in Python.
+MAYBE_RESTRICTED_SQL = f"({RESTRICTED_SQL} OR sensitivity ~ '[^A-Za-z0-9]')"
 
 
 def backfill_lexical(raw: Any, batch_size: int = 2000, *, restricted: bool = False) -> None:
@@ -176,12 +181,12 @@ def backfill_lexical(raw: Any, batch_size: int = 2000, *, restricted: bool = Fal
     with raw.cursor() as cur:
         cur.execute("CREATE TEMP TABLE ragspine_lex_backfill (library_id text, chunk_id text, n integer) ON COMMIT DROP")
         with raw.cursor(name="ragspine_lex_backfill_src") as src:
-            src.execute(f"SELECT library_id, chunk_id, text FROM ragspine_chunk WHERE active AND {which}")
+            src.execute(f"SELECT library_id, chunk_id, text, sensitivity FROM ragspine_chunk WHERE active AND {which}")
             while True:
                 page = src.fetchmany(batch_size)
                 if not page:
                     break
-                lengths, postings = _index_page(page)
+                lengths, postings = _index_page(_open_rows(page, restricted))
                 write_rows(cur, "COPY ragspine_lex_backfill (library_id, chunk_id, n) FROM STDIN", "", lengths)
                 write_rows(cur, _COPY_POSTINGS, _INSERT_POSTING, postings)
         cur.execute(
@@ -204,14 +209,14 @@ def rebuild_library_postings(raw: Any, library_id: str, batch_size: int = 2000) 
         indexed = 0
         with raw.cursor(name="ragspine_lex_rebuild_src") as src:
             src.execute(
-                f"SELECT library_id, chunk_id, text FROM ragspine_chunk WHERE library_id = %(library_id)s AND active"
+                f"SELECT library_id, chunk_id, text, sensitivity FROM ragspine_chunk WHERE library_id = %(library_id)s AND active"
                 f" AND NOT ({RESTRICTED_SQL})", key,
             )
             while True:
                 page = src.fetchmany(batch_size)
                 if not page:
                     break
-                lengths, rows = _index_page(page)
+                lengths, rows = _index_page(_open_rows(page))
                 indexed += len(lengths)
                 write_rows(cur, "COPY ragspine_lex_rebuild (library_id, chunk_id, n) FROM STDIN", "", lengths)
                 write_rows(cur, _COPY_POSTINGS, _INSERT_POSTING, rows)
@@ -246,6 +251,12 @@ def recount_lexical(cur: Any) -> None:
         " SELECT library_id, count(*), COALESCE(sum(n_tokens), 0) FROM ragspine_chunk"
         " WHERE active AND n_tokens IS NOT NULL GROUP BY library_id"
     )
+
+
+def _open_rows(page: Sequence[tuple[str, str, str, str]], restricted: bool = False) -> list[tuple[str, str, str]]:
+    """``(library_id, chunk_id, text)`` of the rows whose label :func:`is_restricted` reads as
+    ``restricted`` (the SQL left out only the labels stored as ``RESTRICTED``)."""
+    return [(lib, chunk_id, text) for lib, chunk_id, text, label in page if is_restricted(label) == restricted]
 
 
 def _index_page(page: Iterable[tuple[str, str, str]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

@@ -26,6 +26,7 @@ from ragspine.retrieval.chunking.chunk_store import (
     fingerprint,
 )
 from ragspine.retrieval.chunking.chunking import Chunk
+from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.stores.sqlite.catalog import utc_now
 from ragspine.stores.sqlite.converters import chunk_row, row_to_stored
 from ragspine.stores.sqlite.database import SQLiteDatabase
@@ -174,14 +175,15 @@ class SQLiteChunkStore:
         out: dict[tuple[str, int], list[tuple[int, int]]] = {}
         for start in range(0, len(wanted), _BATCH):
             part = wanted[start : start + _BATCH]
-            rows = self.db.query(
-                "SELECT doc_id, version, char_start, char_end FROM narrative_chunk WHERE library_id = ? AND active = 1"
-                f" AND doc_id IN ({', '.join('?' * len(part))}) AND upper(trim(sensitivity, ' ' || char(9, 10, 13))) = 'RESTRICTED'"
-                " ORDER BY doc_id, version, char_start, char_end",
+            rows = self.db.query(  # RESTRICTED as stored, or a label that may fold to it (decided below)
+                "SELECT doc_id, version, char_start, char_end, sensitivity FROM narrative_chunk WHERE library_id = ? AND active = 1"
+                f" AND doc_id IN ({', '.join('?' * len(part))}) AND (upper(trim(sensitivity, ' ' || char(9, 10, 13))) = 'RESTRICTED'"
+                " OR sensitivity GLOB '*[^A-Za-z0-9]*') ORDER BY doc_id, version, char_start, char_end",
                 (self.library_id, *part),
             )
-            for doc_id, version, c0, c1 in rows:
-                out.setdefault((doc_id, int(version)), []).append((int(c0), int(c1)))
+            for doc_id, version, c0, c1, label in rows:
+                if is_restricted(label):  # a lookalike stored before ingest folded labels too
+                    out.setdefault((doc_id, int(version)), []).append((int(c0), int(c1)))
         return out
 
     def iter_active(self, batch_size: int = 5000) -> Iterator[StoredChunk]:

@@ -16,11 +16,13 @@ from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, check_library_id
 from ragspine.stores.sqlite.catalog import utc_now
 from ragspine.stores.sqlite.database import SQLiteDatabase
-from ragspine.structured.base import TOTAL_CHANNEL, FactClashError, FactKey, SourceFacts, StoredFact, check_sources
+from ragspine.structured.base import TOTAL_CHANNEL, FactClashError, FactKey, SourceFacts, StoredFact, check_sources, open_facts
 from ragspine.structured.converters import FACT_COLUMNS, INSERT_COLUMNS, fact_row, row_to_fact
 
 _SELECT = "SELECT " + ", ".join(FACT_COLUMNS) + " FROM structured_fact"
 _ORDER = " ORDER BY source_doc_id, version, ordinal"
+#: The SQL half of "RESTRICTED": what ingest stores; a lookalike label stored before ingest
+#: folded labels is dropped by :func:`open_facts` (the Python half) after the statement.
 _RESTRICTED = "upper(trim(sensitivity, ' ' || char(9, 10, 13))) = 'RESTRICTED'"
 _INSERT = f"INSERT INTO structured_fact ({', '.join(INSERT_COLUMNS)}, ingested_at) VALUES ({', '.join('?' * len(INSERT_COLUMNS))}, ?)"
 _BUMP = (
@@ -86,7 +88,7 @@ class SQLiteFactStore:
             f"{_SELECT} WHERE library_id = ? AND active = 1 AND metric = ? AND entity = ? AND period = ? AND channel = ?"
             f" AND NOT ({_RESTRICTED}){_ORDER}", (self.library_id, *key),
         )
-        return [row_to_fact(r) for r in rows]
+        return open_facts(row_to_fact(r) for r in rows)
 
     def iter_facts(
         self, *, source_doc_id: str | None = None, include_restricted: bool = False, include_inactive: bool = False
@@ -101,7 +103,8 @@ class SQLiteFactStore:
             clauses.append("source_doc_id = ?")
             params.append(source_doc_id)
         rows = self.db.query(f"{_SELECT} WHERE {' AND '.join(clauses)}{_ORDER}", params)
-        return [row_to_fact(r) for r in rows]
+        facts = [row_to_fact(r) for r in rows]
+        return facts if include_restricted else open_facts(facts)
 
     def source_ids(self) -> list[str]:
         self.init_schema()

@@ -118,8 +118,9 @@ def test_duplicates_and_clashes_name_their_rows(store) -> None:
     with pytest.raises(FactFileError, match="row 2, field metric/entity/period/channel: the same fact as row 1"):
         ingest_facts(store, [row, {**row, "metric": "REV", "value": "183"}])
     ingest_facts(store, [row])
-    with pytest.raises(FactFileError, match="row 2, field metric/entity/period/channel: .*already has an active fact from source 'a'"):
+    with pytest.raises(FactFileError, match="row 2, field metric/entity/period/channel: another source document already holds") as info:
         ingest_facts(store, [{**row, "period": "2024Q2", "source_doc_id": "b"}, {**row, "source_doc_id": "b"}])
+    assert "'a'" not in str(info.value)  # the holder is never named (issue 25: it may be RESTRICTED)
     assert store.source_ids() == ["a"]
 
 
