@@ -1,5 +1,8 @@
 """Exception → JSON response. Bad input is always a 4xx (never a 5xx, which a client such as
-Dify retries and whose message it drops); only an unreachable store is a 503."""
+Dify retries and whose message it drops); only an unreachable store is a 503. Every 422 has
+the documented shape — ``{"detail": [{"loc", "msg", "type"}], "message": "one line"}`` —
+whether the schema refused the body or a later check did (an upload that is not UTF-8, bad
+front matter, a value a store cannot hold); ``/retrieval`` answers in Dify's shape."""
 
 from __future__ import annotations
 
@@ -67,6 +70,13 @@ def validation_message(errors: list[dict[str, Any]]) -> str:
     return f"{where}: {message}" if where else message
 
 
+def invalid_body(message: str, loc: tuple[str | int, ...] = ("body",)) -> dict[str, Any]:
+    """A 422 found after the schema check (an upload's content, a value a store cannot hold) in
+    the shape the OpenAPI document promises for every 422 — ``detail``: a list of ``{loc, msg,
+    type}`` — with the one-line ``message`` that a schema error's 422 carries too."""
+    return {"detail": [{"loc": list(loc), "msg": message, "type": "value_error"}], "message": message}
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -108,6 +118,8 @@ def _replier(status: int, template: str) -> Any:
             message = tenant_text(message, tenant)
         if request.url.path.rstrip("/") == "/retrieval":
             return JSONResponse(status_code=status, content={"error_code": DIFY_ERROR_CODES.get(status, 5000), "error_msg": message})
+        if status == 422:  # the documented 422 (HTTPValidationError): detail is a list, as a schema error's
+            return EchoJSONResponse(status_code=status, content=invalid_body(message))
         return JSONResponse(status_code=status, content={"detail": message})
 
     return handler

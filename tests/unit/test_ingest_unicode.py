@@ -146,11 +146,11 @@ def test_http_uploads_answer_the_python_message(tmp_path) -> None:
             assert f": {what} holds " in expected
             raw = json.dumps(body).encode()  # "\ud800" travels as JSON's escape
             r = client.post("/v1/libraries/hb/documents", content=raw, headers=json_headers)
-            assert (r.status_code, r.json()["detail"]) == (422, expected), r.text
+            assert (r.status_code, r.json()["message"]) == (422, expected), r.text
             r = client.post("/v1/libraries/hb/documents/batch", content=json.dumps({"documents": [body]}).encode(), headers=json_headers)
-            assert (r.status_code, r.json()["detail"]) == (422, expected), r.text
+            assert (r.status_code, r.json()["message"]) == (422, expected), r.text
         files = {"file": ("q3.md", '---\nteam: "ops\\ud800"\n---\nRevenue fell.\n'.encode(), "text/markdown")}
         r = client.post("/v1/libraries/hb/documents/upload", files=files, headers=headers)
         expected = str(pytest.raises(IngestError, check_document, "q3.md", metadata={"team": "ops\ud800"}).value)
-        assert (r.status_code, r.json()["detail"]) == (422, expected), r.text
+        assert (r.status_code, r.json()["message"]) == (422, expected), r.text
         assert client.get("/v1/jobs", headers=headers).json() == []

@@ -78,9 +78,9 @@ def test_bad_uploads_are_refused_before_a_job_exists(client) -> None:
     r = client.post("/v1/libraries/hb/documents/upload", files={"file": ("a.pdf", b"%PDF-1.4", "application/pdf")}, headers=headers)
     assert r.status_code == 415
     r = client.post("/v1/libraries/hb/documents/upload", files={"file": ("a.txt", b"\xff\xfe bad", "text/plain")}, headers=headers)
-    assert r.status_code == 422 and "UTF-8" in r.json()["detail"]
+    assert r.status_code == 422 and "UTF-8" in r.json()["message"]
     r = client.post("/v1/libraries/hb/documents/upload", files={"file": ("a.md", b"x", "text/markdown")}, data={"metadata": "[1]"}, headers=headers)
-    assert r.status_code == 422 and "metadata" in r.json()["detail"]
+    assert r.status_code == 422 and "metadata" in r.json()["message"]
     assert client.get("/v1/jobs", headers=headers).json() == []
 
 

@@ -93,7 +93,7 @@ def test_hostile_inputs_are_4xx_never_500(tmp_path, pg15_schema) -> None:
         nested = "---\na: " + "[" * 5000 + "]" * 5000 + "\n---\nbody\n"
         r = client.post("/v1/libraries/hb/documents/upload", files={"file": ("n.md", nested.encode(), "text/markdown")},
                         headers=headers)
-        assert r.status_code == 422 and "nested too deeply" in r.json()["detail"], r.text
+        assert r.status_code == 422 and "nested too deeply" in r.json()["message"], r.text
         for method, path in (("GET", "/v1/libraries/%ED%A0%80"), ("GET", "/v1/libraries/%ED%A0%80/documents"),
                              ("DELETE", "/v1/libraries/hb/documents/%ED%A0%80"), ("GET", "/v1/jobs/%ED%A0%80")):
             r = client.request(method, path, headers=headers)
