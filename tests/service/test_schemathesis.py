@@ -7,8 +7,10 @@ Two cases in five are taken as generated; two are aimed at things that exist (th
 seeded library, document and job; a tenant and key of the admin's; filter-shaped filters and
 Dify conditions with arbitrary operands), so bodies are parsed, filters evaluated and jobs
 queued on real data rather than all ending in a 404; one gets nasty path parameters (NUL,
-dots, 3,000 characters). The check is schemathesis' ``not_a_server_error``: bad input is a
-4xx, never a 5xx (which Dify, for one, retries); and an accepted upload's job succeeds.
+dots, 3,000 characters). The checks are schemathesis' ``not_a_server_error`` — bad input is a
+4xx, never a 5xx (which Dify, for one, retries) — and ``response_schema_conformance``: a
+documented status has its documented body (ST108: a 422 whose ``detail`` was a string); and an
+accepted upload's job succeeds.
 
 ``test_hostile_inputs_are_4xx_in_strict_json`` pins what schemathesis does not generate:
 JSON only Python's parser accepts (NaN, lone surrogates) and NUL characters on PostgreSQL.
@@ -28,6 +30,7 @@ schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is not i
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import response_schema_conformance
 from schemathesis.generation import GenerationMode
 
 from tests.service.conftest import ADMIN_TOKEN, Service, ok_job, wait_jobs_idle
@@ -191,7 +194,7 @@ def fuzzer(operation, targets: dict, headers: dict, statuses: dict[int, int]):
         suppress_health_check=list(HealthCheck), print_blob=True,
     )
     def fuzz(case) -> None:
-        response = case.call_and_validate(headers=headers, checks=[not_a_server_error])
+        response = case.call_and_validate(headers=headers, checks=[not_a_server_error, response_schema_conformance])
         statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
 
     return fuzz
