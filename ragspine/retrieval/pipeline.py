@@ -52,7 +52,7 @@ from ragspine.retrieval.query.base import QueryRewriter
 from ragspine.retrieval.query.probes import with_probes
 from ragspine.retrieval.ranking import current_stages
 from ragspine.retrieval.rerank.base import DEFAULT_RERANK_DEPTH, IndexingReranker, Reranker, rerank_open_subset
-from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY, is_restricted
 from ragspine.retrieval.storable import check_document
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.dense import DenseCoverage
@@ -176,10 +176,11 @@ class LibraryPipeline:
 
     def replace_doc_chunks(self, doc_id: str, chunks: Sequence[Chunk], valid_as_of: str = "", *, embed: bool = True) -> int:
         """Versioned replace in the store, then the vector side follows: the new version's
-        vectors overwrite the old ones by chunk id, and only then do the ids the new version
-        lacks go — so the document never leaves the dense leg (until they are written, a
-        search scores the new version with its cached vectors). Without ``embed`` the old
-        vectors go at once."""
+        vectors are cached first (a failing model writes nothing), then overwrite the old ones
+        by chunk id after the replace, and only then do the ids the new version lacks go — so
+        the document never leaves the dense leg (until they are written, a search scores the
+        new version with its cached vectors). A RESTRICTED chunk gets no vector, and loses the
+        one its open version had. Without ``embed`` the old vectors go at once."""
         return self.replace_docs([DocumentChunks(doc_id, chunks, valid_as_of)], embed=embed)
 
     def replace_docs(self, docs: Sequence[DocumentChunks], *, embed: bool = True) -> int:
@@ -190,6 +191,8 @@ class LibraryPipeline:
         vectors = self.retriever.vector_store
         doc_ids = [d.doc_id for d in docs]
         before = {c.chunk_id for c in self.active_chunks(doc_ids)} if vectors is not None and embed else set()
+        if vectors is not None and embed:
+            self.retriever.warm_cache([c for d in docs for c in d.chunks])  # RESTRICTED ones are left out
         if len(docs) > 1 and isinstance(store, BulkWrites):
             written = store.replace_many(docs)
         else:
@@ -201,8 +204,9 @@ class LibraryPipeline:
         if embed and written:
             self.retriever.refresh()
             stored = self.active_chunks(doc_ids)
-            self.retriever.ensure_vectors([(c.chunk_id, c.version) for c in stored])
-            gone = before - {c.chunk_id for c in stored}
+            searchable = [c for c in stored if not is_restricted(c.sensitivity)]
+            self.retriever.ensure_vectors([(c.chunk_id, c.version) for c in searchable])
+            gone = before - {c.chunk_id for c in searchable}  # retired ids, and every RESTRICTED one
             if gone:
                 vectors.delete(sorted(gone))
             self.index_for_rerank(doc_ids, stored)

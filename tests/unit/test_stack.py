@@ -293,7 +293,7 @@ def test_delete_library_removes_vectors_and_cache_entries_of_every_embedding(set
         stack.index("finance").sync_vectors()
         stack.index("support").sync_vectors()
         cache = stack.embedding_cache
-        assert isinstance(cache, InMemoryEmbeddingCache) and len(cache) == 3
+        assert isinstance(cache, InMemoryEmbeddingCache) and len(cache) == 2  # f1 and s1: RESTRICTED f2 is never embedded
         vectors = stack.index("finance").vector_store
         assert stack.delete_library("finance", embeddings=["none"])
         assert vectors.count() == 0 and len(cache) == 1  # support's entry stays

@@ -136,9 +136,12 @@ class HybridRetriever:
         return self.dense.ensure_vectors(candidates, progress, expect) if self.dense is not None else 0
 
     def sync_vectors(self, progress: Callable[[int], None] | None = None, expect: Callable[[int], None] | None = None) -> int:
-        """Embed every active chunk lacking a current vector (what ``ragspine embed`` does);
-        returns how many were embedded. Queries never do this."""
+        """Embed every active chunk lacking a current vector (what ``ragspine embed`` does), after
+        dropping any vector of a RESTRICTED chunk (an older release wrote them); returns how
+        many were embedded. Queries never do this."""
         self.refresh()
+        if self.dense is not None:
+            self.dense.drop_restricted()
         return self.ensure_vectors(self.index.candidates(), progress, expect)
 
     @property
@@ -183,16 +186,23 @@ class HybridRetriever:
         """How deep each ranking goes for ``want`` fused results (see the module docstring)."""
         return want if rankings == 1 else max(self.candidate_k, want)
 
-    def fuse(self, legs_per_query: Iterable[Legs], *, top_k: int, stale: str = "skip") -> list[RetrievalResult]:
+    def fuse(
+        self, legs_per_query: Iterable[Legs], *, top_k: int, stale: str = "skip", metadata_filter: MetadataFilter | None = None,
+    ) -> list[RetrievalResult]:
         """RRF over every leg of every query; chunks fetched from the store, best first.
 
-        A chunk whose active version is not the one it was scored on (replaced in between)
-        is never shown with the old scores: ``stale="raise"`` raises :class:`StaleRanking`
-        (the caller re-ranks), ``"skip"`` leaves it out.
+        A chunk whose active version is not the one it was scored on (replaced in between):
+        ``stale="raise"`` raises :class:`StaleRanking` (the caller re-ranks); ``"skip"`` (the
+        last attempt, when writes kept overtaking the ranking) shows each document in one
+        version, the newest its ranked chunks were fetched at, and never drops it for being
+        re-ingested: a chunk fetched at a newer version is shown at that version (if it passes
+        ``metadata_filter``) with the scores its previous version got.
         """
-        return self._fuse(legs_per_query, top_k, stale)[0]
+        return self._fuse(legs_per_query, top_k, stale, metadata_filter)[0]
 
-    def _fuse(self, legs_per_query: Iterable[Legs], top_k: int, stale: str) -> tuple[list[RetrievalResult], bool]:
+    def _fuse(
+        self, legs_per_query: Iterable[Legs], top_k: int, stale: str, metadata_filter: MetadataFilter | None = None,
+    ) -> tuple[list[RetrievalResult], bool]:
         """:meth:`fuse`, and whether every fused candidate was looked at (none left over)."""
         rankings: list[list[str]] = []
         ranking_legs: list[str] = []
@@ -240,16 +250,18 @@ class HybridRetriever:
                 if chunk is None:  # retired since it was scored
                     continue
                 seen = doc_version.setdefault(chunk.doc_id, chunk.version)
-                if (cid in scored and chunk.version != scored[cid]) or seen != chunk.version:
+                moved = cid in scored and chunk.version != scored[cid]
+                if moved or seen != chunk.version:
                     # scored on another version, or the legs saw two versions of its document
                     if stale == "raise":
                         raise StaleRanking(cid)
-                    if seen >= chunk.version:
+                    if chunk.version < seen:  # the document is shown in a newer version
                         continue
-                    doc_version[chunk.doc_id] = chunk.version  # keep the newer version's chunks only
-                    results = [r for r in results if r.chunk.doc_id != chunk.doc_id]
-                    if cid in scored and chunk.version != scored[cid]:
+                    if moved and metadata_filter is not None and not metadata_filter.matches(chunk.metadata):
                         continue
+                    if chunk.version > seen:  # keep the newer version's chunks only
+                        doc_version[chunk.doc_id] = chunk.version
+                        results = [r for r in results if r.chunk.doc_id != chunk.doc_id]
                 scores = {"bm25": bm25.get(cid, 0.0), "vector": vector.get(cid, 0.0), "fused": fused}
                 results.append(RetrievalResult(chunk, scores, self.library_id))
         return results, pos >= len(ordered)
@@ -275,7 +287,7 @@ class HybridRetriever:
         plan = [(q, self.legs_for(q)) for q in queries]
         depth = self.depth(want, sum(len(legs_to_run) for _, legs_to_run in plan))
         legs = [self.rankings(q, metadata_filter=metadata_filter, depth=depth, legs_to_run=run) for q, run in plan]
-        results, consumed = self._fuse(legs, want, "skip" if skip_stale else "raise")
+        results, consumed = self._fuse(legs, want, "skip" if skip_stale else "raise", metadata_filter)
         exhausted = consumed and all(len(ranking) < depth for leg in legs for ranking in leg.values())
         return Page(results, exhausted)
 

@@ -6,6 +6,12 @@ embed``), looked up in the embedding cache by model + ``chunk_id`` + content has
 never embeds anything but itself**: it answers from the vectors that exist and says how many
 of its candidates have none (:class:`DenseCoverage`, ``DenseLeg.coverage``):
 
+* **a RESTRICTED chunk gets no vector** — as it has no BM25 postings: it is never embedded,
+  never written to any vector store, and a document that turns RESTRICTED loses its vectors
+  (``ragspine embed`` also drops those an older release wrote). So an approximate search
+  (pgvector's or Qdrant's HNSW) never walks a RESTRICTED vector, and a library answers its
+  open queries with the same ids, ranks and scores whether or not it holds RESTRICTED
+  documents;
 * a chunk the dense gate cannot read gets no vector (it stays reachable through BM25) and is
   not counted missing;
 * ``(chunk_id, version)`` pairs already checked are remembered, so a steady-state query does
@@ -14,11 +20,13 @@ of its candidates have none (:class:`DenseCoverage`, ``DenseLeg.coverage``):
   may be embedding them);
 * a process-local vector store (refilled after a restart) takes the missing vectors from the
   embedding cache — a read, never a model call; a persistent store is never written by a query;
-* a hit whose vector was computed from another version than the active one (the document
-  is being re-ingested: its new version is active, its vectors not written yet) is scored
-  again with the active version's vector from the embedding cache, so a re-ingested document
-  is never missing from the dense leg; without a cached vector it is dropped. When such
-  stale vectors crowd the top, the store is asked again within the current candidates.
+* a re-ingested document is never missing from the dense leg: a hit whose vector is of an
+  older version than the index's (its new vectors not written yet) is scored again with the
+  active version's vector from the embedding cache (the writer cached it before its replace;
+  without one it is dropped); a hit of a newer version (committed after the index's refresh)
+  is kept at that version, and the fusion then asks again or keeps that newer version. When
+  retired vectors (deleted just after their document's replace) crowd the top, the store is
+  asked again within the current candidates.
 
 Similarities are compared at 1e-6 (:data:`VECTOR_SCORE_DECIMALS`): stores accumulate
 float32 dot products in different orders, so near-ties must not decide a ranking.
@@ -35,10 +43,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ragspine.deadline import check as check_deadline
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
+from ragspine.retrieval.chunking.chunk_store import ActiveVersions, ChunkStore, StoredChunk
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.base import LexicalIndex, VersionedIndex
+from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.embedding import EmbeddingBackend, embed_query, model_namespace
 from ragspine.retrieval.vector.embedding_cache import DeletableCache, EmbeddingCache, embedding_key
 from ragspine.retrieval.vector.gate import DenseGate
@@ -148,13 +157,29 @@ class DenseLeg:
     def warm_cache(self, chunks: Sequence[Chunk]) -> int:
         """Put the vectors of ``chunks`` (not necessarily stored yet) into the embedding cache;
         returns how many were embedded. An ingest calls it *before* its atomic replace, so a
-        failing model leaves the previous version active; the replace then finds them cached."""
-        return self._vectors_for(list(chunks))[1]
+        failing model leaves the previous version active; the replace then finds them cached.
+        RESTRICTED chunks are left out: they never get a vector."""
+        return self._vectors_for(_open(chunks))[1]
 
     def vectors(self, chunks: Sequence[StoredChunk]) -> list[np.ndarray]:
         """Each chunk's vector — cached, else embedded now (and cached) — the empty vector for
-        one the dense gate cannot read: what a build over the library (RAPTOR's) reads."""
+        one the dense gate cannot read: what a build over the library (RAPTOR's, which reads
+        open chunks only) reads. Nothing is written to the vector store."""
         return [v if v is not None else np.zeros(0, dtype=np.float32) for v in self._vectors_for(list(chunks))[0]]
+
+    def drop_restricted(self) -> int:
+        """Delete the vectors of the library's active RESTRICTED chunks (an older release wrote
+        them; ``ragspine embed`` calls this); how many went. One pass over the store's active
+        chunk labels (:class:`ActiveVersions`) — nothing on a store without it."""
+        if not isinstance(self.store, ActiveVersions):
+            return 0
+        removed = 0
+        for chunk_ids, _, labels in self.store.active_versions():
+            check_deadline("dropping RESTRICTED vectors")
+            doomed = [cid for cid, label in zip(chunk_ids, labels) if is_restricted(label)]
+            if doomed:
+                removed += self.vector_store.delete(doomed)
+        return removed
 
     def forget(self, chunks: Sequence[StoredChunk]) -> int:
         """Delete the cache entries of ``chunks`` (deleting a library) and every vector of the
@@ -169,7 +194,7 @@ class DenseLeg:
         return embedding_key(self.namespace, chunk.chunk_id, self._index_text(chunk))
 
     def _fill(self, chunk_ids: Sequence[str], *, uncached: bool = False, progress: Callable[[int], None] | None = None) -> int:
-        chunks = self.store.get_chunks(chunk_ids)
+        chunks = _open(self.store.get_chunks(chunk_ids))
         vectors, embedded = self._vectors_for(chunks, uncached=uncached, progress=progress)
         self._store_vectors(chunks, vectors)
         return embedded
@@ -177,7 +202,7 @@ class DenseLeg:
     def _store_vectors(self, chunks: Sequence[StoredChunk], vectors: Sequence[np.ndarray | None]) -> None:
         records = []
         for chunk, vec in zip(chunks, vectors):
-            if vec is None:  # not cached: stays missing
+            if vec is None or is_restricted(chunk.sensitivity):  # not cached: stays missing; RESTRICTED: never stored
                 continue
             if vec.size == 0:
                 self._unreadable.add((chunk.chunk_id, chunk.version))
@@ -247,7 +272,7 @@ class DenseLeg:
         hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter)
         current = self._current(hits, qvec, metadata_filter)
         if len(current) < min(depth, len(hits)) and len(hits) == want:
-            # stale vectors (retired elsewhere) crowded the top: ask again within the candidates
+            # vectors of retired chunks (deleted just after their replace) crowded the top: ask within the candidates
             active = dict(self.index.candidates(metadata_filter))
             hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter, ids=list(active))
             current = self._current(hits, qvec, metadata_filter)
@@ -300,7 +325,8 @@ class DenseLeg:
         ids = list(wanted)
         for start in range(0, len(ids), step):
             check_deadline("loading vectors from the embedding cache")
-            chunks = [c for c in self.store.get_chunks(ids[start : start + step]) if wanted.get(c.chunk_id) == c.version]
+            fetched = [c for c in self.store.get_chunks(ids[start : start + step]) if wanted.get(c.chunk_id) == c.version]
+            chunks = _open(fetched)
             vectors = self._cached(chunks, mark=mark)
             for chunk, vec in zip(chunks, vectors):
                 if vec is not None and vec.size == 0:
@@ -308,24 +334,38 @@ class DenseLeg:
             if store:
                 self._store_vectors(chunks, vectors)
             got = {c.chunk_id for c, v in zip(chunks, vectors) if v is not None and (store or v.size == 0)}
+            got.update(c.chunk_id for c in fetched if is_restricted(c.sensitivity))  # never to get a vector
             still += [(cid, wanted[cid]) for cid in ids[start : start + step] if cid not in got]
         return [p for p in still if p not in self._unreadable]
 
     def _current(self, hits: Sequence[VectorHit], qvec: Any, metadata_filter: MetadataFilter | None) -> list[VectorHit]:
-        """Hits whose vector was computed from the chunk's active version; a hit from another
-        version is scored again with the active version's cached vector (or dropped)."""
+        """Each hit at the version it is scored for: a hit of the version the index holds active
+        as is; one of an older version (the new vectors not written yet) scored again with the
+        active version's cached vector (or dropped); one of a newer version (committed since
+        the index's refresh) as is, at that version. A chunk the index does not hold (retired,
+        filtered out, RESTRICTED) is dropped."""
         index = self.index
         if isinstance(index, VersionedIndex):
             active: dict[str, int | None] = dict(index.versions([h.id for h in hits]))
         else:
             active = dict(index.candidates())
-        current = [h for h in hits if active.get(h.id) == h.version]
-        stale = {h.id: active[h.id] for h in hits if active.get(h.id) not in (None, h.version)}
+        current: list[VectorHit] = []
+        stale: dict[str, int] = {}
+        for hit in hits:
+            version = active.get(hit.id)
+            if version is None or is_restricted(hit.sensitivity):
+                continue
+            if hit.version >= version:
+                current.append(hit)
+            else:
+                stale[hit.id] = version
         return current + self._rescored(stale, qvec, metadata_filter) if stale else current
 
-    def _rescored(self, stale: dict[str, int | None], qvec: Any, metadata_filter: MetadataFilter | None) -> list[VectorHit]:
-        chunks = [c for c in self.store.get_chunks(list(stale))
-                  if stale.get(c.chunk_id) == c.version and (metadata_filter is None or metadata_filter.matches(c.metadata))]
+    def _rescored(self, stale: dict[str, int], qvec: Any, metadata_filter: MetadataFilter | None) -> list[VectorHit]:
+        """Hits of ``stale`` (``{chunk_id: the index's version}``) scored with the cached vector
+        of the store's active version — the index's, or a newer one committed since."""
+        chunks = [c for c in _open(self.store.get_chunks(list(stale)))
+                  if c.version >= stale[c.chunk_id] and (metadata_filter is None or metadata_filter.matches(c.metadata))]
         q = np.asarray(qvec, dtype=np.float32)
         q = q / (np.linalg.norm(q) or 1.0)
         out = []
@@ -335,3 +375,8 @@ class DenseLeg:
             score = float(np.dot(q, vec / (np.linalg.norm(vec) or 1.0)))
             out.append(VectorHit(chunk.chunk_id, score, chunk.doc_id, chunk.version, chunk.sensitivity, dict(chunk.metadata)))
         return out
+
+
+def _open(chunks: Sequence[Any]) -> list[Any]:
+    """The chunks that may have a vector: every one but the RESTRICTED."""
+    return [c for c in chunks if not is_restricted(c.sensitivity)]
