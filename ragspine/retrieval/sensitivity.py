@@ -37,13 +37,17 @@ def is_restricted(sensitivity: object) -> bool:
     surrounding or interleaved spaces and separators, invisible characters, full-width or
     confusable letters, accents."""
     label = sensitivity if isinstance(sensitivity, str) else str(sensitivity)
-    return label == RESTRICTED_SENSITIVITY or (len(label) <= 4 * MAX_SENSITIVITY_CHARS and _folds_to_restricted(label))
+    if label == RESTRICTED_SENSITIVITY:
+        return True
+    return _cached_fold(label) if len(label) <= 4 * MAX_SENSITIVITY_CHARS else _fold(label)  # labels are few: cache them
 
 
-@lru_cache(maxsize=4096)
-def _folds_to_restricted(label: str) -> bool:
+def _fold(label: str) -> bool:
     bare = "".join(ch for ch in unicodedata.normalize("NFD", label) if unicodedata.category(ch) != "Mn")
     return compact(bare) == "restricted"
+
+
+_cached_fold = lru_cache(maxsize=4096)(_fold)
 
 
 def parse_sensitivity(value: object, where: str = "document", *, default: str | None = DEFAULT_SENSITIVITY) -> str:

@@ -105,6 +105,11 @@ def test_a_lookalike_label_is_restricted_and_stored_as_restricted(label):
     assert is_restricted(label) and parse_sensitivity(label, "memo.md") == "RESTRICTED"
 
 
+def test_a_long_lookalike_is_restricted_not_refused_and_never_open():
+    padded = "\u200b" * 300 + "RESTRICTED"  # over the 64-character limit only because of what folding removes
+    assert is_restricted(padded) and parse_sensitivity(padded) == "RESTRICTED"
+
+
 @pytest.mark.parametrize("label", OPEN_LABELS)
 def test_other_labels_stay_open_and_as_written(label):
     assert not is_restricted(label) and parse_sensitivity(f" {label} ") == label
