@@ -14,7 +14,9 @@ construction, before any I/O) and a field no row carries simply matches nothing.
 The semantics are ``SPEC.md`` "Metadata filter semantics", exactly as
 :meth:`MetadataFilter.matches` computes them:
 
-* ``eq v`` / ``in`` use JSONB containment (``metadata @> '{"f": v}'``): the key must be
+* ``eq v`` / ``in`` use JSONB containment (``metadata @> '{"f": v}'``; ``in``:
+  ``metadata @> ANY(ARRAY(SELECT jsonb_array_elements(:objs)))``, one bound JSON array of such
+  objects): the key must be
   present and the values of one JSON type and equal — numbers compare numerically
   (``1 = 1.0``), ``true`` is not ``1``, ``"10"`` is not ``10``. Containment can use a GIN
   ``jsonb_path_ops`` index.
@@ -36,6 +38,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -79,11 +83,18 @@ def _present_non_null(column: Any, field: str) -> Clause:
 
 
 def _equal_any(column: Any, field: str, values: tuple[Any, ...]) -> Clause:
-    """OR of containments over the operands that can equal a present, non-null value."""
-    usable = [v for v in values if v is not None and pg_storable(v)]
+    """``column @> ANY(ARRAY(SELECT jsonb_array_elements(CAST(:objs AS jsonb))))``: the
+    containment of ``eq`` for each operand that can equal a present, non-null value, the
+    operands bound as one JSON array (an uncorrelated sub-select: read once per statement).
+    Its size does not grow with the operands: an OR of one containment per operand made an
+    ``in`` of 1,000 values 1,000 operators, built and compiled for each library a request
+    searched (~0.5 s each)."""
+    usable = [{field: v} for v in values if v is not None and pg_storable(v)]
     if not usable:
         return sa.false()
-    return sa.or_(*(_contains(column, field, v) for v in usable))
+    objs = sa.select(sa.func.jsonb_array_elements(sa.cast(_param(json.dumps(usable, ensure_ascii=False, allow_nan=False)), JSONB)))
+    contained: Clause = column.op("@>", return_type=sa.Boolean)(sa.any_(sa.func.array(objs.scalar_subquery())))
+    return contained
 
 
 # -- one handler per operator ------------------------------------------------------------------
@@ -164,10 +175,29 @@ def condition_clause(column: Any, condition: FilterCondition) -> Clause:
 
 
 def filter_clause(column: Any, where: MetadataFilter | None) -> Clause:
-    """The AND of ``where``'s conditions over the JSONB ``column`` (TRUE when no filter)."""
+    """The AND of ``where``'s conditions over the JSONB ``column`` (TRUE when no filter).
+
+    Built once per filter and column *as SQL names it* (:data:`_BUILT`): the expression refers
+    to the column by its rendered name (``"<table>".metadata``), so the stores of the libraries
+    a request searches — one table per vector space, each store with its own ``Table`` object —
+    share one expression instead of building it for each library."""
     if not where:
         return sa.true()
-    return sa.and_(*(condition_clause(column, c) for c in where.conditions))
+    name = _rendered(column)
+    key = (name, filter_key(where))
+    clause: Clause | None = _BUILT.get(key)
+    if clause is None:
+        ref = sa.literal_column(name, JSONB)
+        clause = sa.and_(*(condition_clause(ref, c) for c in where.conditions))
+        _BUILT.put(key, clause)
+    return clause
+
+
+def _rendered(column: Any) -> str:
+    """How PostgreSQL names ``column`` (``"Table".metadata``, ``schema.t.metadata``, ``metadata``)."""
+    from sqlalchemy.dialects import postgresql
+
+    return str(column.compile(dialect=postgresql.dialect()))  # type: ignore[no-untyped-call]
 
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
@@ -177,12 +207,54 @@ def compile_filter(metadata_filter: MetadataFilter | None, *, column: str = "met
     """``(SQL, params)`` of a filter over the JSONB ``column`` with psycopg placeholders
     (``%(f_...)s``, every operand a bound parameter), for statements written as driver SQL;
     ``(None, {})`` without a filter. Pure, and linear in the filter's size (the placeholders
-    are renamed in one pass)."""
+    are renamed in one pass); compiled once per filter (:data:`_COMPILED`: the libraries of a
+    request share it), the params a fresh dict each call (callers add their own)."""
     if not metadata_filter:
         return None, {}
-    from sqlalchemy.dialects.postgresql.psycopg import dialect
+    key = (column, filter_key(metadata_filter))
+    hit = _COMPILED.get(key)
+    if hit is None:
+        from sqlalchemy.dialects.postgresql.psycopg import dialect
 
-    clause = filter_clause(sa.column(column, JSONB), metadata_filter)
-    compiled = clause.compile(dialect=dialect(), compile_kwargs={"render_postcompile": True})  # type: ignore[no-untyped-call]
-    sql = _PLACEHOLDER.sub(lambda m: f"%(f_{m.group(1)})s", str(compiled))
-    return sql, {f"f_{name}": value for name, value in compiled.params.items()}
+        clause = filter_clause(sa.column(column, JSONB), metadata_filter)
+        compiled = clause.compile(dialect=dialect(), compile_kwargs={"render_postcompile": True})  # type: ignore[no-untyped-call]
+        sql = _PLACEHOLDER.sub(lambda m: f"%(f_{m.group(1)})s", str(compiled))
+        hit = (sql, {f"f_{name}": value for name, value in compiled.params.items()})
+        _COMPILED.put(key, hit)
+    return hit[0], dict(hit[1])
+
+
+def filter_key(where: MetadataFilter) -> str:
+    """The filter as exact text: two filters with one key select the same rows. ``true``, ``1``
+    and ``1.0`` stay apart (a tuple of Python values would not: ``True == 1 == 1.0``)."""
+    return json.dumps([[c.field, c.op, list(c.value) if isinstance(c.value, tuple) else c.value] for c in where.conditions],
+                      ensure_ascii=True, allow_nan=False)
+
+
+class _Recent:
+    """A small least-recently-used map shared by the threads of a process."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+#: built filter expressions, by (the column's SQL name, :func:`filter_key`)
+_BUILT = _Recent(64)
+#: compiled driver SQL and params, by (column name, :func:`filter_key`)
+_COMPILED = _Recent(64)

@@ -134,7 +134,7 @@ def test_compile_filter_renames_every_placeholder_exactly_once_at_any_size():
         placeholders = re.findall(r"%\((\w+)\)s", sql)
         assert sorted(placeholders) == sorted(params) and len(set(placeholders)) == len(placeholders)
         assert all(name.startswith("f_") for name in placeholders)
-        operands = [next(iter(json.loads(v).values())) if v.startswith("{") else int(v)
-                    for v in params.values() if v.startswith("{") or v.isdigit()]
+        objects = [o for v in params.values() if v.startswith(("{", "[")) for o in json.loads(f"[{v}]" if v.startswith("{") else v)]
+        operands = [next(iter(o.values())) for o in objects] + [int(v) for v in params.values() if v.isdigit()]
         assert sorted(operands) == sorted(v for i in range(n) for v in ([i, i + 1] if i % 3 == 0 else [i]))
     assert compile_filter(None) == (None, {})
