@@ -27,7 +27,8 @@ reason — its unfinished documents keep their previous version, since a replace
 or not at all. It is not retried: a later upload of the same document may already have
 superseded it. Queued jobs whose message was lost (Redis restarted empty, a server stopped
 with jobs in its pool) are re-sent from the database; a job handed out twice still runs once.
-``ragspine worker`` reconnects when Redis goes away instead of exiting.
+``ragspine worker`` (:mod:`ragspine.service.worker`) waits out a Redis that goes away — one
+line when it is lost, one when it is back — and then takes jobs again.
 """
 
 from __future__ import annotations
@@ -332,11 +333,18 @@ class JobWatch:
 
     def start(self) -> JobWatch:
         def loop() -> None:
+            failing = False
             while not self._stop.wait(self.interval):
                 try:
                     self.sweep()
-                except Exception as exc:
-                    log.warning("job sweep failed (%s); retrying in %.0f s", exc, self.interval)
+                except Exception as exc:  # told once until a sweep works again (an outage is not a line a second)
+                    if not failing:
+                        log.warning("job sweep failed (%s); retrying every %.0f s", exc, self.interval)
+                        failing = True
+                else:
+                    if failing:
+                        log.warning("job sweeps work again")
+                        failing = False
 
         self._thread = threading.Thread(target=loop, name="ragspine-job-watch", daemon=True)
         self._thread.start()
@@ -345,7 +353,7 @@ class JobWatch:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=self.interval + 5)
+            self._thread.join(timeout=5)  # a daemon: a sweep stuck on a lost backend does not hold a stop
 
 
 def _run_logged(ctx: Any, job_id: str) -> None:
@@ -386,68 +394,7 @@ def run_queued_job(job_id: str) -> None:
 
 
 def run_worker(settings: Settings, *, burst: bool = False) -> int:
-    """Process the Redis job queue until stopped (``burst``: until it is empty). A lost Redis
-    connection is waited out (RQ retries while it waits for a job; a failure elsewhere
-    restarts the loop here, with backoff), and the queued jobs a Redis that restarted empty
-    lost are re-sent from the database."""
-    from ragspine.service.context import ServiceContext
-    from ragspine.service.metrics import Metrics
+    """``ragspine worker`` (see :func:`ragspine.service.worker.run_worker`; kept at this path)."""
+    from ragspine.service.worker import run_worker as run
 
-    target = queue_target(settings)
-    if target == "inprocess":
-        raise ConfigError(
-            "`ragspine worker` needs a Redis job queue: set RAGSPINE_JOB_QUEUE=redis://... "
-            "(or a redis:// RAGSPINE_EMBEDDING_CACHE); without Redis the server runs jobs itself"
-        )
-    import_rq(settings.redis_prefix)  # first: RQ's keys under RAGSPINE_REDIS_PREFIX
-    from rq import SimpleWorker
-
-    class Worker(SimpleWorker):
-        """RQ's SimpleWorker that remembers a stop request (SIGTERM/SIGINT): only then, or
-        at the end of a burst, does ``ragspine worker`` return."""
-
-        stopping = False
-
-        def request_stop(self, signum: Any, frame: Any) -> None:
-            self.stopping = True
-            super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
-
-    ctx = ServiceContext.open(settings, metrics=Metrics())
-    set_worker_context(ctx)
-    queue = RQJobQueue(target, name=queue_name(settings), store=ctx.store, redis_prefix=settings.redis_prefix)
-    watch = JobWatch(ctx.store, queue, settings.job_stale_after)
-    backoff = 1.0
-    try:
-        _try(queue.recover, "re-sending queued jobs")
-        watch.start()
-        while True:
-            worker = Worker([queue.queue], connection=queue.connection)
-            try:
-                worker.work(burst=burst)
-            except SystemExit:
-                raise
-            except Exception as exc:  # RQ's start-up (registering the worker) on a Redis that is away
-                log.warning("the job queue failed (%s)", exc)
-            if burst or worker.stopping:
-                break
-            log.warning("lost the job queue at %s; reconnecting in %.0f s", target, backoff)
-            time.sleep(backoff)
-            backoff = min(backoff * 2, 30.0)
-            if _try(queue.ping, "reconnecting"):
-                backoff = 1.0
-                _try(queue.recover, "re-sending queued jobs")
-    finally:
-        watch.stop()
-        set_worker_context(None)
-        queue.close()
-        ctx.close()
-    return 0
-
-
-def _try(action: Any, what: str) -> bool:
-    try:
-        action()
-    except Exception as exc:
-        log.warning("%s failed (%s)", what, exc)
-        return False
-    return True
+    return run(settings, burst=burst)

@@ -197,6 +197,31 @@ def retrieve_ok(client, headers) -> bool:
     return client.post("/v1/retrieve", json={"query": "gearbox"}, headers=headers).status_code == 200
 
 
+def _worker(env: dict, log_path) -> subprocess.Popen:
+    log = open(log_path, "w")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen([sys.executable, "-m", "ragspine.cli", "worker"], env=env, stdout=log, stderr=log)
+
+
+def _stops_promptly(worker: subprocess.Popen, log_path, within: float = 10.0) -> None:
+    """SIGTERM: the worker drains and exits 0 within ``within`` seconds."""
+    worker.send_signal(signal.SIGTERM)
+    try:
+        code = worker.wait(within)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        raise AssertionError(f"no exit {within:g} s after SIGTERM:\n{log_path.read_text()[-3000:]}") from None
+    assert code == 0, log_path.read_text()[-3000:]
+
+
+def _told_once(log_path, outages: int = 1) -> None:
+    """An outage is one line when lost and one when back; no traceback, none of RQ's retry lines."""
+    text = log_path.read_text()
+    assert text.count("lost the job queue at redis://127.0.0.1:") == outages, text[-3000:]
+    assert text.count("is back after") == outages, text[-3000:]
+    assert "Traceback" not in text and "could not connect to Redis" not in text, text[-3000:]
+    assert text.count("job sweep failed") <= outages, text[-3000:]
+
+
 def test_the_worker_outlives_a_redis_restart_and_lost_messages_are_resent(tmp_path) -> None:
     pytest.importorskip("rq")
     import redis as redis_client
@@ -206,30 +231,30 @@ def test_the_worker_outlives_a_redis_restart_and_lost_messages_are_resent(tmp_pa
     port = int(urlsplit(redis.url).port or 0)
     env = slow_env(tmp_path, RAGSPINE_CHUNK_STORE=str(tmp_path / "s.db"), RAGSPINE_JOB_QUEUE=redis.url,
                    RAGSPINE_JOB_STALE_AFTER=STALE, RAGSPINE_EMBEDDING="deterministic")
+    log_path = tmp_path / "worker.log"
     worker = None
     try:
         with TestClient(create_app(make_settings(tmp_path, **env))) as client:
             headers = new_tenant(client)
             new_library(client, headers, "hb")
-            log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed with the process
-            worker = subprocess.Popen([sys.executable, "-m", "ragspine.cli", "worker"], env=env, stdout=log, stderr=log)
+            worker = _worker(env, log_path)
             first = client.post("/v1/libraries/hb/documents", json=doc("a", "Gearbox warranty."), headers=headers).json()
             assert wait_job(client, headers, first["job_id"], timeout=60)["state"] == "succeeded"
 
-            redis.stop()  # Redis restarts, empty (no persistence)
-            time.sleep(1.5)
+            redis.stop()  # Redis restarts, empty (no persistence), after several of RQ's own retries
+            time.sleep(4)
             redis = start_private_redis(port)
             time.sleep(1.5)
             assert worker.poll() is None, "the worker exited when Redis went away"
             second = client.post("/v1/libraries/hb/documents", json=doc("b", "Repairs take days."), headers=headers).json()
             assert wait_job(client, headers, second["job_id"], timeout=60)["state"] == "succeeded"  # the same worker
+            _told_once(log_path)
 
-            worker.send_signal(signal.SIGTERM)  # no worker now; a message is queued, then lost with Redis
-            try:
-                assert worker.wait(30) == 0
-            except subprocess.TimeoutExpired:
-                raise AssertionError((tmp_path / "worker.log").read_text()[-3000:]) from None
+            # SIGTERM after a Redis restart: RQ's pub/sub thread waits for a subscription that
+            # never comes, and redis-py 8 joined it without a bound (60 s; "warm shut down requested")
+            _stops_promptly(worker, log_path)
             worker = None
+            # no worker now; a message is queued, then lost with Redis
             third = client.post("/v1/libraries/hb/documents", json=doc("c", "Spare parts ship weekly."), headers=headers).json()
             redis.stop()
             redis = start_private_redis(port)
@@ -238,6 +263,60 @@ def test_the_worker_outlives_a_redis_restart_and_lost_messages_are_resent(tmp_pa
             subprocess.run([sys.executable, "-m", "ragspine.cli", "worker", "--burst"], env=env, timeout=120, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             assert wait_job(client, headers, third["job_id"])["state"] == "succeeded"
+    finally:
+        if worker is not None:
+            worker.kill()
+        redis.stop()
+
+
+def test_the_worker_outlives_redis_going_away_mid_job_and_runs_what_comes_after(tmp_path) -> None:
+    """The attack's outage: Redis stopped while a job runs. The worker used to exit on its first
+    reconnect (RQ names its connection when a worker is built: a traceback) and the jobs queued
+    after it waited for a manual restart."""
+    pytest.importorskip("rq")
+    redis = start_private_redis()
+    port = int(urlsplit(redis.url).port or 0)
+    env = slow_env(tmp_path, RAGSPINE_CHUNK_STORE=str(tmp_path / "s.db"), RAGSPINE_JOB_QUEUE=redis.url,
+                   RAGSPINE_JOB_STALE_AFTER="30")
+    log_path = tmp_path / "worker.log"
+    worker = None
+    try:
+        with slow_backend_here(tmp_path), TestClient(create_app(make_settings(tmp_path, **env))) as client:
+            headers = new_tenant(client)
+            new_library(client, headers, "hb")
+            worker = _worker(env, log_path)
+            job_id = _batch(client, headers, n=12)  # 0.3 s a document
+            wait_for(lambda: client.get(f"/v1/jobs/{job_id}", headers=headers).json()["done"] >= 1, what="progress")
+            redis.stop()
+            time.sleep(4)  # the job ends meanwhile: RQ's record of it fails, the database's does not
+            redis = start_private_redis(port)
+            assert wait_job(client, headers, job_id, timeout=30)["state"] == "succeeded"
+            after = client.post("/v1/libraries/hb/documents", json=doc("after", "Spare parts ship weekly."), headers=headers).json()
+            assert wait_job(client, headers, after["job_id"], timeout=60)["state"] == "succeeded", log_path.read_text()[-3000:]
+            assert worker.poll() is None
+            _told_once(log_path)
+            _stops_promptly(worker, log_path)
+            worker = None
+    finally:
+        if worker is not None:
+            worker.kill()
+        redis.stop()
+
+
+def test_a_stop_while_redis_is_away_exits_at_once(tmp_path) -> None:
+    pytest.importorskip("rq")
+    redis = start_private_redis()
+    env = slow_env(tmp_path, RAGSPINE_CHUNK_STORE=str(tmp_path / "s.db"), RAGSPINE_JOB_QUEUE=redis.url,
+                   RAGSPINE_EMBEDDING="deterministic")
+    log_path = tmp_path / "worker.log"
+    worker = _worker(env, log_path)
+    try:
+        wait_for(lambda: "Listening on" in log_path.read_text(), what="the worker to start")
+        redis.stop()
+        wait_for(lambda: "lost the job queue" in log_path.read_text(), timeout=15, what="the outage line")
+        _stops_promptly(worker, log_path, within=5)
+        assert "Traceback" not in log_path.read_text()
+        worker = None
     finally:
         if worker is not None:
             worker.kill()
