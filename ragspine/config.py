@@ -143,6 +143,10 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_LLM_MAX_CALLS", 10, "LLM calls one request may make (judge, router, extractor together); the rest degrade", int
     ),
     "llm_max_tokens": Setting("RAGSPINE_LLM_MAX_TOKENS", 256, "longest answer an LLM call asks for, in tokens", int),
+    "llm_reserve": Setting(
+        "RAGSPINE_LLM_RESERVE", None, "seconds of a service request's deadline LLM calls never use, kept for the search without"
+        " the model: a hung model degrades the answer instead of timing out (default: a quarter of RAGSPINE_REQUEST_TIMEOUT)", float,
+    ),
     "query_transform": _named("RAGSPINE_QUERY_TRANSFORM", "none", "LLM query transform (needs RAGSPINE_LLM)", QUERY_TRANSFORMS),
     "query_decompose": _named("RAGSPINE_QUERY_DECOMPOSE", "none", "LLM decomposition into sub-questions (needs RAGSPINE_LLM)", QUERY_DECOMPOSERS),
     "adaptive": _named("RAGSPINE_ADAPTIVE", "none", "Adaptive-RAG: single-shot or decomposition (needs RAGSPINE_LLM; heuristic counts RAGSPINE_FACT_GLOSSARY's entities)", COMPLEXITY_CLASSIFIERS),
@@ -295,6 +299,7 @@ class Settings:
     llm_retries: int
     llm_max_calls: int
     llm_max_tokens: int
+    llm_reserve: float | None
     query_transform: str
     query_decompose: str
     adaptive: str
@@ -445,6 +450,8 @@ def _check_ranges(values: dict[str, Any]) -> None:
     for name in ("embedding_cache_ttl", "chunk_cache", "context_chars"):
         if values[name] < 0:
             raise bad(name, "must be >= 0")
+    if values["llm_reserve"] is not None and not 0 <= values["llm_reserve"] < values["request_timeout"]:
+        raise bad("llm_reserve", f"must be >= 0 and below RAGSPINE_REQUEST_TIMEOUT ({values['request_timeout']:g})")
     if not 0 <= values["llm_retries"] <= 10:
         raise bad("llm_retries", "must be within 0..10")
     if not 1 <= values["query_fanout"] <= 8:

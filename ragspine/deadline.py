@@ -7,6 +7,10 @@ of a search, each page of fetched chunks, each batch of embeddings — and raise
 ``statement_timeout`` is set to what is left, a SQLite statement is interrupted), so a
 request past its deadline stops doing work instead of holding a worker. Outside a
 ``deadline`` block nothing is bounded (the CLI's ingest may take hours).
+
+Optional work that can wait long (a language model's call) runs inside ``with
+reserve(seconds):`` — an earlier deadline, ``seconds`` before the request's — so what must
+follow it (the plain search, the answer without the model) always keeps that much time.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from contextvars import ContextVar
 from ragspine.errors import BackendError
 
 _DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("ragspine_deadline", default=None)  # (at, seconds)
+_RESERVED: ContextVar[bool] = ContextVar("ragspine_deadline_reserved", default=False)  # inside a ``reserve`` block
 
 
 class DeadlineExceeded(BackendError):
@@ -50,6 +55,35 @@ def no_deadline() -> Iterator[None]:
         yield
     finally:
         _DEADLINE.reset(token)
+
+
+@contextmanager
+def reserve(seconds: float) -> Iterator[float | None]:
+    """The work inside ends ``seconds`` before the deadline (at once when less is left), so
+    what follows the block keeps them; yields the seconds the work inside has (``None``
+    without a deadline: nothing is bounded). Nested, the outermost reserve holds (the time is
+    not kept twice)."""
+    current = _DEADLINE.get()
+    if current is None:
+        yield None
+        return
+    if _RESERVED.get():
+        yield remaining()
+        return
+    at, length = current
+    token = _DEADLINE.set((at - max(0.0, seconds), length))
+    marked = _RESERVED.set(True)
+    try:
+        yield remaining()
+    finally:
+        _RESERVED.reset(marked)
+        _DEADLINE.reset(token)
+
+
+def length() -> float | None:
+    """The current deadline's length in seconds (``RAGSPINE_REQUEST_TIMEOUT`` in the service), or ``None``."""
+    current = _DEADLINE.get()
+    return None if current is None else current[1]
 
 
 def remaining() -> float | None:

@@ -154,7 +154,8 @@ class Stack:
 
     def _guard(self, provider: LLMProvider) -> GuardedLLMProvider:
         name = getattr(provider, "name", None) or type(provider).__name__  # "openai", "local", or a passed-in class
-        return GuardedLLMProvider(provider, max_calls=self.settings.llm_max_calls, name=str(name), observer=self._llm_observer)
+        return GuardedLLMProvider(provider, max_calls=self.settings.llm_max_calls, name=str(name), observer=self._llm_observer,
+                                  reserve=self.settings.llm_reserve)
 
     def observe_llm(self, observer: LLMObserver | None) -> None:
         """Report every LLM call and malformed answer to ``observer`` (the service's metrics)."""

@@ -5,11 +5,15 @@ LM Studio and the like: the ``openai`` SDK (``pip install 'ragspine[openai]'``) 
 base URL. It sends ``model``, ``messages``, ``temperature`` (0 by default) and ``max_tokens``,
 and returns the first choice's text.
 
-Each attempt is bounded by ``timeout`` (and by what is left of the request's deadline);
-timeouts, connection errors, 408/409/429 and 5xx answers are retried at most ``retries``
-times with a short backoff (a ``Retry-After`` of a few seconds is honoured); every failure
-is a :class:`~ragspine.errors.BackendError` (:class:`~ragspine.llm.base.LLMTimeoutError` for
-a timeout) with one line naming the fix. The SDK's own retries are off: the bound is ours.
+Each attempt is bounded by ``timeout`` and by what is left of the time the request gives the
+model (``deadline.remaining()``: its deadline less the reserve kept for the plain search,
+:mod:`ragspine.llm.budget`); timeouts, connection errors, 408/409/429 and 5xx answers are
+retried at most ``retries`` times with a short backoff (a ``Retry-After`` of a few seconds is
+honoured) — but only while what is left holds a whole attempt (``timeout`` after the pause),
+and only while the request's call budget has room: each retry is an HTTP attempt and counts
+(:func:`~ragspine.llm.budget.take_attempt`). Every failure is a
+:class:`~ragspine.errors.BackendError` (:class:`~ragspine.llm.base.LLMTimeoutError` for a
+timeout) with one line naming the fix. The SDK's own retries are off: the bound is ours.
 The constructor does no I/O.
 """
 
@@ -21,6 +25,7 @@ from typing import Any
 from ragspine import deadline
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError
 from ragspine.llm.base import LLMTimeoutError, redact_url
+from ragspine.llm.budget import take_attempt
 
 __all__ = ["OpenAICompatibleLLMProvider"]
 
@@ -90,14 +95,17 @@ class OpenAICompatibleLLMProvider:
             if attempt:
                 wait = _wait(attempt, failure)
                 left = deadline.remaining()
-                if left is not None and left <= wait:
-                    break  # no time for another attempt
+                if left is not None and left - wait < self.timeout:
+                    break  # what is left cannot hold another whole attempt: it stays with the rest of the request
+                if not take_attempt():
+                    break  # the request's call budget is spent: a retry is an attempt like any other
                 time.sleep(wait)
             timeout = _attempt_timeout(self.timeout)
             try:
                 response = self.client.chat.completions.create(**request, timeout=timeout)
             except openai.APITimeoutError as exc:
-                failure = LLMTimeoutError(f"the LLM at {self._where()} did not answer within {timeout:g} s (RAGSPINE_LLM_TIMEOUT)")
+                why = "RAGSPINE_LLM_TIMEOUT" if timeout >= self.timeout else "what the request's deadline left it"
+                failure = LLMTimeoutError(f"the LLM at {self._where()} did not answer within {timeout:.3g} s ({why})")
                 failure.__cause__ = exc
             except openai.APIConnectionError as exc:
                 failure = BackendError(f"cannot reach the LLM at {self._where()}: is the server running? ({_first_line(exc)})")
