@@ -62,8 +62,10 @@ class VectorStore(Protocol):
     ) -> list[VectorHit]:
         """Up to ``top_k`` hits by descending cosine similarity, ties by ascending id.
         ``where`` narrows by the payload metadata (the filter semantics of every backend);
-        ``ids`` restricts the candidates. RESTRICTED chunks are **not** dropped here: the
-        rerank and link exits do that."""
+        ``ids`` restricts the candidates. A store keeps and returns whatever it is given,
+        RESTRICTED payloads too; the policy lives in its one writer: the dense leg never
+        writes a RESTRICTED chunk's vector (``vector/dense.py``), so an approximate search
+        never walks one, and the rerank and link exits drop any RESTRICTED result anyway."""
         ...
 
     def delete(self, ids: Sequence[str] = (), *, doc_ids: Sequence[str] = ()) -> int:
