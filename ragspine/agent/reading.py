@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from ragspine.agent.spotting import Hit, PeriodMention, TermSpotter, find_periods, longer_term
+from ragspine.deadline import check as check_deadline
 from ragspine.structured.periods import fold
 
 _W = r"[^\W_]"
@@ -120,6 +121,7 @@ def read_question(question: str, spotter: TermSpotter, *, as_of: date | None = N
     unread: list[tuple[str, str]] = []
     metrics: list[Hit] = []
     for hit in by_section["metrics"]:
+        check_deadline("reading the question")
         others = tuple(span for span in (*spans, *period_spans) if span != (hit.start, hit.end))
         term = longer_term(folded, hit, others)
         if term is None:

@@ -34,6 +34,7 @@ from datetime import date
 from functools import lru_cache
 
 from ragspine.agent import words
+from ragspine.deadline import check as check_deadline
 from ragspine.structured import calendar as cal
 from ragspine.structured.glossary import Glossary
 from ragspine.structured.periods import MAX_PERIOD_TEXT, fold, read_period
@@ -103,6 +104,7 @@ class TermSpotter:
         taken: list[Hit] = []
         for section, key, form, pattern in self._patterns:
             for match in pattern.finditer(folded):
+                check_deadline("reading the question")
                 start, end = match.span()
                 if form in words.FUNCTION_WORDS and not (aligned is not None and aligned[start:end].isupper()):
                     continue
@@ -144,6 +146,7 @@ def find_periods(folded: str, glossary: Glossary, entity: str = "", *, as_of: da
     mentions: list[PeriodMention] = []
     end_of_last = -1
     for start_match in _PERIOD_START.finditer(folded):
+        check_deadline("reading the question's periods")
         start = start_match.start()
         if start < end_of_last or _inside(start, skip):
             continue

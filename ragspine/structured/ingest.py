@@ -38,6 +38,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ragspine.deadline import check as check_deadline
 from ragspine.errors import IngestError
 from ragspine.retrieval.sensitivity import is_restricted, parse_sensitivity
 from ragspine.structured.base import TOTAL_CHANNEL, Fact, FactClashError, FactKey, FactStore, SourceFacts
@@ -163,6 +164,7 @@ def csv_rows(name: str, text: str) -> list[tuple[int | None, Any]]:
             raise FactFileError(name, problems)
         rows: list[tuple[int | None, Any]] = []
         for record in reader:
+            check_deadline("reading the CSV rows")  # a request's deadline stops the work, not only the answer
             if not any(cell.strip() for cell in record):
                 continue  # a blank line
             line = reader.line_num
@@ -220,6 +222,7 @@ def parse_rows(rows: Sequence[tuple[int | None, Any]], glossary: Glossary) -> tu
     errors: list[RowError] = []
     where: dict[FactKey, tuple[int, int | None]] = {}
     for number, (line, row) in enumerate(rows, 1):
+        check_deadline("checking the fact rows")
         fact, problems = _parse_row(row, glossary)
         errors.extend(RowError(number, f, m, line) for f, m in problems)
         if fact is None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ragspine.deadline import check as check_deadline
+
 __all__ = ["BLOCK", "normalized", "threshold_clusters"]
 
 BLOCK = 512
@@ -61,6 +63,7 @@ def threshold_clusters(vectors: np.ndarray, threshold: float, max_size: int, *, 
     counts = np.zeros(n, dtype=np.int64)
     neighbours: list[np.ndarray] = []
     for start in range(0, n, BLOCK):
+        check_deadline("clustering the RAPTOR level")
         sims = np.round(matrix[start : start + BLOCK] @ matrix.T, SIMILARITY_DECIMALS)
         rows = np.arange(start, min(n, start + BLOCK))
         sims[rows - start, rows] = -np.inf  # a row is not its own neighbour
@@ -68,7 +71,9 @@ def threshold_clusters(vectors: np.ndarray, threshold: float, max_size: int, *, 
         neighbours.extend(_nearest(row, threshold, keep) for row in sims)
     owner = np.full(n, -1, dtype=np.int64)
     clusters: list[list[int]] = []
-    for seed in np.lexsort((np.arange(n), -counts)):
+    for order, seed in enumerate(np.lexsort((np.arange(n), -counts))):
+        if order % BLOCK == 0:
+            check_deadline("clustering the RAPTOR level")
         if owner[seed] >= 0 or counts[seed] == 0:
             continue
         members = [int(seed)] + [int(j) for j in neighbours[seed] if owner[j] < 0]

@@ -31,10 +31,12 @@ from fastapi import APIRouter, Depends, Query
 from ragspine.agent.reading import question_language
 from ragspine.agent.spotting import load_fact_glossary
 from ragspine.agent.structured import StructuredPath
+from ragspine.deadline import check as check_deadline
 from ragspine.security.gate import SecurityGate, refusal
 from ragspine.service.agent_models import MAX_FACT_ROWS, FactsIn, FactsOut, MetricIn, MetricOut, RowErrorOut
 from ragspine.service.context import ServiceContext
 from ragspine.service.errors import EchoJSONResponse
+from ragspine.service.limits import Lane
 from ragspine.service.models import MAX_LIBRARIES
 from ragspine.service.routes.common import context, documented_bearer, external_name, library_or_404, tenant_id
 from ragspine.service.security import security_gate
@@ -49,6 +51,9 @@ MAX_ERRORS_LISTED = 100
 
 router = APIRouter(prefix="/v1", tags=["structured"], dependencies=[Depends(documented_bearer)])
 
+#: POST /v1/facts's turns (see :class:`~ragspine.service.limits.Lane`)
+FACTS_LANE = Lane("POST /v1/facts")
+
 
 def tenant_libraries(ctx: ServiceContext, tenant: str, names: list[str] | None) -> list[Library]:
     """The libraries ``names`` (each the tenant's, else 404), or every library of the tenant."""
@@ -59,7 +64,13 @@ def tenant_libraries(ctx: ServiceContext, tenant: str, names: list[str] | None) 
 
 @router.post("/facts", response_model=FactsOut, summary="Ingest numeric facts, as JSON rows or CSV (all rows checked before any write)",
              responses={422: {"description": "a bad row: errors name each row and field (and, for csv, its line); nothing was written"}})
-def ingest(body: FactsIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> Any:
+async def ingest(body: FactsIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> Any:
+    # up to 10,000 rows parsed and checked: a CPU-bound step, run in the bulk lane (a few at
+    # once; the others wait without a thread until their deadline) and checking the deadline
+    return await FACTS_LANE.run(_ingest, body, ctx, tenant)
+
+
+def _ingest(body: FactsIn, ctx: ServiceContext, tenant: str) -> Any:
     library = library_or_404(ctx, tenant, body.library)
     glossary = load_fact_glossary(ctx.settings.fact_glossary)
     name = "csv" if body.csv is not None else "facts"
@@ -70,6 +81,7 @@ def ingest(body: FactsIn, ctx: ServiceContext = Depends(context), tenant: str = 
         rows: list[tuple[int | None, Any]] = []
         problems: list[RowError] = []
         for number, (line, row) in enumerate(read, 1):
+            check_deadline("reading the fact rows")
             if isinstance(row, dict) and len(row) <= MAX_FACT_COLUMNS:  # a longer row: one error, from parse_rows
                 row, bad = _plain_row(row)
                 problems += [RowError(number, field, why, line) for field, why in bad]

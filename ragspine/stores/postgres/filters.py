@@ -46,6 +46,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
+from ragspine.deadline import check as check_deadline
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
 from ragspine.stores.postgres.converters import pg_storable, storable_bound
 
@@ -187,6 +188,7 @@ def filter_clause(column: Any, where: MetadataFilter | None) -> Clause:
     key = (name, filter_key(where))
     clause: Clause | None = _BUILT.get(key)
     if clause is None:
+        check_deadline("building the filter")
         ref = sa.literal_column(name, JSONB)
         clause = sa.and_(*(condition_clause(ref, c) for c in where.conditions))
         _BUILT.put(key, clause)
