@@ -52,7 +52,7 @@ from ragspine.retrieval.query.base import QueryRewriter
 from ragspine.retrieval.query.probes import with_probes
 from ragspine.retrieval.ranking import current_stages
 from ragspine.retrieval.rerank.base import DEFAULT_RERANK_DEPTH, IndexingReranker, Reranker, rerank_open_subset
-from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY, is_restricted
+from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 from ragspine.retrieval.storable import check_document
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.dense import DenseCoverage
@@ -204,7 +204,7 @@ class LibraryPipeline:
         if embed and written:
             self.retriever.refresh()
             stored = self.active_chunks(doc_ids)
-            searchable = [c for c in stored if not is_restricted(c.sensitivity)]
+            searchable = self.retriever.dense.searchable(stored) if self.retriever.dense is not None else stored
             self.retriever.ensure_vectors([(c.chunk_id, c.version) for c in searchable])
             gone = before - {c.chunk_id for c in searchable}  # retired ids, and every RESTRICTED one
             if gone:

@@ -96,6 +96,10 @@ class DenseLeg:
         self.namespace = model_namespace(backend)
         self.embed_batch_size = embed_batch_size
         self._index_text = index_text
+        #: the dense leg holds what the lexical index holds: RESTRICTED chunks only with an index
+        #: built to hold them (``InMemoryLexicalIndex(include_restricted=True)``, which the exit
+        #: packs use to prove that the exits drop what reaches them)
+        self.include_restricted = bool(getattr(index, "include_restricted", False))
         self._process_local = isinstance(vector_store, ProcessLocal) and vector_store.process_local
         self._lock = threading.RLock()
         self._unreadable: set[tuple[str, int]] = set()
@@ -106,6 +110,13 @@ class DenseLeg:
         self.coverage = DenseCoverage()  # of the last search's candidates
 
     # -- keeping the vectors in step ------------------------------------------------------------
+    def searchable(self, chunks: Sequence[Any]) -> list[Any]:
+        """The ``chunks`` that may have a vector: every one but the RESTRICTED."""
+        return [c for c in chunks if not self._hidden(c.sensitivity)]
+
+    def _hidden(self, sensitivity: str) -> bool:
+        return not self.include_restricted and is_restricted(sensitivity)
+
     def refresh(self) -> None:
         """Forget checks of chunks no longer active; prune a process-local store's stale ids."""
         if len(self._verified) + len(self._missing) > 2 * max(len(self.index), 1000):
@@ -159,7 +170,7 @@ class DenseLeg:
         returns how many were embedded. An ingest calls it *before* its atomic replace, so a
         failing model leaves the previous version active; the replace then finds them cached.
         RESTRICTED chunks are left out: they never get a vector."""
-        return self._vectors_for(_open(chunks))[1]
+        return self._vectors_for(self.searchable(chunks))[1]
 
     def vectors(self, chunks: Sequence[StoredChunk]) -> list[np.ndarray]:
         """Each chunk's vector — cached, else embedded now (and cached) — the empty vector for
@@ -176,7 +187,7 @@ class DenseLeg:
         removed = 0
         for chunk_ids, _, labels in self.store.active_versions():
             check_deadline("dropping RESTRICTED vectors")
-            doomed = [cid for cid, label in zip(chunk_ids, labels) if is_restricted(label)]
+            doomed = [cid for cid, label in zip(chunk_ids, labels) if self._hidden(label)]
             if doomed:
                 removed += self.vector_store.delete(doomed)
         return removed
@@ -194,7 +205,7 @@ class DenseLeg:
         return embedding_key(self.namespace, chunk.chunk_id, self._index_text(chunk))
 
     def _fill(self, chunk_ids: Sequence[str], *, uncached: bool = False, progress: Callable[[int], None] | None = None) -> int:
-        chunks = _open(self.store.get_chunks(chunk_ids))
+        chunks = self.searchable(self.store.get_chunks(chunk_ids))
         vectors, embedded = self._vectors_for(chunks, uncached=uncached, progress=progress)
         self._store_vectors(chunks, vectors)
         return embedded
@@ -202,7 +213,7 @@ class DenseLeg:
     def _store_vectors(self, chunks: Sequence[StoredChunk], vectors: Sequence[np.ndarray | None]) -> None:
         records = []
         for chunk, vec in zip(chunks, vectors):
-            if vec is None or is_restricted(chunk.sensitivity):  # not cached: stays missing; RESTRICTED: never stored
+            if vec is None or self._hidden(chunk.sensitivity):  # not cached: stays missing; RESTRICTED: never stored
                 continue
             if vec.size == 0:
                 self._unreadable.add((chunk.chunk_id, chunk.version))
@@ -326,7 +337,7 @@ class DenseLeg:
         for start in range(0, len(ids), step):
             check_deadline("loading vectors from the embedding cache")
             fetched = [c for c in self.store.get_chunks(ids[start : start + step]) if wanted.get(c.chunk_id) == c.version]
-            chunks = _open(fetched)
+            chunks = self.searchable(fetched)
             vectors = self._cached(chunks, mark=mark)
             for chunk, vec in zip(chunks, vectors):
                 if vec is not None and vec.size == 0:
@@ -334,7 +345,7 @@ class DenseLeg:
             if store:
                 self._store_vectors(chunks, vectors)
             got = {c.chunk_id for c, v in zip(chunks, vectors) if v is not None and (store or v.size == 0)}
-            got.update(c.chunk_id for c in fetched if is_restricted(c.sensitivity))  # never to get a vector
+            got.update(c.chunk_id for c in fetched if self._hidden(c.sensitivity))  # never to get a vector
             still += [(cid, wanted[cid]) for cid in ids[start : start + step] if cid not in got]
         return [p for p in still if p not in self._unreadable]
 
@@ -353,7 +364,7 @@ class DenseLeg:
         stale: dict[str, int] = {}
         for hit in hits:
             version = active.get(hit.id)
-            if version is None or is_restricted(hit.sensitivity):
+            if version is None or self._hidden(hit.sensitivity):
                 continue
             if hit.version >= version:
                 current.append(hit)
@@ -364,7 +375,7 @@ class DenseLeg:
     def _rescored(self, stale: dict[str, int], qvec: Any, metadata_filter: MetadataFilter | None) -> list[VectorHit]:
         """Hits of ``stale`` (``{chunk_id: the index's version}``) scored with the cached vector
         of the store's active version — the index's, or a newer one committed since."""
-        chunks = [c for c in _open(self.store.get_chunks(list(stale)))
+        chunks = [c for c in self.searchable(self.store.get_chunks(list(stale)))
                   if c.version >= stale[c.chunk_id] and (metadata_filter is None or metadata_filter.matches(c.metadata))]
         q = np.asarray(qvec, dtype=np.float32)
         q = q / (np.linalg.norm(q) or 1.0)
@@ -376,7 +387,3 @@ class DenseLeg:
             out.append(VectorHit(chunk.chunk_id, score, chunk.doc_id, chunk.version, chunk.sensitivity, dict(chunk.metadata)))
         return out
 
-
-def _open(chunks: Sequence[Any]) -> list[Any]:
-    """The chunks that may have a vector: every one but the RESTRICTED."""
-    return [c for c in chunks if not is_restricted(c.sensitivity)]
