@@ -24,6 +24,7 @@ from ragspine.service.models import DifyMetadataCondition
 UNSUPPORTED_CONDITION = 3001
 INVALID_REQUEST = 3002
 KNOWLEDGE_MISSING = 2001
+TIMED_OUT = 5004  # ours: the request ran past its deadline (RAGSPINE_REQUEST_TIMEOUT)
 DEFAULT_TOP_K = 4
 
 #: Dify operator → ours. ``before``/``after`` take Unix seconds and compare numbers.

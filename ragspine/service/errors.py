@@ -25,7 +25,7 @@ from ragspine.errors import (
     QuestionError,
 )
 from ragspine.service.context import tenant_text
-from ragspine.service.dify import INVALID_REQUEST
+from ragspine.service.dify import INVALID_REQUEST, TIMED_OUT
 from ragspine.service.jobs import JobQueueUnavailable
 from ragspine.service.store import Conflict, Unstorable
 
@@ -107,7 +107,7 @@ STATUS_OF: tuple[tuple[type[Exception], int, str], ...] = (
 
 
 #: Dify's endpoint answers errors in Dify's shape: HTTP status → its ``error_code``.
-DIFY_ERROR_CODES = {400: 3001, 404: 2001, 422: INVALID_REQUEST, 503: 5003, 504: 5004}
+DIFY_ERROR_CODES = {400: 3001, 404: 2001, 422: INVALID_REQUEST, 503: 5003, 504: TIMED_OUT}
 
 
 def _replier(status: int, template: str) -> Any:

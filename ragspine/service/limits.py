@@ -70,7 +70,13 @@ class DeadlineMiddleware:
                 await asyncio.wait_for(self.app(scope, receive, sending), self.timeout + self.grace)
             except asyncio.TimeoutError:
                 if not started:
-                    await _reply(send, 504, timeout_message(self.timeout))
+                    message = timeout_message(self.timeout)
+                    if scope.get("path", "").rstrip("/") == "/retrieval":  # Dify's endpoint answers in Dify's shape
+                        from ragspine.service.dify import TIMED_OUT
+
+                        await _reply(send, 504, message, {"error_code": TIMED_OUT, "error_msg": message})
+                    else:
+                        await _reply(send, 504, message)
 
 
 def timeout_message(timeout: float) -> str:
@@ -162,8 +168,8 @@ async def _too_large(send: Any, limit: int) -> None:
     await _reply(send, 413, f"request body is over the {limit}-byte limit (RAGSPINE_MAX_BODY_BYTES)")
 
 
-async def _reply(send: Any, status: int, detail: str) -> None:
-    data = json.dumps({"detail": detail}).encode()
+async def _reply(send: Any, status: int, detail: str, body: dict[str, Any] | None = None) -> None:
+    data = json.dumps(body if body is not None else {"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), (b"connection", b"close"),
     ]})

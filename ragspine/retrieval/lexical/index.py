@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ragspine.deadline import check as check_deadline
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import (
     ChunkStore,
@@ -555,7 +556,12 @@ class InMemoryLexicalIndex:
         n = self._n_active
         if n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        parts = [self._term(tid) for tid in map(self._tid, query_tokens) if tid is not None]
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        for start in range(0, len(query_tokens), _QUERY_TOKENS_PER_CHECK):  # a query of megabytes: the deadline stops it
+            if start:
+                check_deadline("scoring the query")
+            tids = map(self._tid, query_tokens[start : start + _QUERY_TOKENS_PER_CHECK])
+            parts += [self._term(tid) for tid in tids if tid is not None]
         parts = [p for p in parts if len(p[0])]
         if not parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
@@ -768,5 +774,6 @@ _ADD_BATCH = 20_000  # chunks tokenized per posting segment while (re)building
 _MAX_SEGMENTS = 16
 _MAX_ESSENTIAL = 3  # MaxScore attempts before scoring every posting
 _TID_CACHE = 200_000  # query tokens remembered -> term id
+_QUERY_TOKENS_PER_CHECK = 4096  # query tokens scored between two looks at the deadline
 _TERMS_CACHE = 8_000_000  # cached BM25 terms (8 bytes each) across the library's tokens
 

@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import re
 
+from ragspine.deadline import check as check_deadline
+
+#: Characters, or runs of them, between two looks at the request's deadline.
+_CHECK_EVERY = 4096
+
 _CJK_CLASS = (
     "\u3005-\u3007"  # 々 〆 〇 (iteration mark, closing mark, ideographic zero)
     "\u3040-\u309f"  # Hiragana
@@ -38,14 +43,20 @@ def tokenize(text: str) -> list[str]:
     CJK runs and word runs in one pass. Both paths give exactly the tokens of the original
     single-regex definition (tests/unit/retrieval/lexical/test_tokenizer_speed.py proves it).
     """
+    if len(text) > _CHECK_EVERY:  # a huge text (a query of megabytes): the request's deadline stops it
+        check_deadline("tokenizing the text")
     low = text.lower()
     if _HAS_CJK.search(low) is None:
         return _WORD.findall(low)
     tokens: list[str] = []
-    for run, word in _TOKEN.findall(low):
-        if word:
-            tokens.append(word)
-            continue
-        tokens.extend(run)
-        tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+    runs = _TOKEN.findall(low)
+    for start in range(0, len(runs), _CHECK_EVERY):
+        if start:
+            check_deadline("tokenizing the text")
+        for run, word in runs[start : start + _CHECK_EVERY]:
+            if word:
+                tokens.append(word)
+                continue
+            tokens.extend(run)
+            tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
     return tokens

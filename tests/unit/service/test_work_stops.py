@@ -177,3 +177,47 @@ def test_one_bulk_body_past_its_deadline_stops_at_the_deadline(tmp_path) -> None
         while busy_workers() and time.monotonic() < idle_by:
             time.sleep(0.01)
         assert busy_workers() == 0
+
+
+def test_a_huge_dify_query_stops_at_the_deadline(tmp_path) -> None:
+    """Dify's ``query`` has no length limit: a query of 2 MB is tokenized and scored in loops
+    that check the deadline (before: tokenized and scored to the end, 504 at the backstop, in
+    /v1's shape where Dify reads ``error_code``, and the thread busy seconds after it)."""
+    settings = make_settings(tmp_path, RAGSPINE_REQUEST_TIMEOUT="0.3", RAGSPINE_JOB_QUEUE="inprocess")
+    words = ("revenue", "kestrel", "q3", "2024", "gearbox", "warranty", "months", "营收", "第三季度")
+    query = " ".join(words[i % len(words)] for i in range(300_000))[:2_000_000]
+    with Server(settings) as base, httpx.Client(base_url=base, timeout=60) as http:
+        key = http.post("/v1/admin/tenants", json={"tenant_id": "acme"}, headers=ADMIN).json()["api_key"]["key"]
+        headers = {"Authorization": f"Bearer {key}"}
+        http.post("/v1/libraries", json={"name": "kb"}, headers=headers)
+        start = time.monotonic()
+        r = http.post("/retrieval", json={"knowledge_id": "kb", "query": query}, headers=headers)
+        took = time.monotonic() - start
+        assert r.status_code == 504 and r.json()["error_code"] == 5004 and "0.3 s deadline" in r.json()["error_msg"], r.text[:300]
+        assert took < 1.5, took  # the backstop answers at 0.3 + 2 s
+        idle_by = time.monotonic() + 0.5
+        while busy_workers() and time.monotonic() < idle_by:
+            time.sleep(0.01)
+        assert busy_workers() == 0
+
+
+def test_the_backstop_504_of_dify_is_in_difys_shape() -> None:
+    import asyncio
+
+    from ragspine.service.limits import DeadlineMiddleware
+
+    async def hung(scope, receive, send) -> None:  # work that never checks the deadline
+        await asyncio.sleep(5)
+
+    sent: list[dict] = []
+
+    async def send(message) -> None:
+        sent.append(message)
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    for path, shape in (("/retrieval", {"error_code", "error_msg"}), ("/v1/retrieve", {"detail"})):
+        sent.clear()
+        asyncio.run(DeadlineMiddleware(hung, timeout=0.05, grace=0.05)({"type": "http", "path": path, "headers": []}, receive, send))
+        assert sent[0]["status"] == 504 and set(json.loads(sent[1]["body"])) == shape, (path, sent)
