@@ -23,7 +23,7 @@ from ragspine.workflow.view import pipeline_view
 router = APIRouter(prefix="/v1/workflow", tags=["workflow"], dependencies=[Depends(documented_bearer)])
 
 _DOC = {"description": "a Dify app DSL document (kind: app, app.mode: workflow, workflow.graph)",
-        "content": {"application/json": {"schema": {"type": "object"}}, "application/yaml": {"schema": {"type": "string"}}}}
+        "content": {"application/json": {"schema": {"type": "object"}}, "application/yaml": {"schema": {"type": "object"}}}}  # the YAML of the same object
 
 
 @router.get("/preview", response_class=Response, responses={200: _DOC},
