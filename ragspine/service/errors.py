@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -77,13 +78,59 @@ def invalid_body(message: str, loc: tuple[str | int, ...] = ("body",)) -> dict[s
     return {"detail": [{"loc": list(loc), "msg": message, "type": "value_error"}], "message": message}
 
 
+#: A schema error's 422 lists at most this many problems (its ``message`` counts the rest) ...
+MAX_ERRORS_LISTED = 20
+#: ... and echoes at most this many characters of a string, items of a list or object, levels.
+ECHO_CHARS, ECHO_ITEMS, ECHO_DEPTH = 200, 10, 3
+
+
+def bounded(errors: Sequence[Any]) -> list[dict[str, Any]]:
+    """A schema error's problems as a 422 echoes them: the first :data:`MAX_ERRORS_LISTED`,
+    each ``input`` and ``ctx`` clipped (:func:`clipped`), so an error body stays small whatever
+    was sent (before: 20,000 unknown keys echoed 2 MB, a 5 MB query echoed itself)."""
+    out: list[dict[str, Any]] = []
+    for error in list(errors[:MAX_ERRORS_LISTED]):
+        item: dict[str, Any] = {"loc": [clipped(part) for part in error.get("loc", ())][:ECHO_ITEMS],
+                                "msg": clipped(str(error.get("msg", "invalid value")), 4 * ECHO_CHARS),
+                                "type": str(error.get("type", "value_error"))}
+        for key in ("input", "ctx"):
+            if key in error:
+                item[key] = clipped(error[key])
+        out.append(item)
+    return out
+
+
+def clipped(value: Any, chars: int = ECHO_CHARS, depth: int = 0) -> Any:
+    """``value`` cut to :data:`ECHO_CHARS` characters a string, :data:`ECHO_ITEMS` items a list
+    or object (the cut marked with ``…``), :data:`ECHO_DEPTH` levels."""
+    if isinstance(value, str):
+        return value if len(value) <= chars else value[:chars] + "…"
+    if isinstance(value, bytes):
+        return value if len(value) <= chars else value[:chars] + b"..."
+    if isinstance(value, (list, tuple, dict)) and depth >= ECHO_DEPTH:
+        return "…"
+    if isinstance(value, (list, tuple)):
+        items = [clipped(v, chars, depth + 1) for v in value[:ECHO_ITEMS]]
+        return items + (["…"] if len(value) > ECHO_ITEMS else [])
+    if isinstance(value, dict):
+        kept = {clipped(str(k), chars): clipped(v, chars, depth + 1) for k, v in list(value.items())[:ECHO_ITEMS]}
+        if len(value) > ECHO_ITEMS:
+            kept["…"] = f"{len(value) - ECHO_ITEMS} more"
+        return kept
+    return value
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = jsonable_encoder(exc.errors())
+        problems = exc.errors()
+        errors = jsonable_encoder(bounded(problems))
+        message = validation_message(errors)
+        if len(problems) > len(errors):
+            message += f" (and {len(problems) - len(errors):,} more problems)"
         if request.url.path == "/retrieval":  # Dify's endpoint answers in Dify's error shape
-            return JSONResponse(status_code=422, content={"error_code": INVALID_REQUEST, "error_msg": validation_message(errors)})
-        return EchoJSONResponse(status_code=422, content={"detail": errors, "message": validation_message(errors)})
+            return JSONResponse(status_code=422, content={"error_code": INVALID_REQUEST, "error_msg": message})
+        return EchoJSONResponse(status_code=422, content={"detail": errors, "message": message})
 
     for exc_type, status, template in STATUS_OF:
         app.add_exception_handler(exc_type, _replier(status, template))

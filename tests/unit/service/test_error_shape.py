@@ -53,3 +53,36 @@ def test_every_422_has_the_documented_shape(client, operation, method, path, req
     schema = schemathesis.openapi.from_dict(client.get("/openapi.json").json())
     schema[operation][method].validate_response(r)  # raises (ST108) when the body is not the documented 422
     assert client.get("/v1/jobs", headers=headers).json() == []  # nothing was queued
+
+
+#: (path, body): schema errors that echoed the input without bound (measured before: 2.0 MB,
+#: 5.0 MB, 9.1 MB, 0.3 MB, 1.0 MB bodies).
+ECHOED = [
+    ("/v1/retrieve", {"query": "x", **{f"k{i}": i for i in range(20_000)}}),
+    ("/v1/retrieve", {"query": "x" * 5_000_000}),
+    ("/v1/answer", {"question": "x", "history": [{"role": "x", "content": "y" * 3000}] * 3000}),
+    ("/v1/libraries/hb/documents/batch", {"documents": [{"doc_id": "", "text": ""}] * 1000}),
+    ("/v1/retrieve", {"query": "x", "k" * 1_000_000: 1}),  # a key of a megabyte: in loc and message
+]
+
+
+@pytest.mark.parametrize(("path", "body"), ECHOED, ids=["20k-keys", "5MB-query", "3000-turns", "1000-docs", "1MB-key"])
+def test_a_schema_error_echoes_a_bounded_body(client, path, body) -> None:
+    headers = new_tenant(client)
+    new_library(client, headers, "hb")
+    r = client.post(path, json=body, headers=headers)
+    assert r.status_code == 422 and len(r.content) <= 16_000, (len(r.content), r.text[:300])
+    detail = r.json()["detail"]
+    assert 1 <= len(detail) <= 20 and all(set(item) >= {"loc", "msg", "type"} for item in detail)
+    assert len(r.json()["message"]) <= 1_000
+    schema = schemathesis.openapi.from_dict(client.get("/openapi.json").json())
+    operation = path.replace("/hb/", "/{name}/")
+    schema[operation]["POST"].validate_response(r)
+
+
+def test_a_truncated_list_says_how_many_problems_it_left_out(client) -> None:
+    headers = new_tenant(client)
+    r = client.post("/v1/retrieve", json={"query": "x", **{f"k{i}": i for i in range(500)}}, headers=headers)
+    assert len(r.json()["detail"]) == 20 and r.json()["message"].endswith("(and 480 more problems)"), r.json()["message"]
+    first = r.json()["detail"][0]
+    assert first["loc"] == ["body", "k0"] and first["type"] == "extra_forbidden" and first["input"] == 0
