@@ -1,7 +1,8 @@
 """``/v1/libraries/{name}/raptor``: a library's RAPTOR tree — build it (``POST``), see it (``GET``);
 and the checks of a ``/v1/retrieve`` request that asks for RAPTOR.
 
-A build runs in the request (bounded by its deadline) through the library's own pipeline
+A build runs in the request (bounded by its deadline, one at a time per process: a
+:class:`~ragspine.service.limits.Lane`) through the library's own pipeline
 (its embedding model), with the server's ``RAGSPINE_RAPTOR_*`` options; it answers what the
 tree is, or that it was already current. It needs vectors: a library in economy mode is a
 400 naming why, as is a retrieval asking for RAPTOR on one, or on a library without a tree.
@@ -22,10 +23,14 @@ from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import ChangeLog
 from ragspine.retrieval.raptor.base import RaptorOptions, TreeInfo
 from ragspine.service.context import ServiceContext
+from ragspine.service.limits import Lane
 from ragspine.service.routes.common import context, documented_bearer, library_or_404, tenant_id
 from ragspine.service.store import Library
 
 router = APIRouter(prefix="/v1/libraries", tags=["raptor"], dependencies=[Depends(documented_bearer)])
+
+#: POST /v1/libraries/{name}/raptor's turns (see :class:`~ragspine.service.limits.Lane`)
+RAPTOR_LANE = Lane("a RAPTOR build")
 
 
 class RaptorBuildIn(BaseModel):
@@ -67,8 +72,14 @@ def _needs_vectors(library: Library, pipeline: Any) -> None:
 
 
 @router.post("/{name}/raptor", response_model=RaptorTreeOut, summary="Build the library's RAPTOR tree")
-def build_tree(name: str, body: RaptorBuildIn | None = None, ctx: ServiceContext = Depends(context),
-               tenant: str = Depends(tenant_id)) -> RaptorTreeOut:
+async def build_tree(name: str, body: RaptorBuildIn | None = None, ctx: ServiceContext = Depends(context),
+                     tenant: str = Depends(tenant_id)) -> RaptorTreeOut:
+    # clustering up to RAGSPINE_RAPTOR_MAX_CHUNKS chunks: a CPU-bound step, one build at a time
+    # per process (the others wait without a thread until their deadline), checking the deadline
+    return await RAPTOR_LANE.run(_build_tree, name, body, ctx, tenant)
+
+
+def _build_tree(name: str, body: RaptorBuildIn | None, ctx: ServiceContext, tenant: str) -> RaptorTreeOut:
     from ragspine.retrieval.raptor.build import rebuild
     from ragspine.retrieval.raptor.summarize import make_summarizer
 

@@ -221,3 +221,43 @@ def test_the_backstop_504_of_dify_is_in_difys_shape() -> None:
         sent.clear()
         asyncio.run(DeadlineMiddleware(hung, timeout=0.05, grace=0.05)({"type": "http", "path": path, "headers": []}, receive, send))
         assert sent[0]["status"] == 504 and set(json.loads(sent[1]["body"])) == shape, (path, sent)
+
+
+@pytest.mark.parametrize(("module", "function", "path", "body"), [
+    ("facts", "_ingest", "/v1/facts", {"library": "kb", "csv": HEADER}),
+    ("raptor", "_build_tree", "/v1/libraries/kb/raptor", {}),
+])
+def test_a_lane_runs_one_request_at_a_time_and_the_others_wait_without_a_thread(tmp_path, monkeypatch, module, function, path, body) -> None:
+    from concurrent.futures import ThreadPoolExecutor as Pool
+
+    from fastapi.responses import JSONResponse
+    from fastapi.testclient import TestClient
+
+    import ragspine.service.routes.facts
+    import ragspine.service.routes.raptor
+    from tests.unit.service.conftest import new_library, new_tenant
+
+    routes = getattr(ragspine.service.routes, module)
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def slow(*args):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.15)
+        with lock:
+            running[0] -= 1
+        return JSONResponse({"ok": True})
+
+    monkeypatch.setattr(routes, function, slow)
+    with TestClient(create_app(make_settings(tmp_path, RAGSPINE_REQUEST_TIMEOUT="0.5"))) as client:
+        headers = new_tenant(client)
+        new_library(client, headers, "kb")
+        with Pool(6) as pool:
+            responses = list(pool.map(lambda _: client.post(path, json=body, headers=headers), range(6)))
+    statuses = sorted(r.status_code for r in responses)
+    assert most[0] == 1, most  # one at a time
+    assert 200 in statuses and 504 in statuses, statuses  # 6 x 0.15 s do not fit in 0.5 s: the last wait past their deadline
+    waited = [r.json()["detail"] for r in responses if r.status_code == 504]
+    assert all("waited past the request's deadline for one of 1 turns" in d for d in waited), waited
