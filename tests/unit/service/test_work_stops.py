@@ -156,7 +156,7 @@ def test_a_storm_of_bulk_bodies_stops_at_its_deadline_and_a_query_still_answers(
     # the 40 threads was free until the storm's work ended, long after the deadline)
     assert all(status == 200 for status, _ in during), during
     took = statistics.median(t for _, t in during)
-    assert took <= max(0.5, 10 * usual) and max(t for _, t in during) < TIMEOUT, (during, usual)
+    assert took <= max(1.0, 10 * usual) and max(t for _, t in during) < TIMEOUT, (during, usual)
 
 
 def test_one_bulk_body_past_its_deadline_stops_at_the_deadline(tmp_path) -> None:
