@@ -30,8 +30,8 @@ schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is not i
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import response_schema_conformance
 from schemathesis.generation import GenerationMode
+from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from tests.service.conftest import ADMIN_TOKEN, Service, ok_job, wait_jobs_idle
 from tests.unit.service.conftest import doc, ingest, new_library, new_tenant
