@@ -2,7 +2,7 @@
 
 ``load_settings()`` returns a frozen :class:`Settings`; adapters and factories take explicit
 arguments and never read the environment themselves. ``describe()`` lists every variable
-with its default, for ``ragspine config`` and the README.
+with its default, for ``ragspine config`` and ``docs/configuration.md`` (``scripts/gen_docs.py``).
 """
 
 from __future__ import annotations

@@ -4,12 +4,12 @@ xquad-en, xquad-zh and drcd (passage level), next to bm25s on the same tokens.
 
 * SciFact: each document is ingested with its ``title`` as the title and its abstract as the
   text (as the API and ``ragspine ingest`` take them); a document ranks at its best chunk.
-  Reference: bm25s over whole documents (title + text), the README's 0.665.
+  Reference: bm25s over whole documents (title + text), docs/benchmarks.md's 0.665.
 * xquad-en / xquad-zh / drcd: each article (``articles.jsonl``: the paragraphs joined by blank
   lines) is one document. A snippet is a hit when its span (``source_locator``) overlaps the
   query's gold paragraph (``qrels/spans.tsv``) by at least half of the shorter of the two;
   the gold paragraph counts once (binary relevance, one relevant item per query). Reference:
-  bm25s over the hand-split paragraphs (``corpus.jsonl``, title + text), the README's figures.
+  bm25s over the hand-split paragraphs (``corpus.jsonl``, title + text), docs/benchmarks.md's figures.
 
 The retrieval goes through the project's API (``LibraryPipeline`` → ``NarrativeIndexRetriever``
 in economy or hybrid mode, the chunker made by ``make_chunker``, the index text by

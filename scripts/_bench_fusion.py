@@ -1,6 +1,6 @@
 """Fusion weights and rerankers for ``scripts/bench.py --fusion``, on every BEIR-form dev set.
 
-Each set's ``corpus.jsonl`` is ingested one chunk per document (title + text, as the README's
+Each set's ``corpus.jsonl`` is ingested one chunk per document (title + text, as docs/benchmarks.md's
 reference figures take them) into a hybrid library with a chosen embedding backend (MiniLM by
 default, ``--fusion-backends`` for others). For each query the two legs are run once through
 the project's ``HybridRetriever.rankings`` (the dense gate applies: a query it will not embed

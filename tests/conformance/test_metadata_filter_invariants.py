@@ -31,7 +31,7 @@ from tests.conformance.conftest import (
 _MISSING = object()
 
 
-# -- an independent oracle of SPEC.md "Metadata filter semantics" ----------------------------
+# -- an independent oracle of docs/concepts.md "Metadata filters" -----------------------------
 def _kind(v: Any) -> str:
     if v is None:
         return "null"

@@ -1,13 +1,13 @@
-"""The README's HTTP walk, tried as a new user would: its own commands, run by bash, against a
+"""The docs' HTTP walk (``docs/http-api.md``), tried as a new user would: its own commands, run by bash, against a
 real ``ragspine serve`` process.
 
-From the "Serve it over HTTP" section: the first bash block's ``export RAGSPINE_ADMIN_TOKEN``
+From its "Serve it over HTTP" section on: the first bash block's ``export RAGSPINE_ADMIN_TOKEN``
 line makes the admin token, its ``ragspine serve`` line starts the server (the venv's console
 script, on a free port instead of 8000, every other setting at its default: SQLite under a
 temporary data dir, RAGSPINE_EMBEDDING=auto), then the walk block (tenant, library, document,
 job, file upload, query) and the Dify example block run unchanged but for the port, under
 ``set -euo pipefail``. Each command's JSON output is checked, and the query must return the
-uploaded document's snippet. The README extracts values with ``python3 -c``, not ``jq``.
+uploaded document's snippet. The page extracts values with ``python3 -c``, not ``jq``.
 """
 
 from __future__ import annotations
@@ -30,15 +30,14 @@ from tests.backends import free_port
 
 pytest.importorskip("uvicorn", reason="the [server] extra is not installed")
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-PORT_IN_README = "8000"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "http-api.md"
+PORT_IN_DOCS = "8000"
 
 
 def serve_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Serve it over HTTP")
-    end = text.find("\n## ", start + 1)
-    return text[start:end if end > 0 else None]
+    """From "Serve it over HTTP" to the end of the page: the setup, the walk and the Dify example."""
+    text = PAGE.read_text(encoding="utf-8")
+    return text[text.index("## Serve it over HTTP"):]
 
 
 def bash_blocks(text: str) -> list[str]:
@@ -59,19 +58,19 @@ def json_values(text: str) -> list[dict]:
 
 def need(tool: str) -> None:
     if shutil.which(tool) is None:
-        message = f"the README walk needs {tool!r} on PATH"
+        message = f"the docs' HTTP walk needs {tool!r} on PATH"
         pytest.fail(message) if os.environ.get("RAGSPINE_CI") else pytest.skip(message)
 
 
-def test_readme_blocks_are_machine_runnable() -> None:
+def test_docs_blocks_are_machine_runnable() -> None:
     setup, walk, dify = bash_blocks(serve_section())
     assert "jq" not in walk + dify, "a new user may not have jq: extract values with python3 -c"
-    assert f"127.0.0.1:{PORT_IN_README}" in walk and f"--port {PORT_IN_README}" in setup
+    assert f"127.0.0.1:{PORT_IN_DOCS}" in walk and f"--port {PORT_IN_DOCS}" in setup
     assert any(line.startswith("export RAGSPINE_ADMIN_TOKEN=") for line in setup.splitlines())
     assert "$S/retrieval" in dify and '"knowledge_id": "handbook"' in dify
 
 
-def test_readme_walk_end_to_end(tmp_path) -> None:
+def test_docs_walk_end_to_end(tmp_path) -> None:
     for tool in ("bash", "curl", "python3", "openssl"):
         need(tool)
     setup, walk, dify = bash_blocks(serve_section())
@@ -79,7 +78,7 @@ def test_readme_walk_end_to_end(tmp_path) -> None:
     exports = [line for line in lines if line.startswith("export ")]
     serve = shlex.split(next(line for line in lines if line.startswith("ragspine serve")))
     port = str(free_port())
-    serve = [port if arg == PORT_IN_README else arg for arg in serve]
+    serve = [port if arg == PORT_IN_DOCS else arg for arg in serve]
     assert port in serve
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSPINE_") or k == "RAGSPINE_CACHE_DIR"}
@@ -107,9 +106,9 @@ def test_readme_walk_end_to_end(tmp_path) -> None:
             time.sleep(0.1)
 
         script = "\n".join([
-            walk.replace(f"127.0.0.1:{PORT_IN_README}", f"127.0.0.1:{port}"),
+            walk.replace(f"127.0.0.1:{PORT_IN_DOCS}", f"127.0.0.1:{port}"),
             dify,
-            'printf \'{"key": "%s"}\' "$KEY"',  # not the README's: lets the test look further
+            'printf \'{"key": "%s"}\' "$KEY"',  # not the page's: lets the test look further
         ])
         run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False)
         assert run.returncode == 0, f"{run.stderr}\n{run.stdout}\n{(tmp_path / 'serve.log').read_text()[-3000:]}"
@@ -121,7 +120,7 @@ def test_readme_walk_end_to_end(tmp_path) -> None:
         top = answer["snippets"][0]
         assert (top["doc_id"], top["library_id"], top["text"]) == ("vacation", "handbook", "Employees get 25 vacation days a year."), answer
         assert top["metadata"] == {"year": 2024} and top["source_locator"] == "vacation#char=0,38"
-        if importlib.util.find_spec("fastembed") is not None:  # the README installs [embed-onnx]: hybrid by default
+        if importlib.util.find_spec("fastembed") is not None:  # the page installs [embed-onnx]: hybrid by default
             assert library["embedding_model"] == "auto" and top["scores"]["vector"] > 0, top
         assert records["records"][0]["metadata"]["document_id"] == "vacation", records
         assert all(0.5 <= r["score"] <= 1.0 for r in records["records"]), records

@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-#: module -> names, as the seed (``shared/seeds/retrieval.*``) and SPEC.md write them.
+#: module -> names, as the seed (``shared/seeds/retrieval.*``) writes them.
 SEED_PATHS = {
     "ragspine.retrieval.chunking.chunking": ["chunk_document", "Chunk", "DEFAULT_CHUNK_CHARS", "DEFAULT_OVERLAP_CHARS"],
     "ragspine.retrieval.chunking.chunk_store": ["ChunkStore", "StoredChunk"],

@@ -1,6 +1,6 @@
 """Metadata filters: nine operators, AND-ed, narrowing only, the same answer on every backend.
 
-Semantics (``SPEC.md`` "Metadata filter semantics"):
+Semantics (``docs/concepts.md`` "Metadata filters"):
 
 * values are scalars: string, number (int and float are one kind), bool (its own kind), null;
 * a missing field matches no condition, whatever the operator (``ne`` and ``nin`` too);

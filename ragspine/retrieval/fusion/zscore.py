@@ -10,7 +10,7 @@ missing from a ranking takes that ranking's lowest z-score (it was not in its to
 
 So a leg that is sure of its answer leads, whichever leg it is — measured on the dev sets this
 gave 0.977 (xquad-zh, e5), 0.975 (drcd, e5), 0.944 (nq-open, MiniLM) where RRF gave 0.970,
-0.939, 0.918 (see the README's *Measured*). The fused score is scaled so that a chunk first in
+0.939, 0.918 (see ``docs/benchmarks.md``). The fused score is scaled so that a chunk first in
 every ranking scores exactly ``n`` (the number of rankings): ``score / n`` is in (−∞, 1], 1 =
 "first for every ranker", as the Dify endpoint's normalization expects.
 

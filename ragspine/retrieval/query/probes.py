@@ -13,7 +13,7 @@ A probe's rankings count :data:`PROBE_WEIGHT` in that RRF (:func:`probe_weight`)
 question's own (and its glossary variants') 1: a document that only a generated text ranks
 first scores below the question's own first, instead of tying it (with equal weights a poor
 step-back query's first document won half those ties). A probe still reorders the question's
-near-ties — that is what it is for, and why a poor one costs quality (README, *Query transforms*).
+near-ties — that is what it is for, and why a poor one costs quality (``docs/benchmarks.md``, *Query transforms*).
 
 A probe is only ever a query: it is never returned, stored or cited. Outside a
 :func:`request_probes` block (the default path) nothing changes.

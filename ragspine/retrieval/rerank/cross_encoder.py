@@ -4,7 +4,7 @@ Each (query, candidate) pair is tokenized as one BERT pair (``[CLS] query [SEP] 
 [SEP]``, segment ids from the tokenizer), batched, and the graph's relevance logit is the
 ``rerank`` score (:class:`~ragspine.retrieval.rerank.onnx_model.OnnxTextModel`). The model
 directory is ``RAGSPINE_CROSS_ENCODER_DIR`` (``model.onnx`` + ``tokenizer.json``, e.g. an
-export of ``cross-encoder/ms-marco-MiniLM-L-6-v2``: see the README's *Rerankers*). No
+export of ``cross-encoder/ms-marco-MiniLM-L-6-v2``: see ``docs/capabilities/rerankers.md``). No
 cross-encoder ships with RAGSpine: ``cross_encoder`` without a directory is refused at
 start; ``auto`` is the cross-encoder when a directory is configured, else no reranker.
 """
@@ -20,7 +20,7 @@ from ragspine.retrieval.rerank.scored import ScoreReranker
 
 NO_MODEL = (
     "RAGSPINE_RERANKER=cross_encoder needs a model: set RAGSPINE_CROSS_ENCODER_DIR to a directory with model.onnx "
-    "and tokenizer.json (README: Rerankers), or choose RAGSPINE_RERANKER=auto to rerank only when one is configured"
+    "and tokenizer.json (docs/capabilities/rerankers.md), or choose RAGSPINE_RERANKER=auto to rerank only when one is configured"
 )
 
 

@@ -56,7 +56,7 @@ __all__ = ["ITERATIVE_SCANS", "PgVectorStore"]
 ITERATIVE_SCANS = ("off", "strict_order", "relaxed_order")
 #: Approximate queries fetch this many times ``top_k`` rows and keep the nearest ``top_k``:
 #: an iterative ``relaxed_order`` scan stops at the first rows that pass the filter, not the
-#: nearest ones (recall@10 at 1 % selectivity on the HNSW path: 0.95 → 0.99, see README).
+#: nearest ones (recall@10 at 1 % selectivity on the HNSW path: 0.95 → 0.99, see docs/benchmarks.md).
 OVERFETCH = 2
 
 

@@ -11,7 +11,7 @@ interpolated into SQL text. There is no fixed list of fields in RAGSpine's metad
 field names are validated by :class:`FilterCondition`'s rules (malformed → ``FilterError`` at
 construction, before any I/O) and a field no row carries simply matches nothing.
 
-The semantics are ``SPEC.md`` "Metadata filter semantics", exactly as
+The semantics are ``docs/concepts.md`` "Metadata filters", exactly as
 :meth:`MetadataFilter.matches` computes them:
 
 * ``eq v`` / ``in`` use JSONB containment (``metadata @> '{"f": v}'``; ``in``:

@@ -10,7 +10,7 @@ dots, brackets, quotes, unicode, 256 characters — is one literal key and never
 path; user metadata lives under ``"m"`` and cannot collide with ``library_id``.
 
 Each condition becomes one ANDed sub-filter, by an operator → handler dispatch
-(``SPEC.md`` "Metadata filter semantics"):
+(``docs/concepts.md`` "Metadata filters"):
 
 * presence-and-non-null is ``must_not IsEmpty(key)`` (IsEmpty: missing, null or ``[]``);
   ``eq null`` is ``IsNull(key)`` (a missing key is not null, on the server and locally);

@@ -1,4 +1,4 @@
-"""Dify's external knowledge API as Dify's client really calls it (SPEC.md)."""
+"""Dify's external knowledge API as Dify's client really calls it (``docs/http-api.md``, "Register RAGSpine in Dify")."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ text checks the security gate — and a new route without it fails here.
 A route is *gated* when it depends on :func:`ragspine.service.security.security_gate` (found in
 its dependency tree), or searches only through the stack's link exit, which gates every search
 (:data:`LINK_EXIT`; ``tests/service/test_security_gate.py`` shows both refuse). Every other route
-must be listed in :data:`NO_CALLER_TEXT` with the reason it needs no gate. The README's table
-(*The security gate*) must list every route with its gate.
+must be listed in :data:`NO_CALLER_TEXT` with the reason it needs no gate. The table of
+``docs/capabilities/security-gate.md`` must list every route with its gate.
 """
 
 from __future__ import annotations
@@ -102,9 +102,9 @@ def test_a_new_route_without_the_gate_fails_and_one_with_it_passes(tmp_path) -> 
     assert ungated(app) == {("GET", "/v1/facts")}
 
 
-def test_the_readme_table_lists_every_route_with_its_gate(tmp_path) -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## The security gate", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_table_lists_every_route_with_its_gate(tmp_path) -> None:
+    page = Path(__file__).resolve().parents[3] / "docs" / "capabilities" / "security-gate.md"
+    section = page.read_text(encoding="utf-8").split("\n## Every route and command", 1)[1].split("\n## ", 1)[0]
     documented: dict[tuple[str, str], str] = {}
     commands: dict[str, str] = {}
     for line in section.splitlines():

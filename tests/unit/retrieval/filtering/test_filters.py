@@ -1,4 +1,4 @@
-"""Metadata filter semantics, row by row from SPEC.md "Metadata filter semantics"."""
+"""Metadata filter semantics, row by row from ``docs/concepts.md`` "Metadata filters"."""
 
 from __future__ import annotations
 
@@ -292,7 +292,7 @@ def _conditions(draw: st.DrawFn) -> FilterCondition:
 
 
 def _oracle(cond: FilterCondition, meta: dict[str, Any]) -> bool:
-    """An independent reading of the SPEC table."""
+    """An independent reading of the documented semantics."""
     if cond.field not in meta:
         return False
     v = meta[cond.field]

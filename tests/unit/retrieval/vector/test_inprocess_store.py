@@ -89,7 +89,7 @@ def test_does_not_drop_restricted():
     assert store.count() == 3
 
 
-# -- metadata filter (SPEC "Metadata filter semantics") -------------------------------------
+# -- metadata filter (docs/concepts.md "Metadata filters") ------------------------------------
 META = {
     "a": {"year": 2020, "region": "eu", "flag": True, "tag": "10"},
     "b": {"year": 2021.0, "region": "us", "flag": False, "tag": 10},
