@@ -15,15 +15,22 @@ under a filter and answers a :class:`Page`. :func:`ask_again` then decides, in t
 
 "Nothing" is judged after ``keep``: otherwise an empty answer versus a retried one would tell
 the caller whether a RESTRICTED chunk matches the filter.
+
+What a search learned about itself travels back in its :class:`Page` and the :class:`Answer`
+(the dense leg's coverage, of the page the answer kept), never on the searching object, which
+concurrent requests share.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
 from ragspine.deadline import check as check_deadline
 from ragspine.retrieval.filtering.filters import MetadataFilter
+
+if TYPE_CHECKING:  # a value the dense leg computes; this module needs no vector code to pass it on
+    from ragspine.retrieval.vector.dense import DenseCoverage
 
 T = TypeVar("T")
 
@@ -37,19 +44,23 @@ class StaleRanking(Exception):
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
-    """What one search returned: up to ``want`` items, best first, and whether asking for
-    more could find more (``exhausted``: the candidates ran out)."""
+    """What one search returned: up to ``want`` items, best first, whether asking for
+    more could find more (``exhausted``: the candidates ran out), and how many of its dense
+    leg's candidates had no vector (``None``: no dense leg ran)."""
 
     items: list[T]
     exhausted: bool
+    dense_coverage: DenseCoverage | None = None
 
 
 @dataclass(frozen=True)
 class Answer(Generic[T]):
-    """The kept items (at most ``top_k``) and whether they were found without the filter."""
+    """The kept items (at most ``top_k``), whether they were found without the filter, and
+    the dense coverage of the search they came from."""
 
     items: list[T]
     filters_dropped: bool = False
+    dense_coverage: DenseCoverage | None = None
 
 
 #: ``search(want, metadata_filter, skip_stale) -> Page``; raises StaleRanking unless skip_stale.
@@ -67,22 +78,25 @@ def ask_again(
     """See the module docstring."""
     if top_k <= 0:
         return Answer([])
-    kept = _top_up(search, top_k, metadata_filter, keep)
+    kept, page = _top_up(search, top_k, metadata_filter, keep)
     if kept or not metadata_filter or not retry_without_filters:
-        return Answer(kept[:top_k])
-    return Answer(_top_up(search, top_k, None, keep)[:top_k], filters_dropped=True)
+        return Answer(kept[:top_k], dense_coverage=page.dense_coverage)
+    kept, page = _top_up(search, top_k, None, keep)
+    return Answer(kept[:top_k], filters_dropped=True, dense_coverage=page.dense_coverage)
 
 
-def _top_up(search: Search[T], top_k: int, metadata_filter: MetadataFilter | None, keep: Callable[[T], bool] | None) -> list[T]:
+def _top_up(
+    search: Search[T], top_k: int, metadata_filter: MetadataFilter | None, keep: Callable[[T], bool] | None,
+) -> tuple[list[T], Page[T]]:
+    """The kept items and the page they came from (the last one asked for)."""
     want = top_k
-    kept: list[T] = []
     for _ in range(MAX_TOP_UPS):
         page = _fresh(search, want, metadata_filter)
         kept = page.items if keep is None else [item for item in page.items if keep(item)]
         if len(kept) >= top_k or page.exhausted:
             break
         want = max(2 * want, want + top_k - len(kept))
-    return kept
+    return kept, page
 
 
 def _fresh(search: Search[T], want: int, metadata_filter: MetadataFilter | None) -> Page[T]:

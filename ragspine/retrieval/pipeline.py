@@ -55,7 +55,6 @@ from ragspine.retrieval.rerank.base import DEFAULT_RERANK_DEPTH, IndexingReranke
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 from ragspine.retrieval.storable import check_document
 from ragspine.retrieval.types import RetrievalResult
-from ragspine.retrieval.vector.dense import DenseCoverage
 from ragspine.retrieval.vector.embedding import EmbeddingBackend
 from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
 from ragspine.retrieval.vector.gate import DenseGate
@@ -309,11 +308,6 @@ class LibraryPipeline:
         return self.retriever.sync_vectors(progress, expect)
 
     # -- reading ------------------------------------------------------------------------------
-    @property
-    def dense_coverage(self) -> DenseCoverage | None:
-        """Of the last search's candidates, how many had no vector yet (``None``: no dense leg)."""
-        return self.retriever.dense_coverage
-
     def queries(self, query: str) -> list[str]:
         """The query variants a search runs (the original first), then the probes a query
         transform generated for it in this request (:mod:`ragspine.retrieval.query.probes`)."""
@@ -332,9 +326,9 @@ class LibraryPipeline:
         return sum(weights.get(leg, 1.0) for leg in legs) / (self.retriever.rrf_k + 1)
 
     def search_once(self, query: str, want: int, metadata_filter: MetadataFilter | None, skip_stale: bool = False) -> Page[RetrievalResult]:
-        """One pass of the pipeline: up to ``want`` results, reranked and postprocessed (no
-        retries: raises :class:`~ragspine.retrieval.ask_again.StaleRanking` unless
-        ``skip_stale``)."""
+        """One pass of the pipeline: up to ``want`` results, reranked and postprocessed, with
+        the dense leg's coverage of this pass (no retries: raises
+        :class:`~ragspine.retrieval.ask_again.StaleRanking` unless ``skip_stale``)."""
         override = current_stages()  # a request's own ranking, else the pipeline's
         reranker, depth, postprocessor = (
             (self.reranker, self.rerank_depth, self.postprocessor) if override is None
@@ -351,7 +345,7 @@ class LibraryPipeline:
                 self.rerank_observer(reranker, time.perf_counter() - started)
         if postprocessor is not None:
             results = postprocessor.process(query, results, top_k=want)
-        return Page(results[:want], page.exhausted and len(results) <= want)
+        return Page(results[:want], page.exhausted and len(results) <= want, page.dense_coverage)
 
     def retrieve(self, query: str, *, top_k: int = 10, metadata_filter: Any = None, **fields: Any) -> list[RetrievalResult]:
         """The Python API's entry point: ``metadata_filter`` (any form ``parse_filter`` reads)

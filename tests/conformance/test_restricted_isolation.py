@@ -218,7 +218,7 @@ class LeakyRerankIndex(NarrativeIndex):
         page = super().search_once(query, want, metadata_filter, skip_stale)
         results = page.items
         order = self.judge.judge(query, [f"{r.chunk.text} {r.chunk.window_text}" for r in results])
-        return Page([results[i] for i in order], page.exhausted)
+        return Page([results[i] for i in order], page.exhausted, page.dense_coverage)
 
 
 class LeakyWindowExit(NarrativeIndexRetriever):

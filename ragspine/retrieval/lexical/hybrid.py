@@ -35,7 +35,7 @@ from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.query.probes import dense_only, probe_weight
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
-from ragspine.retrieval.vector.dense import DEFAULT_EMBED_BATCH, DenseCoverage, DenseLeg
+from ragspine.retrieval.vector.dense import DEFAULT_EMBED_BATCH, DenseCoverage, DenseLeg, worst_coverage
 from ragspine.retrieval.vector.embedding import EmbeddingBackend
 from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
 from ragspine.retrieval.vector.gate import DenseGate
@@ -49,12 +49,14 @@ DEFAULT_CANDIDATE_K = 100
 
 class Legs(dict[str, list[tuple[str, float]]]):
     """``{leg: [(chunk_id, score), ...]}`` plus ``versions``: the chunk version each score
-    was computed from (so a fetch can tell a chunk replaced since it was scored)."""
+    was computed from (so a fetch can tell a chunk replaced since it was scored), and
+    ``coverage``: how many of the dense leg's candidates had no vector (``None``: it did not run)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.versions: dict[str, int] = {}
         self.weight = 1.0  # a query transform's probe counts less in RRF (query/probes.py)
+        self.coverage: DenseCoverage | None = None
 
 
 class HybridRetriever:
@@ -144,11 +146,6 @@ class HybridRetriever:
             self.dense.drop_restricted()
         return self.ensure_vectors(self.index.candidates(), progress, expect)
 
-    @property
-    def dense_coverage(self) -> DenseCoverage | None:
-        """Of the last search's candidates, how many had no vector (``None`` without a dense leg)."""
-        return self.dense.coverage if self.dense is not None else None
-
     def warm_cache(self, chunks: Sequence[Chunk]) -> int:
         """See :meth:`DenseLeg.warm_cache` (0 without a dense leg)."""
         return self.dense.warm_cache(chunks) if self.dense is not None else 0
@@ -168,9 +165,10 @@ class HybridRetriever:
             else:
                 assert self.dense is not None
                 if self.raptor is not None and self.raptor.active():  # RAPTOR: the collapsed tree in the dense leg's place
-                    legs["vector"] = self.raptor.search(query, metadata_filter, depth, legs.versions)
+                    found = self.raptor.search(query, metadata_filter, depth, legs.versions)
                 else:
-                    legs["vector"] = self.dense.search(query, metadata_filter, depth, legs.versions)
+                    found = self.dense.search(query, metadata_filter, depth, legs.versions)
+                legs["vector"], legs.coverage = found.hits, found.coverage
         legs.weight = probe_weight(query)
         return legs
 
@@ -281,7 +279,8 @@ class HybridRetriever:
         return chunks
 
     def search_once(self, queries: Sequence[str], want: int, metadata_filter: MetadataFilter | None, skip_stale: bool) -> Page[RetrievalResult]:
-        """One fused search of every query variant, up to ``want`` results (no retries: see
+        """One fused search of every query variant, up to ``want`` results, and how many of the
+        dense leg's candidates had no vector (no retries: see
         :func:`~ragspine.retrieval.ask_again.ask_again`)."""
         self.refresh()
         plan = [(q, self.legs_for(q)) for q in queries]
@@ -289,7 +288,7 @@ class HybridRetriever:
         legs = [self.rankings(q, metadata_filter=metadata_filter, depth=depth, legs_to_run=run) for q, run in plan]
         results, consumed = self._fuse(legs, want, "skip" if skip_stale else "raise", metadata_filter)
         exhausted = consumed and all(len(ranking) < depth for leg in legs for ranking in leg.values())
-        return Page(results, exhausted)
+        return Page(results, exhausted, worst_coverage([leg.coverage for leg in legs if leg.coverage is not None]))
 
     def search(self, query: str, *, top_k: int = 10, metadata_filter: Any = None, **fields: Any) -> list[RetrievalResult]:
         """The seed's entry point: ``metadata_filter`` (any form ``parse_filter`` reads) AND the

@@ -176,7 +176,7 @@ class NarrativeIndexRetriever:
         if answer.filters_dropped:
             for snippet in snippets:
                 snippet["filters_dropped"] = True
-        coverage = self.index.dense_coverage
+        coverage = answer.dense_coverage  # this search's own, never a shared pipeline's "last search"
         incomplete = {self.library_id: coverage} if coverage is not None and not coverage.complete else {}
         return Retrieval(snippets, answer.filters_dropped, incomplete)
 

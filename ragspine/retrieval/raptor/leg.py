@@ -36,6 +36,7 @@ from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.base import VersionedIndex
 from ragspine.retrieval.raptor.base import RaptorStore, RaptorTree, SynthesisNode, TreeInfo, raptor_requested
 from ragspine.retrieval.raptor.cluster import SIMILARITY_DECIMALS, normalized
+from ragspine.retrieval.vector.dense import DenseRanking
 from ragspine.retrieval.vector.embedding import embed_query, model_namespace
 
 __all__ = ["RaptorLeg", "attach_raptor"]
@@ -126,12 +127,19 @@ class RaptorLeg:
         node stands for its leaves, in order of their own similarity, within the filter.
         ``[(chunk_id, its own similarity, the node it came through or None)]``, at most ``depth``;
         the query is embedded once."""
+        return self._collapse(query, metadata_filter, depth, versions)[0]
+
+    def _collapse(
+        self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None,
+    ) -> tuple[list[tuple[str, float, str | None]], DenseRanking]:
+        """:meth:`collapse`, and the dense leg's own search (its coverage is the answer's)."""
         qvec = embed_query(self.dense.backend, query)
-        dense = self.dense.search(query, metadata_filter, depth, versions, qvec=qvec)
+        found: DenseRanking = self.dense.search(query, metadata_filter, depth, versions, qvec=qvec)
+        dense = found.hits
         floor = dense[depth - 1][1] if len(dense) >= depth else -np.inf  # a node below the depth-th chunk adds nothing
         nodes = [(node, sim) for node, sim in self.nodes_for(query, qvec) if sim > floor]
         if not nodes:
-            return [(cid, score, None) for cid, score in dense[:depth]]
+            return [(cid, score, None) for cid, score in dense[:depth]], found
         leaf_ids = list(dict.fromkeys(leaf.chunk_id for node, _ in nodes for leaf in node.leaves))
         hits = self.dense.vector_store.query(qvec, top_k=len(leaf_ids), where=metadata_filter, ids=leaf_ids)
         active = self._active_versions([h.id for h in hits])
@@ -155,14 +163,15 @@ class RaptorLeg:
                         versions[cid] = own[cid][1]
             if len(out) >= depth:
                 break
-        return out[:depth]
+        return out[:depth], found
 
     def search(
         self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None,
-    ) -> list[tuple[str, float]]:
+    ) -> DenseRanking:
         """:meth:`collapse` as a ranking ``[(chunk_id, similarity)]``: what the hybrid search
-        fuses in the dense leg's place."""
-        return [(cid, score) for cid, score, _ in self.collapse(query, metadata_filter, depth, versions)]
+        fuses in the dense leg's place, with the dense leg's coverage of this search."""
+        collapsed, dense = self._collapse(query, metadata_filter, depth, versions)
+        return DenseRanking([(cid, score) for cid, score, _ in collapsed], dense.coverage)
 
 
 def attach_raptor(pipeline: Any, trees: RaptorStore, *, default: bool = False, top_nodes: int = 4) -> RaptorLeg | None:

@@ -4,7 +4,8 @@ Vectors are computed when chunks are written — :meth:`DenseLeg.warm_cache` bef
 ingest's replace, :meth:`DenseLeg.ensure_vectors` after it (an ingest, a job, ``ragspine
 embed``), looked up in the embedding cache by model + ``chunk_id`` + content hash. **A query
 never embeds anything but itself**: it answers from the vectors that exist and says how many
-of its candidates have none (:class:`DenseCoverage`, ``DenseLeg.coverage``):
+of its candidates have none (the :class:`DenseCoverage` in the search's own
+:class:`DenseRanking` — a value of the call, never state on the leg, which requests share):
 
 * **a RESTRICTED chunk gets no vector** — as it has no BM25 postings: it is never embedded,
   never written to any vector store, and a document that turns RESTRICTED loses its vectors
@@ -72,6 +73,22 @@ class DenseCoverage:
         return self.missing == 0
 
 
+@dataclass(frozen=True)
+class DenseRanking:
+    """What one dense search answers: its ranking ``[(chunk_id, similarity)]``, best first,
+    and the :class:`DenseCoverage` of its candidates (a value of this search, so two
+    searches on one shared leg each read their own)."""
+
+    hits: list[tuple[str, float]]
+    coverage: DenseCoverage
+
+
+def worst_coverage(coverages: Sequence[DenseCoverage]) -> DenseCoverage | None:
+    """The coverage of a search that ran the dense leg several times (one per query variant,
+    all under one filter): the one with the most missing vectors; ``None`` when none ran."""
+    return max(coverages, key=lambda c: (c.missing, c.total), default=None)
+
+
 class DenseLeg:
     """See the module docstring."""
 
@@ -107,7 +124,6 @@ class DenseLeg:
         self._verified_seq: int | None = None  # index sequence at which every chunk was checked
         self._missing: set[tuple[str, int]] = set()  # readable, without a vector when last checked
         self._checked_at = 0.0
-        self.coverage = DenseCoverage()  # of the last search's candidates
 
     # -- keeping the vectors in step ------------------------------------------------------------
     def searchable(self, chunks: Sequence[Any]) -> list[Any]:
@@ -273,11 +289,13 @@ class DenseLeg:
     def search(
         self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None,
         qvec: Any = None,
-    ) -> list[tuple[str, float]]:
-        """The ``depth`` nearest current chunks ``[(chunk_id, similarity)]``; records each
-        hit's version in ``versions``. ``qvec``: the query's vector, when the caller has it."""
-        if not self._sync_candidates(metadata_filter):
-            return []
+    ) -> DenseRanking:
+        """The ``depth`` nearest current chunks ``[(chunk_id, similarity)]`` and how many of
+        the candidates had no vector; records each hit's version in ``versions``. ``qvec``:
+        the query's vector, when the caller has it."""
+        coverage = self._sync_candidates(metadata_filter)
+        if not coverage.total:
+            return DenseRanking([], coverage)
         qvec = embed_query(self.backend, query) if qvec is None else qvec
         want = depth + VECTOR_OVERFETCH
         hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter)
@@ -290,19 +308,19 @@ class DenseLeg:
         ranked = sorted(((h.id, round(h.score, VECTOR_SCORE_DECIMALS)) for h in current), key=lambda hit: (-hit[1], hit[0]))
         if versions is not None:
             versions.update((h.id, h.version) for h in current)
-        return ranked[:depth]
+        return DenseRanking(ranked[:depth], coverage)
 
-    def _sync_candidates(self, metadata_filter: MetadataFilter | None) -> bool:
+    def _sync_candidates(self, metadata_filter: MetadataFilter | None) -> DenseCoverage:
         """Check that the filter-surviving candidates have vectors — once per (chunk_id,
-        version), missing ones again every :data:`RECHECK_S` — and set :attr:`coverage`;
-        nothing is embedded. An unfiltered query at an index sequence already checked does
-        nothing. False when no chunk survives the filter (then not even the query is embedded)."""
+        version), missing ones again every :data:`RECHECK_S` — and return how many of them
+        have none; nothing is embedded. An unfiltered query at an index sequence already
+        checked does nothing. A total of 0: no chunk survives the filter (then not even the
+        query is embedded)."""
         seq = self.index.seq if isinstance(self.index, VersionedIndex) else None
         recheck = bool(self._missing) and time.monotonic() - self._checked_at >= RECHECK_S
         if metadata_filter is None and seq is not None and seq == self._verified_seq and not recheck:
             total = len(self.index)  # at this sequence every missing pair is a current candidate
-            self.coverage = DenseCoverage(min(len(self._missing), total), total)
-            return total > 0
+            return DenseCoverage(min(len(self._missing), total), total)
         candidates = self.index.candidates(metadata_filter)
         unverified = [c for c in candidates if c not in self._verified and c not in self._unreadable]
         if not recheck:
@@ -321,10 +339,10 @@ class DenseLeg:
                 self._missing.difference_update(unverified)
                 self._missing.update(lacking_set)
                 self._checked_at = time.monotonic()
-        self.coverage = DenseCoverage(sum(1 for c in candidates if c in self._missing), len(candidates))
+        coverage = DenseCoverage(sum(1 for c in candidates if c in self._missing), len(candidates))
         if metadata_filter is None:
             self._verified_seq = seq
-        return bool(candidates)
+        return coverage
 
     def _look_up(self, pairs: Sequence[tuple[str, int]], *, store: bool, mark: bool = False) -> list[tuple[str, int]]:
         """Look ``pairs`` up in the embedding cache (a read, no model call): chunks the gate

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import pytest
 
@@ -154,22 +155,28 @@ def test_combine_filters():
 
 
 # -- vectors at ingest, cached by chunk_id + content hash; a query on missing ones says so ----------
+def searched(r: HybridRetriever, query: str, top_k: int = 10) -> tuple[list, Any]:
+    """One search's results and its own dense coverage (a value of the call, not of ``r``)."""
+    page = r.search_once([query], top_k, None, False)
+    return page.items, page.dense_coverage
+
+
 def test_a_query_never_embeds_the_library_and_says_what_is_missing(store, spy):
     ingest(store)
     r = HybridRetriever(store, embedding_backend=spy)
     assert spy.calls == []  # constructing embeds nothing
-    results = r.search("freight rates", top_k=3)
+    results, coverage = searched(r, "freight rates", top_k=3)
     assert spy.calls == [["freight rates"]]  # the query only: BM25 answers, the dense leg has nothing yet
     assert ids(results)[:2] == ["hotel#0", "foxtrot#0"] and all(res.scores["vector"] == 0.0 for res in results)
-    assert r.dense_coverage.missing == len(DOCS) == r.dense_coverage.total and not r.dense_coverage.complete
+    assert coverage.missing == len(DOCS) == coverage.total and not coverage.complete
     spy.reset()
     assert r.sync_vectors() == len(DOCS)  # the explicit step (an ingest, a job, `ragspine embed`)
     assert sorted(spy.embedded) == sorted(t for t, _ in DOCS.values())
     spy.reset()
-    r.search("freight rates", top_k=3)
-    r.search("warranty", top_k=3)
+    searched(r, "freight rates", top_k=3)
+    _, coverage = searched(r, "warranty", top_k=3)
     assert spy.calls == [["freight rates"], ["warranty"]]
-    assert r.dense_coverage.complete and r.dense_coverage.total == len(DOCS)
+    assert coverage.complete and coverage.total == len(DOCS)
 
 
 def test_missing_vectors_written_by_another_process_are_found_on_a_later_query(store, monkeypatch):
@@ -178,14 +185,12 @@ def test_missing_vectors_written_by_another_process_are_found_on_a_later_query(s
     ingest(store)
     shared = RemoteLikeStore(library_id="lib-a")
     reader = HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend(dim=128), vector_store=shared)
-    reader.search("freight")
-    assert reader.dense_coverage.missing == len(DOCS)
+    assert searched(reader, "freight")[1].missing == len(DOCS)
     HybridRetriever(store, embedding_backend=DeterministicEmbeddingBackend(dim=128), vector_store=shared).sync_vectors()
-    reader.search("freight")
-    assert reader.dense_coverage.missing == len(DOCS)  # looked for again only every RECHECK_S
+    assert searched(reader, "freight")[1].missing == len(DOCS)  # looked for again only every RECHECK_S
     monkeypatch.setattr(dense, "RECHECK_S", 0.0)
-    results = reader.search("freight")
-    assert reader.dense_coverage.complete and any(res.scores["vector"] != 0.0 for res in results)
+    results, coverage = searched(reader, "freight")
+    assert coverage.complete and any(res.scores["vector"] != 0.0 for res in results)
 
 
 def test_a_changed_chunk_is_re_embedded_and_an_unchanged_one_is_not(store, spy):
@@ -204,9 +209,9 @@ def test_a_process_local_store_is_refilled_from_the_cache_without_the_model(stor
     HybridRetriever(store, embedding_backend=spy, embedding_cache=SQLiteEmbeddingCache(sqlite_db)).sync_vectors()
     spy.reset()
     fresh = HybridRetriever(store, embedding_backend=spy, embedding_cache=SQLiteEmbeddingCache(sqlite_db))  # a restart
-    fresh.search("freight")
+    _, coverage = searched(fresh, "freight")
     assert spy.calls == [["freight"]]  # every chunk vector came from the cache
-    assert fresh.vector_store.count() == len(DOCS) and fresh.dense_coverage.complete
+    assert fresh.vector_store.count() == len(DOCS) and coverage.complete
 
 
 def test_cache_is_namespaced_by_model(store):
@@ -287,13 +292,11 @@ def test_a_model_never_embeds_inside_a_bulk_load_and_cached_vectors_refill_throu
 
     failing.embed_texts = embed_texts
     r = HybridRetriever(store, embedding_backend=failing, vector_store=vectors, embedding_cache=cache, embed_batch_size=16)
-    r.search("late shipment")
-    assert r.dense_coverage.missing == 300
+    assert searched(r, "late shipment")[1].missing == 300
     with pytest.raises(RuntimeError, match="model down"):
         r.sync_vectors()
     assert vectors.loads == [300] and vectors.count() == 256  # nothing cached to refill; the first part is kept
-    r.search("late shipment")
-    assert r.dense_coverage.missing == 44
+    assert searched(r, "late shipment")[1].missing == 44
     spy = SpyBackend()
     assert HybridRetriever(store, embedding_backend=spy, vector_store=vectors, embedding_cache=cache).sync_vectors() == 44
     assert vectors.count() == 300
@@ -456,8 +459,8 @@ def test_an_old_vector_is_not_returned_when_the_new_version_gets_none(store, vec
     assert r.search("cats meow", top_k=1)[0].scores["vector"] > 0.5
     store.replace_doc_chunks("a", [make_chunk("a", 0, "猫在夜里大声地叫")])
     r.sync_vectors()
-    results = r.search("cats meow", top_k=5)
-    assert r.dense_coverage.complete  # an unreadable chunk is not missing: it never gets a vector
+    results, coverage = searched(r, "cats meow", top_k=5)
+    assert coverage.complete  # an unreadable chunk is not missing: it never gets a vector
     assert vectors.versions(["a#0"]) == {"a#0": 1}  # the stale vector is still there
     legs = r.rankings("cats meow", depth=10)
     assert "a#0" not in {cid for cid, _ in legs["vector"]}

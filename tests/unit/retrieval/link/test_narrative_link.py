@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -33,7 +34,6 @@ class FakeIndex:
     """Answers from a script: ``answers[filter is None]``; records every call."""
 
     library_id = "lib-x"
-    dense_coverage = None  # no dense leg
 
     def __init__(self, filtered: list[RetrievalResult], unfiltered: list[RetrievalResult]) -> None:
         self.filtered = filtered
@@ -314,3 +314,48 @@ def test_search_says_when_the_filters_were_dropped():
     assert kept.filters_dropped is False and "filters_dropped" not in kept.snippets[0]
     strict = NarrativeIndexRetriever(FakeIndex([], [res("a")]), retry_without_filters=False)
     assert strict.search("q", filters=MetadataFilter((FilterCondition("t", "eq", 1),))).snippets == []
+
+
+# -- what a search reports is its own, on a pipeline that requests share -------------------------
+def test_two_searches_interleaved_on_one_pipeline_each_report_their_own_dense_coverage(store):
+    """One pipeline, one exit, two threads: the ``north`` search's dense leg finishes, then it
+    waits (an event) while the whole ``south`` search runs, then it finishes. Its candidates all
+    have vectors, the south ones none: each answer says so of itself — never what the other
+    search, the last one to run the shared dense leg, found."""
+    from ragspine.retrieval.vector.dense import DenseCoverage
+    from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
+
+    index = NarrativeIndex(store, mode="hybrid", embedding_backend=DeterministicEmbeddingBackend(dim=64))
+    for n in range(2):
+        index.ingest_text(f"north-{n}", f"North depot gearbox report {n}.", metadata={"region": "north"})
+        index.ingest_text(f"south-{n}", f"South depot gearbox report {n}.", metadata={"region": "south"}, embed=False)
+    exit_ = NarrativeIndexRetriever(index)
+    dense = index.retriever.dense
+    searched, south_done = threading.Event(), threading.Event()
+    real = dense.search
+
+    def search(query, metadata_filter, depth, versions=None, qvec=None):  # the north search waits inside the pipeline
+        found = real(query, metadata_filter, depth, versions, qvec)
+        if threading.current_thread().name == "north":
+            searched.set()
+            assert south_done.wait(10), "the south search never finished"
+        return found
+
+    dense.search = search
+    answers: dict[str, Any] = {}
+
+    def run(region: str) -> None:
+        answers[region] = exit_.search("gearbox report", filters=MetadataFilter((FilterCondition("region", "eq", region),)))
+
+    north = threading.Thread(target=run, args=("north",), name="north")
+    north.start()
+    assert searched.wait(10), "the north search never reached its dense leg"
+    run("south")  # the whole south search, while the north one is between its dense leg and its answer
+    south_done.set()
+    north.join(10)
+    assert not north.is_alive()
+    assert {s["doc_id"] for s in answers["north"].snippets} == {"north-0", "north-1"}
+    assert {s["doc_id"] for s in answers["south"].snippets} == {"south-0", "south-1"}
+    assert answers["south"].dense_incomplete == {"lib-a": DenseCoverage(missing=2, total=2)}
+    assert answers["north"].dense_incomplete == {}  # its own: every north candidate has a vector
+    assert not hasattr(dense, "coverage") and not hasattr(index, "dense_coverage")  # nothing "of the last search" to read

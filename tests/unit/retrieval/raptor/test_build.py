@@ -92,10 +92,13 @@ def test_the_leg_keeps_to_the_filter_and_the_top_nodes(index) -> None:
     assert {cid for cid, _, _ in ranked} <= {"g1#0", "g3#0", "w2#0"}  # the memo is RESTRICTED: never indexed
     via = {cid for cid, _, node in ranked if node is not None}
     assert via and via <= {"g1#0", "g3#0"}
-    assert leg.search("gearbox castings", north, 10) == [(cid, score) for cid, score, _ in ranked]
+    found = leg.search("gearbox castings", north, 10)
+    assert found.hits == [(cid, score) for cid, score, _ in ranked]
+    assert found.coverage.complete and found.coverage.total >= 2  # the dense leg's own coverage, with the ranking
     with request_raptor(True):
-        results = index.search_once("gearbox castings", 10, parse_filter({"region": "south"})).items
-    assert {r.chunk.doc_id for r in results} <= {"g2", "w1"}
+        page = index.search_once("gearbox castings", 10, parse_filter({"region": "south"}))
+    assert {r.chunk.doc_id for r in page.items} <= {"g2", "w1"}
+    assert page.dense_coverage is not None and page.dense_coverage.complete  # RAPTOR's search says it as the dense leg does
 
 
 def test_a_tree_of_another_model_or_no_tree_is_an_error(index, sqlite_db) -> None:

@@ -84,9 +84,9 @@ def test_stopping_redis_mid_test_fails_no_query(store, private_redis, reference,
     fallbacks = cache.stats.fallbacks
     started = time.monotonic()
     for query in QUERIES * 2:
-        cold = make_index(store, cache)
-        assert cold.retrieve(query, top_k=5)
-        assert cold.dense_coverage.missing == cold.dense_coverage.total == len(store.iter_chunks())
+        page = make_index(store, cache).search_once(query, 5, None)
+        assert page.items
+        assert page.dense_coverage.missing == page.dense_coverage.total == len(store.iter_chunks())
     assert time.monotonic() - started < 5.0  # loose: only catches per-query timeouts
     assert cache.stats.errors == 1
     assert cache.stats.fallbacks >= fallbacks + len(QUERIES) * 2
@@ -109,7 +109,8 @@ def test_slow_redis_times_out_and_falls_back(store, private_redis, reference):
         cold = make_index(store, cache)
         first = answers(cold)  # the first lookup waits one socket_timeout
         assert all(first[:3]) and all(score["vector"] == 0.0 for answer in first for _, _, score in answer)
-        assert not cold.dense_coverage.complete  # BM25 answered; the vectors are in the paused cache
+        coverage = cold.search_once(QUERIES[0], 5, None).dense_coverage
+        assert not coverage.complete  # BM25 answered; the vectors are in the paused cache
         assert cache.stats.errors == 1 and cache.circuit_open
         # Without the circuit each cold index would wait 0.2 s per lookup: ten of them
         # (four queries each) would take 8 s or more.
