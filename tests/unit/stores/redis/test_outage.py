@@ -61,9 +61,9 @@ def test_stopping_redis_mid_test_fails_no_query(store, private_redis, reference,
         index.ingest_text(doc_id, text)
         reference.ingest_text(doc_id, text)
     assert answers(index) == answers(reference)
-    filled = cache.stats.misses
+    filled, read = cache.stats.misses, cache.stats.hits  # ingest caches a version's vectors, then syncs them from the cache
     assert filled > 0 and cache.stats.errors == 0
-    assert make_index(store, cache).retrieve(QUERIES[0]) and cache.stats.hits == filled  # a cold index reads them back
+    assert make_index(store, cache).retrieve(QUERIES[0]) and cache.stats.hits - read == filled  # a cold index reads them back
 
     private_redis.stop()  # Redis goes away mid-test
 
