@@ -1,4 +1,4 @@
-"""RESTRICTED isolation at both exits (SPEC invariant 3): a RESTRICTED chunk that is the best
+"""RESTRICTED isolation at both exits (the third invariant, ``docs/concepts.md``): a RESTRICTED chunk that is the best
 lexical match is never returned and never reaches a judge/reranker prompt — in every mode,
 with and without filters and routing, whatever the case of its sensitivity; neither does its
 window text. An exit that does not drop RESTRICTED must fail the checker."""
