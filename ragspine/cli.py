@@ -127,9 +127,11 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--json", action="store_true", help="print the snippets as JSON")
     query.add_argument("--reranker", type=str.lower, choices=RERANKERS.names() + list(RERANKERS.aliases),
                        help="reorder the fused head (default: RAGSPINE_RERANKER)")
-    query.add_argument("--rerank-depth", type=_positive_int, metavar="N", help="fused candidates the reranker and postprocessors see (default: RAGSPINE_RERANK_DEPTH)")
+    query.add_argument("--rerank-depth", type=_positive_int, metavar="N", 
+                       help="fused candidates the reranker and postprocessors see (default: RAGSPINE_RERANK_DEPTH)")
     query.add_argument("--postprocessor", metavar="A,B", help=f"chain after rerank: {POSTPROCESSORS.choices(', ')} (default: RAGSPINE_POSTPROCESSOR)")
-    query.add_argument("--fusion-weights", metavar="LEG=W,...", help="weighted RRF, e.g. bm25=1,vector=0.5; adaptive; zscore (score fusion) (default: RAGSPINE_FUSION_WEIGHTS)")
+    query.add_argument("--fusion-weights", metavar="LEG=W,...",
+                       help="weighted RRF, e.g. bm25=1,vector=0.5; adaptive; zscore (score fusion) (default: RAGSPINE_FUSION_WEIGHTS)")
     query.add_argument(
         "--llm", metavar="SPEC", help=f"language model of the listwise judge, LLM router and LLM filter extractor: {LLM_PROVIDERS.choices('|')}"
         " or an OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default: RAGSPINE_LLM)",

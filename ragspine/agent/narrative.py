@@ -79,7 +79,7 @@ class NarrativePath:
             return NarrativePart(EMPTY, message(NO_PASSAGE, language))
         if self.provider is None:
             return NarrativePart(EXTRACTIVE, "\n".join(f"[{c.id}] {' '.join(c.text.split())}" for c in citations), citations)
-        prompt_texts = {c.id: s.get("prompt_text") or c.text for c, s in zip(citations, snippets)}
+        prompt_texts = {c.id: s.get("prompt_text") or c.text for c, s in zip(citations, snippets, strict=False)}
         return self._generate(question, language, history, citations, prompt_texts, beside)
 
     def _generate(self, question: str, language: str, history: Sequence[Any], citations: tuple[Citation, ...],

@@ -74,7 +74,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "lines": "",
         "where": "（{channel}）",
         "no_subsidiaries": "{name}には関係グラフ上の子会社がありません：合算するものはありません。",
-        "period_spans_differ": "合算していません：{name}の子会社にとって、この期間は同じ期間ではありません（会計年度が異なります）。暦年の期間で尋ねてください。",
+        "period_spans_differ": "合算していません：{name}の子会社にとって、この期間は同じ期間ではありません"
+                           "（会計年度が異なります）。暦年の期間で尋ねてください。",
         "incomplete": "合算していません：{names}の{what}の記録がありません。グラフ機能は欠けているメンバーを推定しません。",
         "units_differ": "合算していません：{name}の子会社は{what}を異なる単位（{units}）で報告しており、ここでは換算しません。",
         "not_additive": "合算していません：{what}は比率（{unit}）であり、事業体をまたいで合算できません。",

@@ -72,16 +72,21 @@ class LibraryIn(_In):
     retrieval_mode: str | None = Field(None, description="auto | hybrid | vector | economy (default: the server's)")
     chunker: str | None = Field(None, description="how its documents are cut (a RAGSPINE_CHUNKER name; default: the server's)")
     contextual: str | None = Field(
-        None, description="none | header: the title · entity · period · heading header on the text BM25 indexes and the dense leg embeds (default: the server's)",
+        None,
+        description="none | header: the title · entity · period · heading header on the text BM25 indexes and the dense leg embeds (default: the server's)",
     )
     reranker: str | None = Field(None, description="a RAGSPINE_RERANKER name (default: the server's)")
-    rerank_depth: int | None = Field(None, ge=1, le=MAX_RERANK_DEPTH, description="fused candidates the reranker and postprocessors see (default: the server's)")
+    rerank_depth: int | None = Field(
+        None, ge=1, le=MAX_RERANK_DEPTH, description="fused candidates the reranker and postprocessors see (default: the server's)",
+    )
     postprocessor: str | None = Field(None, max_length=200, description="comma-separated RAGSPINE_POSTPROCESSOR names (default: the server's)")
     fusion_weights: str | dict[str, float] | None = Field(
         None, description='weighted RRF: "bm25=1,vector=0.5" or {"bm25": 1, "vector": 0.5}; "adaptive"; "zscore" (score fusion) (default: the server\'s)'
     )
     query_transform: str | None = Field(
-        None, max_length=32, description="hyde | rag_fusion | step_back | none, kept with the library (default: the server's RAGSPINE_QUERY_TRANSFORM at each search; needs the server's LLM)",
+        None, max_length=32,
+        description="hyde | rag_fusion | step_back | none, kept with the library (default: the server's RAGSPINE_QUERY_TRANSFORM at each search;"
+        " needs the server's LLM)",
     )
     decompose: str | None = Field(None, max_length=32, description="llm | none, kept with the library (default: the server's RAGSPINE_QUERY_DECOMPOSE)")
     adaptive: str | None = Field(None, max_length=32, description="heuristic | llm | none, kept with the library (default: the server's RAGSPINE_ADAPTIVE)")
@@ -196,13 +201,23 @@ class RetrieveIn(_In):
     reranker: str | None = Field(None, description="this request's reranker (a RAGSPINE_RERANKER name; default: each library's)")
     rerank_depth: int | None = Field(None, ge=1, le=MAX_RERANK_DEPTH, description="this request's rerank depth (default: each library's)")
     postprocessor: str | None = Field(None, max_length=200, description="this request's postprocessor chain (default: each library's)")
-    fusion_weights: str | dict[str, float] | None = Field(None, description="this request's fusion weights, \"adaptive\" or \"zscore\" (default: each library's)")
-    query_transform: str | None = Field(None, max_length=32, description="hyde | rag_fusion | step_back | none (default: RAGSPINE_QUERY_TRANSFORM; needs the server's LLM)")
-    decompose: str | None = Field(None, max_length=32, description="llm | none: sub-questions, each searched, results fused (default: RAGSPINE_QUERY_DECOMPOSE)")
+    fusion_weights: str | dict[str, float] | None = Field(
+        None, description="this request's fusion weights, \"adaptive\" or \"zscore\" (default: each library's)",
+    )
+    query_transform: str | None = Field(
+        None, max_length=32, description="hyde | rag_fusion | step_back | none (default: RAGSPINE_QUERY_TRANSFORM; needs the server's LLM)",
+    )
+    decompose: str | None = Field(
+        None, max_length=32, description="llm | none: sub-questions, each searched, results fused (default: RAGSPINE_QUERY_DECOMPOSE)",
+    )
     adaptive: str | None = Field(None, max_length=32, description="heuristic | llm | none: single-shot or decomposition (default: RAGSPINE_ADAPTIVE)")
-    corrective: bool | None = Field(None, description="grade the answer; drop filters (if retry_without_filters), then rewrite, then refuse (default: RAGSPINE_CORRECTIVE)")
+    corrective: bool | None = Field(
+        None, description="grade the answer; drop filters (if retry_without_filters), then rewrite, then refuse (default: RAGSPINE_CORRECTIVE)",
+    )
     query_fanout: int | None = Field(None, ge=1, le=8, description="most variants / sub-questions per question, at most the server's RAGSPINE_QUERY_FANOUT")
-    raptor: bool | None = Field(None, description="search each library's RAPTOR tree too: synthesis hits as their leaves (needs vectors and a built tree; default: RAGSPINE_RAPTOR)")
+    raptor: bool | None = Field(
+        None, description="search each library's RAPTOR tree too: synthesis hits as their leaves (needs vectors and a built tree; default: RAGSPINE_RAPTOR)",
+    )
 
 
 class DenseIncompleteOut(BaseModel):

@@ -22,7 +22,8 @@ looks like RESTRICTED (``RESTRICTED`` + a zero-width space, full-width or Cyrill
 stored as ``RESTRICTED``; an explicit ``"sensitivity": null`` is refused.
 
 A row whose key another source document holds is refused with one generic message that names
-no source and reads the same whoever holds the key (RESTRICTED or open): :data:`CLASH_MESSAGE`. A good file is one :meth:`FactStore.replace_facts` transaction: each source
+no source and reads the same whoever holds the key (RESTRICTED or open): :data:`CLASH_MESSAGE`.
+A good file is one :meth:`FactStore.replace_facts` transaction: each source
 document it names is replaced by the file's rows for it, atomically; other sources are untouched.
 """
 
@@ -168,7 +169,7 @@ def csv_rows(name: str, text: str) -> list[tuple[int | None, Any]]:
             if not any(cell.strip() for cell in record):
                 continue  # a blank line
             line = reader.line_num
-            rows.append((line, dict(zip(header, record)) if len(record) == len(header) else
+            rows.append((line, dict(zip(header, record, strict=True)) if len(record) == len(header) else
                          _Malformed(f"has {len(record)} cells, the header has {len(header)}; quote cells that hold commas")))
     except csv.Error as exc:
         raise FactFileError(name, [RowError(0, "", f"not valid CSV near line {reader.line_num}: {exc}")]) from None

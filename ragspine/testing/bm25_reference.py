@@ -152,7 +152,7 @@ class IncrementalReference:
         chunks = [c for c in store.iter_chunks() if not is_restricted(c.sensitivity)]
         docs = [self._tokenize(self._index_text(c)) for c in chunks]
         for query in queries:
-            want = {c.chunk_id: s for c, s in zip(chunks, bm25_scores(query, docs, self.k1, self.b)) if s > 0}
+            want = {c.chunk_id: s for c, s in zip(chunks, bm25_scores(query, docs, self.k1, self.b), strict=True) if s > 0}
             got = self.scores(query)
             if got != want:
                 bad = next((cid for cid in sorted(set(got) | set(want)) if got.get(cid) != want.get(cid)), None)

@@ -167,7 +167,7 @@ class ChunkStoreActiveVersionsTests:
         chunk_store_factory("lib-av-other").replace_doc_chunks("d9", doc("d9", "elsewhere"))
         pages = list(store.active_versions(batch_size=4))
         assert all(len(ids) == len(vs) == len(ls) <= 4 for ids, vs, ls in pages) and len(pages) >= 4
-        got = [(c, int(v), s) for ids, vs, ls in pages for c, v, s in zip(ids, vs, ls)]
+        got = [(c, int(v), s) for ids, vs, ls in pages for c, v, s in zip(ids, vs, ls, strict=True)]
         want = sorted((c.chunk_id, c.version, c.sensitivity) for c in store.iter_chunks())
         assert sorted(got) == want and len(got) == len({c for c, _, _ in got})
 
@@ -274,7 +274,7 @@ def _sectioned(doc_id: str, source: str, sensitivity: dict[int, str] | None = No
     fields a parent-child chunker records): parent id, heading, window text, parent locator."""
     chunks: list[Chunk] = []
     sections = [m.start() for m in re.finditer(r"^# ", source, flags=re.M)] + [len(source)]
-    for s_start, s_end in zip(sections, sections[1:]):
+    for s_start, s_end in zip(sections, sections[1:], strict=False):
         section = source[s_start:s_end].rstrip()
         heading = section.splitlines()[0][2:]
         locator = make_locator(doc_id, s_start, s_start + len(section))

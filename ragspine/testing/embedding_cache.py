@@ -16,7 +16,7 @@ class EmbeddingCacheRoundTripTests:
         items = {embedding_key("m@8", f"d#{i}", f"text {i}"): rng.normal(size=8).astype(np.float32) for i in range(5)}
         embedding_cache.set_many(items)
         got = embedding_cache.get_many(list(items))
-        for (key, want), vec in zip(items.items(), got):
+        for (key, want), vec in zip(items.items(), got, strict=False):
             assert vec is not None and vec.dtype == np.float32, key
             assert np.array_equal(vec, want), key
 

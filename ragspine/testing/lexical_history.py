@@ -209,7 +209,7 @@ class HistoryRun:
         self.report.compared += 1
         if list(got) == want:
             return
-        at = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
+        at = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), min(len(got), len(want)))
         raise AssertionError(
             f"{self.layout.name}, seed {self.plan.seed}, step {len(self.report.steps)} ({label}), {len(self.ref)} chunks,"
             f" query {list(query)!r} {how}: {len(got)} hits, the reference {len(want)}; first difference at #{at}:"
@@ -267,7 +267,7 @@ class HistoryRun:
         queries = self.queries(self.plan.queries)
         out = self.layout.run_child(self.library_id, queries, 10)
         self.report.children.append({"origin": out["origin"], "rejections": out["rejections"], "chunks": len(self.ref)})
-        for query, got in zip(queries, out["results"]):
+        for query, got in zip(queries, out["results"], strict=False):
             self.compare("child process", got, self.ref.ranking(query, None, 10), query, "top_k=10")
         if expect_loaded and self.layout.saves and (out["origin"] != "loaded" or out["rejections"]):
             raise AssertionError(f"{self.layout.name}: the child {out['origin']} its index (rejections {out['rejections']})")

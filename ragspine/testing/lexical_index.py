@@ -74,7 +74,7 @@ def reference(
     scores = bm25_scores(query, [tokenize(index_text(c)) for c in chunks])
     return {
         c.chunk_id: (s, c.version)
-        for c, s in zip(chunks, scores)
+        for c, s in zip(chunks, scores, strict=True)
         if s > 0 and (where is None or where.matches(c.metadata))
     }
 
@@ -87,7 +87,7 @@ def assert_ranks_like_reference(got: list[LexicalHit], want: dict[str, tuple[flo
     expected = sorted(want.items(), key=lambda item: (-item[1][0], item[0]))
     expected = expected if top_k is None else expected[:top_k]
     assert len(got) == len(expected), f"{len(got)} hits, the reference has {len(expected)}"
-    for i, (hit, (cid, (score, _))) in enumerate(zip(got, expected)):
+    for i, (hit, (cid, (score, _))) in enumerate(zip(got, expected, strict=True)):
         assert hit.chunk_id in want, f"#{i} {hit.chunk_id!r} is not scored by the reference (filtered, retired or absent)"
         ref_score, ref_version = want[hit.chunk_id]
         assert close(hit.score, ref_score), f"#{i} {hit.chunk_id!r}: score {hit.score!r}, reference {ref_score!r}"

@@ -40,7 +40,7 @@ def assert_same_tree(got: RaptorTree | None, want: RaptorTree) -> None:
     assert got is not None, "the saved tree is not there"
     assert got.info == want.info
     assert len(got.nodes) == len(want.nodes)
-    for a, b in zip(got.nodes, want.nodes):
+    for a, b in zip(got.nodes, want.nodes, strict=True):
         assert a.same(b), (a.node_id, b.node_id)
         assert a.vector.dtype == np.float32
 

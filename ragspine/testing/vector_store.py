@@ -51,11 +51,11 @@ def reference(recs: list[VectorRecord], query: np.ndarray, k: int, where: Metada
 
 def assert_same_ranking(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
     assert len(got) == len(want), (got, want)
-    for (gid, gs), (wid, ws) in zip(got, want):
+    for (gid, gs), (wid, ws) in zip(got, want, strict=True):
         assert abs(gs - ws) <= SCORE_TOL, (gid, gs, wid, ws)
     # ids must match except inside groups of scores equal within the tolerance
     assert sorted(g for g, _ in got) == sorted(w for w, _ in want)
-    for i, ((gid, _), (wid, ws)) in enumerate(zip(got, want)):
+    for i, ((gid, _), (wid, ws)) in enumerate(zip(got, want, strict=True)):
         if gid != wid:
             near = [w for w, s in want if abs(s - ws) <= SCORE_TOL]
             assert gid in near, (i, gid, wid)

@@ -90,7 +90,7 @@ def dify_preview(view: PipelineView) -> dict[str, Any]:
             y = _ROW_Y + round((row - (len(stages) - 1) / 2) * _LANE)
             nodes.append(_node(node_id, node_type, title, desc, 80 + col * _STEP_X, y))
             types[node_id] = node_type
-    edges = [_edge(a[0], b[0], types) for left, right in zip(columns, columns[1:]) for a in left for b in right]
+    edges = [_edge(a[0], b[0], types) for left, right in zip(columns, columns[1:], strict=False) for a in left for b in right]
     index_time = (f"Index time — chunker: {view.chunker} ({view.chunk_chars} characters, overlap {view.overlap_chars}); "
                   f"contextual header: {view.contextual}; chunk store: {view.chunk_store}.")
     nodes.append(_note("note_index", index_time, 80, 40, 560))

@@ -155,7 +155,7 @@ def _library_reasoning(current: tuple[str, ...], library: Any) -> tuple[str, ...
     server = {part.split(" ")[0]: part.partition(" ")[2] for part in current}
     own = (getattr(library, "query_transform", None), getattr(library, "decompose", None), getattr(library, "adaptive", None))
     transform, decompose, adaptive = (
-        value if value is not None else server.get(what, "none") for what, value in zip(("transform", "decompose", "adaptive"), own)
+        value if value is not None else server.get(what, "none") for what, value in zip(("transform", "decompose", "adaptive"), own, strict=True)
     )
     corrective = getattr(library, "corrective", None)
     return _reasoning_of(transform, decompose, adaptive, "corrective" in server if corrective is None else corrective)

@@ -149,7 +149,7 @@ def world(request, tmp_path):
                 stack.ensure_library(library, library)
                 for doc_id, sensitivity, text in docs:
                     stack.pipeline(library).ingest_text(doc_id, text, title=doc_id, sensitivity=sensitivity, source=doc_id)
-                rows = [dict(zip(("metric", "entity", "period", "value", "unit", "source_doc_id", "source_locator", "sensitivity"), r),
+                rows = [dict(zip(("metric", "entity", "period", "value", "unit", "source_doc_id", "source_locator", "sensitivity"), r, strict=False),
                              valid_as_of="2024-10-30") for r in FACT_ROWS[library]]
                 ingest_facts(make_fact_store(library, database=stack.db), rows)
         return World(stack, sorted(DOCS))

@@ -92,10 +92,10 @@ def test_production_stack_ranks_like_the_embedded_default(open_stack, corpus, na
         _ingest(stack, "lib", docs)
     want, got = _rankings(embedded, "lib", queries), _rankings(production, "lib", queries)
     assert sum(len(r) for r in want) > N_QUERIES  # the queries do find things
-    for q, w, g in zip(queries, want, got):
+    for q, w, g in zip(queries, want, got, strict=True):
         assert [c for c, *_ in g] == [c for c, *_ in w], q
-        for (cid, *gs), (_, *ws) in zip(g, w):
-            assert all(abs(a - b) <= 1e-6 + 1e-12 for a, b in zip(gs, ws)), (q, cid, gs, ws)
+        for (cid, *gs), (_, *ws) in zip(g, w, strict=True):
+            assert all(abs(a - b) <= 1e-6 + 1e-12 for a, b in zip(gs, ws, strict=True)), (q, cid, gs, ws)
     if mode == "hybrid":
         assert any(v for r in got for _, _, v, _ in r)  # the dense leg really ran
 

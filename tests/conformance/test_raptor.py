@@ -189,7 +189,7 @@ def test_restricted_text_is_never_a_member_a_synthesis_text_or_a_prompt(database
     assert spy.calls >= len(trees), "no summary prompt was sent (vacuous)"
     for tree in trees:
         assert_no_restricted_text(tree, spy.prompts, [SECRET_WORD])
-    for tree, lib in zip(trees, ("lib-a", "lib-b")):
+    for tree, lib in zip(trees, ("lib-a", "lib-b"), strict=False):
         assert_tree_is_the_librarys(tree, database.chunk_store(lib))
     leaky_spy = ScriptedLLMProvider("summary")
     with restricted_members():

@@ -57,7 +57,7 @@ FIELDS = ("metric", "entity", "period", "channel", "value", "unit", "source_doc_
 
 
 def rows(library_value: str | None = None) -> list[dict[str, str]]:
-    out = [dict(zip(FIELDS, r)) for r in ROWS]
+    out = [dict(zip(FIELDS, r, strict=False)) for r in ROWS]
     if library_value is not None:
         out[0]["value"] = library_value
     return out

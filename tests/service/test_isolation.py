@@ -101,7 +101,8 @@ def build_matrix() -> Matrix:
     m.hide("DELETE", lib, f"/v1/libraries/{B_LIB}")
     m.hide("POST", lib + "/documents", f"/v1/libraries/{B_LIB}/documents", json=doc(B_DOC, "A overwrites B's document"))
     m.hide("POST", lib + "/documents/batch", f"/v1/libraries/{B_LIB}/documents/batch", json={"documents": [doc("x", "A writes into B's library")]})
-    m.hide("POST", lib + "/documents/upload", f"/v1/libraries/{B_LIB}/documents/upload", files={"file": ("x.md", b"# A writes\n\ninto B's library", "text/markdown")})
+    m.hide("POST", lib + "/documents/upload", f"/v1/libraries/{B_LIB}/documents/upload",
+           files={"file": ("x.md", b"# A writes\n\ninto B's library", "text/markdown")})
     m.hide("GET", lib + "/documents", f"/v1/libraries/{B_LIB}/documents")
     m.hide("POST", lib + "/embed", f"/v1/libraries/{B_LIB}/embed")
     m.hide("POST", lib + "/raptor", f"/v1/libraries/{B_LIB}/raptor")
@@ -200,7 +201,7 @@ def test_tenant_a_cannot_reach_tenant_b(service: Service) -> None:
 
     def probe_all(job_id: str) -> list[tuple[int, str, bytes]]:
         out = []
-        for method, route, path, kwargs in matrix.hidden:
+        for method, _route, path, kwargs in matrix.hidden:
             r = call(service, method, path.replace("{job}", job_id), a, **kwargs)
             assert r.status_code < 500, (method, path, r.text)
             out.append(answer(r, job_id))
@@ -215,7 +216,7 @@ def test_tenant_a_cannot_reach_tenant_b(service: Service) -> None:
     assert (b_snapshot["documents"], b_snapshot["chunks"]) == (1, 1)
 
     after = probe_all(b_job)
-    for (method, route, path, _), missing, theirs in zip(matrix.hidden, before, after):
+    for (method, route, path, _), missing, theirs in zip(matrix.hidden, before, after, strict=False):
         assert theirs == missing, f"{method} {path}: B's resource is answered differently from a missing one"
         status = theirs[0]
         if route == "/retrieval":
@@ -255,7 +256,7 @@ def test_tenant_a_cannot_reach_tenant_b(service: Service) -> None:
     # the admin routes refuse tenant keys, and change nothing
     b_key_id = b["Authorization"].split("_")[1]
     for key in (a, b):
-        for method, route, path, body in ADMIN_ROUTES:
+        for method, _route, path, body in ADMIN_ROUTES:
             r = call(service, method, path.replace("{key}", b_key_id), key, json=body)
             assert r.status_code == 401, (method, path, r.status_code, r.text)
             assert "globex" not in r.text and "acme" not in r.text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ragspine.config import load_settings
-from ragspine.errors import ConfigError, MissingDependencyError
+from ragspine.errors import BackendError, ConfigError, MissingDependencyError
 from ragspine.retrieval.lexical.rewrite import load_glossary
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.retrieval.routing.multi_index import MultiIndexRetriever
@@ -107,7 +107,7 @@ def test_auto_mode_without_a_backend_is_economy(settings):
 def test_embedding_modes_need_a_backend(settings, mode):
     with Stack(settings(RAGSPINE_RETRIEVAL_MODE=mode, RAGSPINE_EMBEDDING="none")) as stack:
         with pytest.raises(ConfigError, match="needs an embedding backend"):
-            stack.embedding_backend
+            _ = stack.embedding_backend
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
@@ -115,7 +115,7 @@ def test_embedding_modes_without_the_onnx_extra_name_it(settings, monkeypatch, m
     monkeypatch.setattr(embedding_backends, "onnx_available", lambda: False)
     with Stack(settings(RAGSPINE_RETRIEVAL_MODE=mode, RAGSPINE_EMBEDDING="auto")) as stack:
         with pytest.raises(MissingDependencyError, match="embed-onnx"):
-            stack.embedding_backend
+            _ = stack.embedding_backend
 
 
 def test_auto_without_the_onnx_extra_falls_back_to_bm25(settings, monkeypatch):
@@ -237,7 +237,7 @@ def test_close_closes_the_database(settings):
     stack = Stack(settings(RAGSPINE_RETRIEVAL_MODE="economy"))
     with stack:
         fill(stack)
-    with pytest.raises(Exception):
+    with pytest.raises(BackendError, match="is closed"):
         stack.db.query("SELECT 1")
 
 

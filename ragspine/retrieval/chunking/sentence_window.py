@@ -49,7 +49,7 @@ class SentenceWindowChunker(SpanChunker):
 
     def pieces(self, doc: Doc) -> Iterator[Piece]:
         sentences = sentence_pieces(doc.text, self.max_chars)
-        for (start, end), (w_start, w_end) in zip(sentences, windows(sentences, self.window_chars)):
+        for (start, end), (w_start, w_end) in zip(sentences, windows(sentences, self.window_chars), strict=True):
             yield start, end, doc.extent(w_start, w_end)
 
 

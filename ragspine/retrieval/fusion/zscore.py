@@ -61,7 +61,7 @@ def zscore_fuse(rankings: Sequence[Sequence[tuple[K, float]]], weights: Sequence
         if not w > 0:
             continue
         by_id: dict[K, float] = {}
-        for key, z in zip((key for key, _ in ranking), zs):
+        for key, z in zip((key for key, _ in ranking), zs, strict=True):
             by_id.setdefault(key, z)  # an id repeated in one ranking counts at its best place
         normalized.append((by_id, min(zs), w))
         total += w * top

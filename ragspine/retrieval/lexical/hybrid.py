@@ -8,9 +8,9 @@ Per search:
    backend is injected and the dense gate can read the query) makes sure every surviving
    candidate has a vector, then asks the vector store for the nearest ones;
 4. the legs' rankings are fused with ``rrf_fuse`` (or their scores by ``zscore_fuse`` with
-   ``RAGSPINE_FUSION_WEIGHTS=zscore``); ties are broken by ``(-fused_score, chunk_id)``; the texts come from the :class:`~ragspine.retrieval.chunk_cache.ChunkCache`
-   (by scored version) or the store. Each ranking is ``candidate_k`` deep (at least as deep as the results asked
-   for) — except when there is only one ranking: RRF of one ranking is that ranking, so it is
+   ``RAGSPINE_FUSION_WEIGHTS=zscore``); ties are broken by ``(-fused_score, chunk_id)``; the texts come from the
+   :class:`~ragspine.retrieval.chunk_cache.ChunkCache` (by scored version) or the store. Each ranking is
+   ``candidate_k`` deep (at least as deep as the results asked for) — except when there is only one ranking: RRF of one ranking is that ranking, so it is
    only as deep as the results asked for (a top-up asks deeper when results went missing).
 
 Without an embedding backend no vector store, cache or model is touched: pure BM25 + RRF.
@@ -227,7 +227,7 @@ class HybridRetriever:
             weights = None if leg_weights is None else [leg_weights.get(leg, 1.0) for leg in ranking_legs]
         if any(w != 1.0 for w in probe_weights):  # generated probes count less than the question
             weights = [w * (1.0 if weights is None else weights[i]) for i, w in enumerate(probe_weights)]
-        by_score = zscore_fuse([list(zip(r, sc)) for r, sc in zip(rankings, ranking_scores)], weights) if (
+        by_score = zscore_fuse([list(zip(r, sc, strict=True)) for r, sc in zip(rankings, ranking_scores, strict=True)], weights) if (
             isinstance(leg_weights, ZScoreFusion)) else None  # None: one ranking, or none with a spread: RRF
         if by_score is not None:
             ordered = sort_fused(by_score)

@@ -680,7 +680,7 @@ class InMemoryLexicalIndex:
                 sel = scores >= _kth_largest(scores, top_k)
                 rows, scores = rows[sel], scores[sel]
             ranked = sorted(
-                zip(scores.tolist(), self.chunk_ids(rows), self._versions[rows].tolist()), key=lambda t: (-t[0], t[1]),
+                zip(scores.tolist(), self.chunk_ids(rows), self._versions[rows].tolist(), strict=True), key=lambda t: (-t[0], t[1]),
             )
             if top_k is not None:
                 ranked = ranked[:top_k]
@@ -708,7 +708,7 @@ class InMemoryLexicalIndex:
                     out[cid] = int(self._versions[row])
                 else:
                     rest.append(cid)
-            for cid, rows in zip(rest, self._base.chunk_ids.find_many(rest)):
+            for cid, rows in zip(rest, self._base.chunk_ids.find_many(rest), strict=True):
                 row = next((r for r in rows if self._active[r]), None)
                 if row is not None:
                     out[cid] = int(self._versions[row])

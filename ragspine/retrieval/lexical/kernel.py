@@ -112,7 +112,7 @@ def _block_stats(rows, tf, lengths, tf_max, dl_min):  # type: ignore[no-untyped-
         p = e
 
 
-def _top_k(b_rows, b_tf, d_rows, d_tf, norm, spans, idf, d_max, blk_tf, blk_dl, occ, k, mask, use_mask, k1, b, avgdl):  # type: ignore[no-untyped-def]
+def _top_k(b_rows, b_tf, d_rows, d_tf, norm, spans, idf, d_max, blk_tf, blk_dl, occ, k, mask, use_mask, k1, b, avgdl):  # type: ignore[no-untyped-def]  # noqa: C901 -- one numba-compiled loop: helpers would add calls to the hot path
     """Exact top ``k`` (every tie with the k-th included) over the distinct tokens ``i``:
     ``spans[i] = (base start, base length, delta start, delta length, first block)`` — the
     token's base postings ``b_rows/b_tf[start : start + length]``, then its later postings in

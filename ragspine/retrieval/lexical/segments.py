@@ -211,7 +211,7 @@ def merge_postings(parts: Sequence[Postings], active: np.ndarray | None = None, 
     out_rows = np.empty(int(starts[-1]), dtype=np.int32)
     out_tf = np.empty(int(starts[-1]), dtype=np.result_type(*(_tf_dtype(p.tf) for p in parts)))
     offset = starts[:-1].copy()
-    for p, dense in zip(parts, counts):
+    for p, dense in zip(parts, counts, strict=True):
         tids, rows, tf = p.triples()
         if active is not None:
             live = active[rows]
@@ -264,7 +264,7 @@ class StringTable:
         view = self._view
         if view is None:
             view = self._view = memoryview(np.ascontiguousarray(self.blob).data)
-        return [str(view[a:b], "utf-8", "surrogatepass") for a, b in zip(offsets[rows].tolist(), offsets[rows + 1].tolist())]
+        return [str(view[a:b], "utf-8", "surrogatepass") for a, b in zip(offsets[rows].tolist(), offsets[rows + 1].tolist(), strict=True)]
 
     def gather(self, rows: np.ndarray) -> StringTable:
         """The entries ``rows``, in that order (bytes and hashes copied, nothing decoded)."""
@@ -307,7 +307,7 @@ class StringTable:
         order = self.order
         return [
             sorted(int(r) for r in order[lo:hi] if self[int(r)] == s) if hi > lo else []
-            for s, lo, hi in zip(strings, los.tolist(), his.tolist())
+            for s, lo, hi in zip(strings, los.tolist(), his.tolist(), strict=True)
         ]
 
 
@@ -588,7 +588,7 @@ def _check(segment: Segment, manifest: Mapping[str, Any], path: str) -> None:
             at = np.unique(np.linspace(0, len(table) - 1, min(len(table), 1024)).astype(np.int64)) if len(table) else at_none
             offsets = np.asarray(table.offsets)
             starts, ends = offsets[at], offsets[at + 1]
-            picked = np.concatenate([np.asarray(table.blob)[a:b] for a, b in zip(starts.tolist(), ends.tolist())] or [at_none.astype(np.uint8)])
+            picked = np.concatenate([np.asarray(table.blob)[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)] or [at_none.astype(np.uint8)])
             sub = np.zeros(len(at) + 1, dtype=np.int64)
             np.cumsum(ends - starts, out=sub[1:])
             if not (blob_hashes(picked, sub) == np.asarray(table.hashes)[at]).all():

@@ -107,7 +107,7 @@ def row_tokens(segment: Segment, rows: Sequence[int]) -> dict[int, Counter[str]]
     if not len(at):
         return out
     terms = np.asarray(p.terms)[np.searchsorted(np.asarray(p.indptr), at, side="right") - 1]
-    for row, tid, tf in zip(posting_rows[at].tolist(), terms.tolist(), np.asarray(p.tf)[at].tolist()):
+    for row, tid, tf in zip(posting_rows[at].tolist(), terms.tolist(), np.asarray(p.tf)[at].tolist(), strict=True):
         out[row][segment.vocab[tid]] += tf
     return out
 
@@ -125,7 +125,7 @@ def content_mismatch(
     ids = [segment.chunk_ids[int(r)] for r in rows]
     stored = {c.chunk_id: c for c in store.get_chunks(ids)}
     held = row_tokens(segment, rows)
-    for row, cid in zip(rows, ids):
+    for row, cid in zip(rows, ids, strict=True):
         chunk = stored.get(cid)
         version = int(segment.versions[int(row)])
         if chunk is None or chunk.version != version:

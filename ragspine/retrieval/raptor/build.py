@@ -90,7 +90,7 @@ def _embed(dense: Any, texts: list[str]) -> list[np.ndarray | None]:
     for start in range(0, len(readable), dense.embed_batch_size):
         check_deadline("embedding RAPTOR synthesis texts")
         batch = readable[start : start + dense.embed_batch_size]
-        for i, vec in zip(batch, dense.backend.embed_texts([texts[j] for j in batch])):
+        for i, vec in zip(batch, dense.backend.embed_texts([texts[j] for j in batch]), strict=False):
             out[i] = normalized(np.asarray([vec], dtype=np.float32))[0]
     return out
 
@@ -118,7 +118,7 @@ def build_raptor_tree(
         )
     namespace = model_namespace(dense.backend)
     reuse = {n.node_id: n for n in previous.nodes} if previous is not None and previous.info.model == namespace else {}
-    pairs = [(c, v) for c, v in zip(chunks, dense.vectors(chunks)) if v.size]
+    pairs = [(c, v) for c, v in zip(chunks, dense.vectors(chunks), strict=False) if v.size]
     level = _Level(
         [c.chunk_id for c, _ in pairs],
         normalized(np.asarray([v for _, v in pairs], dtype=np.float32)) if pairs else np.zeros((0, 0), dtype=np.float32),
@@ -165,7 +165,7 @@ def _nodes(
         old = reuse.get(node_id)
         texts[node_id] = (old.text, old.written_by) if old is not None else summarizer.summarize(members, max_chars=options.summary_chars)
     fresh = [node_id for node_id, *_ in planned if node_id not in reuse and texts[node_id][0]]
-    vectors: dict[str, np.ndarray | None] = dict(zip(fresh, _embed(dense, [texts[i][0] for i in fresh])))
+    vectors: dict[str, np.ndarray | None] = dict(zip(fresh, _embed(dense, [texts[i][0] for i in fresh]), strict=True))
     out = []
     for node_id, children, leaves, _ in planned:
         text, written_by = texts[node_id]

@@ -50,7 +50,7 @@ def node_row(library_id: str, ordinal: int, node: SynthesisNode, *, json_as_text
 
 def row_to_node(row: Sequence[Any]) -> SynthesisNode:
     """A node from a row of :data:`NODE_COLUMNS`."""
-    values = dict(zip(NODE_COLUMNS, row))
+    values = dict(zip(NODE_COLUMNS, row, strict=False))
     leaves = tuple(Leaf(str(c), str(d), int(v), str(loc)) for c, d, v, loc in _loaded(values["leaves"]))
     return SynthesisNode(
         node_id=values["node_id"], level=int(values["level"]), text=values["text"],
@@ -69,7 +69,7 @@ def info_row(info: TreeInfo, *, json_as_text: bool = True) -> dict[str, Any]:
 
 
 def row_to_info(row: Sequence[Any]) -> TreeInfo:
-    values = dict(zip(TREE_COLUMNS, row))
+    values = dict(zip(TREE_COLUMNS, row, strict=False))
     return TreeInfo(
         library_id=values["library_id"], tree_id=values["tree_id"], change_seq=int(values["change_seq"]), model=values["model"],
         params=dict(_loaded(values["params"])), chunks=int(values["chunks"]), nodes=int(values["nodes"]),

@@ -112,7 +112,7 @@ class RaptorLeg:
         for start in range(0, len(order), step):
             batch = [loaded.nodes[i] for i in order[start : start + step]]
             active = self._active_versions(list(dict.fromkeys(leaf.chunk_id for n in batch for leaf in n.leaves)))
-            for node, i in zip(batch, order[start : start + step]):
+            for node, i in zip(batch, order[start : start + step], strict=True):
                 if all(active.get(leaf.chunk_id) == leaf.version for leaf in node.leaves):
                     chosen.append((node, float(sims[i])))
                     if len(chosen) == self.top_nodes:

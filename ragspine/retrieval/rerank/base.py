@@ -81,7 +81,7 @@ def rerank_open_subset(
         log.warning("reranker returned a different set of results, keeping fused order")
         return results
     merged = list(head)
-    for pos, item in zip(open_pos, reordered):
+    for pos, item in zip(open_pos, reordered, strict=True):
         merged[pos] = item
     return merged + tail
 

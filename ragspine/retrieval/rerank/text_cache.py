@@ -77,12 +77,12 @@ class TextCache(Generic[V]):
         if todo:
             first = {k: i for i, k in reversed(list(enumerate(keys)))}
             stored = self._read_store([texts[first[k]] for k in todo])
-            found.update((k, v) for k, v in zip(todo, stored) if v is not None)
-            missing = [k for k, v in zip(todo, stored) if v is None]
+            found.update((k, v) for k, v in zip(todo, stored, strict=False) if v is not None)
+            missing = [k for k, v in zip(todo, stored, strict=False) if v is None]
             if missing:
                 computed = list(compute([texts[first[k]] for k in missing]))
-                found.update(zip(missing, computed))
-                self._write_store({texts[first[k]]: v for k, v in zip(missing, computed)})
+                found.update(zip(missing, computed, strict=False))
+                self._write_store({texts[first[k]]: v for k, v in zip(missing, computed, strict=False)})
             with self._lock:
                 for k in todo:
                     if k not in self._items:
@@ -100,9 +100,9 @@ class TextCache(Generic[V]):
             return 0
         distinct = list(dict.fromkeys(texts))
         have = self._read_store(distinct)
-        missing = [t for t, v in zip(distinct, have) if v is None]
+        missing = [t for t, v in zip(distinct, have, strict=False) if v is None]
         if missing:
-            self._write_store(dict(zip(missing, compute(missing))))
+            self._write_store(dict(zip(missing, compute(missing), strict=False)))
         return len(missing)
 
     def forget(self, texts: Sequence[str]) -> None:

@@ -45,7 +45,7 @@ class KeywordLibraryRouter:
         best = max(scores, default=0.0)
         if best <= 0.0:
             return []
-        ranked = sorted(zip(scores, [lib.library_id for lib in libraries]), key=lambda s: (-s[0], s[1]))
+        ranked = sorted(zip(scores, [lib.library_id for lib in libraries], strict=True), key=lambda s: (-s[0], s[1]))
         return [lib for score, lib in ranked if score >= best * self.relative_threshold]
 
 

@@ -203,7 +203,7 @@ class DenseLeg:
         removed = 0
         for chunk_ids, _, labels in self.store.active_versions():
             check_deadline("dropping RESTRICTED vectors")
-            doomed = [cid for cid, label in zip(chunk_ids, labels) if self._hidden(label)]
+            doomed = [cid for cid, label in zip(chunk_ids, labels, strict=False) if self._hidden(label)]
             if doomed:
                 removed += self.vector_store.delete(doomed)
         return removed
@@ -228,7 +228,7 @@ class DenseLeg:
 
     def _store_vectors(self, chunks: Sequence[StoredChunk], vectors: Sequence[np.ndarray | None]) -> None:
         records = []
-        for chunk, vec in zip(chunks, vectors):
+        for chunk, vec in zip(chunks, vectors, strict=False):
             if vec is None or self._hidden(chunk.sensitivity):  # not cached: stays missing; RESTRICTED: never stored
                 continue
             if vec.size == 0:
@@ -243,11 +243,11 @@ class DenseLeg:
         empty vector for a chunk the gate cannot read (with ``mark``, recorded in the cache
         as such, as an embedding pass does)."""
         texts = [self._index_text(c) for c in chunks]
-        keys = [embedding_key(self.namespace, c.chunk_id, t) for c, t in zip(chunks, texts)]
+        keys = [embedding_key(self.namespace, c.chunk_id, t) for c, t in zip(chunks, texts, strict=True)]
         cached = list(self.cache.get_many(keys))
         unknown = [i for i, v in enumerate(cached) if v is None]
         markers: dict[str, np.ndarray] = {}
-        for i, ok in zip(unknown, self.gate.readable([texts[i] for i in unknown])):
+        for i, ok in zip(unknown, self.gate.readable([texts[i] for i in unknown]), strict=False):
             if not ok:
                 cached[i] = markers[keys[i]] = np.zeros(0, dtype=np.float32)
         if mark and markers:
@@ -261,16 +261,16 @@ class DenseLeg:
         cached); the empty vector for a text the dense gate cannot read — and how many were
         embedded."""
         texts = [self._index_text(c) for c in chunks]
-        keys = [embedding_key(self.namespace, c.chunk_id, t) for c, t in zip(chunks, texts)]
+        keys = [embedding_key(self.namespace, c.chunk_id, t) for c, t in zip(chunks, texts, strict=True)]
         vectors: list[np.ndarray | None] = [None] * len(chunks) if uncached else list(self.cache.get_many(keys))
         todo = [i for i, v in enumerate(vectors) if v is None]
         readable = self.gate.readable([texts[i] for i in todo])
-        to_embed = [i for i, ok in zip(todo, readable) if ok]
-        fresh: dict[str, np.ndarray] = {keys[i]: np.zeros(0, dtype=np.float32) for i, ok in zip(todo, readable) if not ok}
+        to_embed = [i for i, ok in zip(todo, readable, strict=False) if ok]
+        fresh: dict[str, np.ndarray] = {keys[i]: np.zeros(0, dtype=np.float32) for i, ok in zip(todo, readable, strict=False) if not ok}
         for start in range(0, len(to_embed), self.embed_batch_size):
             batch = to_embed[start : start + self.embed_batch_size]
             out = self.backend.embed_texts([texts[i] for i in batch])
-            for i, vec in zip(batch, out):
+            for i, vec in zip(batch, out, strict=False):
                 array = np.asarray(vec, dtype=np.float32)
                 vectors[i] = fresh[keys[i]] = array
             if progress is not None:
@@ -357,12 +357,12 @@ class DenseLeg:
             fetched = [c for c in self.store.get_chunks(ids[start : start + step]) if wanted.get(c.chunk_id) == c.version]
             chunks = self.searchable(fetched)
             vectors = self._cached(chunks, mark=mark)
-            for chunk, vec in zip(chunks, vectors):
+            for chunk, vec in zip(chunks, vectors, strict=False):
                 if vec is not None and vec.size == 0:
                     self._unreadable.add((chunk.chunk_id, chunk.version))
             if store:
                 self._store_vectors(chunks, vectors)
-            got = {c.chunk_id for c, v in zip(chunks, vectors) if v is not None and (store or v.size == 0)}
+            got = {c.chunk_id for c, v in zip(chunks, vectors, strict=False) if v is not None and (store or v.size == 0)}
             got.update(c.chunk_id for c in fetched if self._hidden(c.sensitivity))  # never to get a vector
             still += [(cid, wanted[cid]) for cid in ids[start : start + step] if cid not in got]
         return [p for p in still if p not in self._unreadable]
@@ -398,7 +398,7 @@ class DenseLeg:
         q = np.asarray(qvec, dtype=np.float32)
         q = q / (np.linalg.norm(q) or 1.0)
         out = []
-        for chunk, vec in zip(chunks, self._cached(chunks)):
+        for chunk, vec in zip(chunks, self._cached(chunks), strict=False):
             if vec is None or vec.size == 0 or vec.shape != q.shape:
                 continue
             score = float(np.dot(q, vec / (np.linalg.norm(vec) or 1.0)))

@@ -75,7 +75,7 @@ class DenseGate:
             ok = [share <= self.max_unknown_share for share in self.backend.unknown_token_share(texts)]
         languages = self.backend.languages if isinstance(self.backend, DeclaresLanguages) else None
         if languages is not None and not _CJK_LANGUAGES & {str(lang).lower() for lang in languages}:
-            ok = [good and cjk_share(t) <= self.max_cjk_share for good, t in zip(ok, texts)]
+            ok = [good and cjk_share(t) <= self.max_cjk_share for good, t in zip(ok, texts, strict=False)]
         return ok
 
     def query_readable(self, query: str) -> bool:

@@ -166,7 +166,7 @@ class OnnxEmbeddingBackend:
         # its batch (the pooling is masked), so the order is undone exactly afterwards.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), DIM), dtype=np.float32)
-        for i, vec in zip(order, model.embed([texts[i] for i in order], batch_size=self.batch_size)):
+        for i, vec in zip(order, model.embed([texts[i] for i in order], batch_size=self.batch_size), strict=False):
             out[i] = vec
         return out
 

@@ -118,7 +118,7 @@ class InProcessVectorStore:
                 keep = scores >= kth - RESCORE_MARGIN
                 rows = rows[keep]
             scores = exact_cosine_scores(self._matrix[rows], q)  # position-independent near-ties
-            ranked = sorted(zip(scores.tolist(), rows.tolist()), key=lambda sr: (-sr[0], self._ids[sr[1]]))
+            ranked = sorted(zip(scores.tolist(), rows.tolist(), strict=True), key=lambda sr: (-sr[0], self._ids[sr[1]]))
             hits = []
             for score, row in ranked[:top_k]:
                 rec = self._records[row]

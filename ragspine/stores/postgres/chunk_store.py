@@ -140,7 +140,7 @@ class PostgresChunkStore:
         if doc_id is not None:
             clauses.append("doc_id = :doc_id")
             params["doc_id"] = doc_id
-        values = dict(zip(STANDARD_FIELDS, (topic, entity, geography, period, language)))
+        values = dict(zip(STANDARD_FIELDS, (topic, entity, geography, period, language), strict=True))
         for i, (name, value) in enumerate(values.items()):
             if value is not None:  # field names and values are both bound, never interpolated
                 clauses.append(_FIELD_TEXT.format(k=f"f{i}") + f" = :v{i}")

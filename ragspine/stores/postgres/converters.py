@@ -149,7 +149,7 @@ def timestamp_text(value: Any) -> str:
 
 def row_to_stored(row: Any) -> StoredChunk:
     """A row selected with :data:`CHUNK_COLUMNS` (a mapping or a sequence) → StoredChunk."""
-    v = dict(row) if isinstance(row, Mapping) else dict(zip(CHUNK_COLUMNS, row))
+    v = dict(row) if isinstance(row, Mapping) else dict(zip(CHUNK_COLUMNS, row, strict=False))
     return StoredChunk.from_row(v, metadata=metadata_from_db(v["metadata"]), ingested_at=timestamp_text(v["ingested_at"]))
 
 

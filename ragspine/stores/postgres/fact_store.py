@@ -89,7 +89,7 @@ class PostgresFactStore:
                     }).first()
                     if holder is not None:
                         raise FactClashError(FactKey(*holder[:4]), holder[4])
-                    rows = [dict(zip(INSERT_COLUMNS, fact_row(lib, versions[s], i, f, value_as_text=False)))
+                    rows = [dict(zip(INSERT_COLUMNS, fact_row(lib, versions[s], i, f, value_as_text=False), strict=False))
                             for s, facts in batch for i, f in enumerate(facts)]
                     conn.execute(fact.insert(), rows)
         except (sa.exc.IntegrityError, sa.exc.DataError) as exc:

@@ -115,7 +115,7 @@ def exact_ranking(
     (the terms themselves were computed in SQL with the reference's operations)."""
     hits = []
     for chunk_id, tokens, parts, version in rows:
-        term = dict(zip(tokens, parts))
+        term = dict(zip(tokens, parts, strict=False))
         score = 0.0
         for token in query_tokens:
             value = term.get(token)

@@ -216,7 +216,7 @@ class SQLiteChunkStore:
             )
             if not rows:
                 return
-            ids, versions, labels = zip(*rows)
+            ids, versions, labels = zip(*rows, strict=True)
             yield ids, versions, labels
             last = rows[-1][0]
 

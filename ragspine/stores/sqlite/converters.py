@@ -48,7 +48,7 @@ def row_to_stored(row: Sequence[Any]) -> StoredChunk:
     """A ``narrative_chunk`` row (in :data:`COLUMN_NAMES` order) as a :class:`StoredChunk`."""
     raw = row[_META_AT]
     meta = json.loads(raw) if raw and raw != "{}" else {}
-    for name, at in zip(STANDARD_FIELDS, _STANDARD_AT):  # rows of an older schema kept these as columns
+    for name, at in zip(STANDARD_FIELDS, _STANDARD_AT, strict=True):  # rows of an older schema kept these as columns
         if row[at] and name not in meta:
             meta[name] = row[at]
     (library_id, chunk_id, doc_id, version, active, ordinal, text, title, source_locator, char_start, char_end,

@@ -114,7 +114,7 @@ def test_adaptive_weights_through_the_pipeline(pipeline) -> None:
     else:
         rank = {leg: {cid.split("#")[0]: i for i, (cid, _) in enumerate(r, start=1)} for leg, r in legs.items()}
         for doc, score in got.items():
-            want = sum(w / (60 + rank[leg][doc]) for leg, w in zip(("bm25", "vector"), expected) if doc in rank[leg])
+            want = sum(w / (60 + rank[leg][doc]) for leg, w in zip(("bm25", "vector"), expected, strict=False) if doc in rank[leg])
             assert score == pytest.approx(want)
     assert adaptive.max_fused_score("alpha beta gamma") == pytest.approx(2 / 61)
 

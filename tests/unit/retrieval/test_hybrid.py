@@ -403,7 +403,7 @@ def test_stale_vectors_in_a_shared_store_are_never_returned(store):
     # the vector score of a#0 is that of its new text
     backend = DeterministicEmbeddingBackend()
     (q,), (doc,) = backend.embed_texts(["cats meow"]), backend.embed_texts(["dogs bark at the moon"])
-    expected = sum(x * y for x, y in zip(q, doc))
+    expected = sum(x * y for x, y in zip(q, doc, strict=False))
     got = {res.chunk_id: res.scores["vector"] for res in results}
     assert got.get("a#0", 0.0) == pytest.approx(expected, abs=1e-6)
 
@@ -423,7 +423,7 @@ def test_a_document_being_re_ingested_stays_in_the_dense_leg(store):
     top = results[0]
     assert top.chunk_id == "alpha#0" and top.chunk.version == 2 and top.chunk.text == new_text
     (q,), (v,) = backend.embed_texts(["container shipments from Shanghai"]), backend.embed_texts([new_text])
-    assert top.scores["vector"] == pytest.approx(sum(x * y for x, y in zip(q, v)), abs=1e-6)
+    assert top.scores["vector"] == pytest.approx(sum(x * y for x, y in zip(q, v, strict=False)), abs=1e-6)
     # a filter is checked against the new version's metadata, not the old vector's payload
     store.replace_doc_chunks("alpha", [make_chunk("alpha", 0, new_text, metadata={"region": "mars"}, title="alpha")])
     assert "alpha#0" not in ids(r.search("container shipments from Shanghai", top_k=8, metadata_filter={"region": "apac"}))

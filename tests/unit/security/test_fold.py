@@ -19,7 +19,8 @@ def test_lookalikes_of_a_label_share_its_skeleton(label) -> None:
 
 @pytest.mark.parametrize(("text", "folded"), [
     ("\u041esprey", "osprey"), ("O-s-p-r-e-y", "osprey"), ("O s p r e y", "osprey"), ("O.s.p.r.e.y", "osprey"),
-    ("\u041aSTR_JP", "kstrjp"), ("\u039c\u0391\u039a\u0395", "make"), ("KSTR_JP", "kstrjp"), ("红隼 日本", "红隼日本"), ("ケストレル・ジャパン", "ケストレルジャパン"),
+    ("\u041aSTR_JP", "kstrjp"), ("\u039c\u0391\u039a\u0395", "make"), ("KSTR_JP", "kstrjp"),
+    ("红隼 日本", "红隼日本"), ("ケストレル・ジャパン", "ケストレルジャパン"),
 ])
 def test_compact_drops_separators_between_letters(text, folded) -> None:
     assert compact(text) == folded

@@ -174,7 +174,8 @@ def test_map_condition_is_pure() -> None:
     cond = DifyMetadataCondition.model_validate({"conditions": [{"name": ["t"], "comparison_operator": "is", "value": "2024"}]})
     assert map_condition(cond) == [{"field": "t", "op": "eq", "value": "2024"}]  # "is" compares strings
     with pytest.raises(UnsupportedCondition):
-        map_condition(DifyMetadataCondition.model_validate({"logical_operator": "xor", "conditions": [{"name": "a", "comparison_operator": "is", "value": "b"}]}))
+        map_condition(DifyMetadataCondition.model_validate(
+            {"logical_operator": "xor", "conditions": [{"name": "a", "comparison_operator": "is", "value": "b"}]}))
 
 
 def test_an_endpoint_saved_with_a_trailing_slash_still_answers(client, tenant) -> None:

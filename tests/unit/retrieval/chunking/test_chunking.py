@@ -82,7 +82,7 @@ def test_chunk_invariants_on_random_text(text: str, budget: tuple[int, int], off
     assert not missing, f"uncovered characters at {missing[:5]}"
 
     # document order; overlap only between packed chunks, at most overlap_chars
-    for prev, nxt in zip(chunks, chunks[1:]):
+    for prev, nxt in zip(chunks, chunks[1:], strict=False):
         assert nxt.char_start > prev.char_start
         assert nxt.char_end > prev.char_end
         shared = prev.char_end - nxt.char_start
@@ -99,7 +99,7 @@ def test_default_budget_and_no_overlap_when_zero(text: str) -> None:
     chunks = chunk_document(text, "d")
     assert all(len(c.text) <= DEFAULT_CHUNK_CHARS for c in chunks)
     no_overlap = chunk_document(text, "d", max_chars=50, overlap_chars=0)
-    for prev, nxt in zip(no_overlap, no_overlap[1:]):
+    for prev, nxt in zip(no_overlap, no_overlap[1:], strict=False):
         assert nxt.char_start >= prev.char_end
 
 
@@ -141,7 +141,7 @@ def test_packed_chunks_overlap_and_start_at_a_word() -> None:
     text = "\n\n".join(paragraphs)
     chunks = chunk_document(text, "d", max_chars=120, overlap_chars=30)
     assert len(chunks) >= 3
-    overlaps = [prev.char_end - nxt.char_start for prev, nxt in zip(chunks, chunks[1:])]
+    overlaps = [prev.char_end - nxt.char_start for prev, nxt in zip(chunks, chunks[1:], strict=False)]
     assert all(0 < o <= 30 for o in overlaps), overlaps  # context is shared, within the budget
     for chunk in chunks[1:]:
         before = text[chunk.char_start - 1]
@@ -155,7 +155,7 @@ def test_oversize_paragraph_splits_at_sentence_terminators() -> None:
     assert len(chunks) > 1
     for chunk in chunks:
         assert chunk.text[-1] in SENTENCE_TERMINATORS or chunk.char_end == len(paragraph), chunk.text
-    for prev, nxt in zip(chunks, chunks[1:]):
+    for prev, nxt in zip(chunks, chunks[1:], strict=False):
         assert nxt.char_start >= prev.char_end  # no overlap between sub-chunks
 
 
@@ -178,7 +178,7 @@ def test_overlap_is_not_taken_across_an_oversize_paragraph() -> None:
     short = "short one"
     text = f"{short}\n\n{'x' * 50}\n\n{short} again"
     spans = chunk_spans(text, max_chars=20, overlap_chars=10)
-    for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
+    for (_, e1), (s2, _) in zip(spans, spans[1:], strict=False):
         assert s2 >= e1
 
 

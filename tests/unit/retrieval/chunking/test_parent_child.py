@@ -131,7 +131,7 @@ def test_a_headingless_text_file_gets_bounded_parents_cut_at_paragraphs_then_sen
     extents = _parent_extents(chunks)
     assert len(extents) > 27 and max(e - s for s, e in extents) <= 1920
     cuts = {"paragraph": 0, "sentence": 0, "line": 0, "inside a word": 0}
-    for (_, end), (start, _) in zip(extents, extents[1:]):
+    for (_, end), (start, _) in zip(extents, extents[1:], strict=False):
         gap = text[end:start]
         assert end <= start and not gap.strip()  # parents never overlap and lose nothing
         if "\n\n" in gap:
@@ -197,6 +197,6 @@ def test_bounded_spans_cut_a_long_line_at_words_and_lose_nothing() -> None:
             units = list(paragraph_spans(text))
             blocks = bounded_spans(text, units, limit)
             assert all(0 < e - s <= limit and not text[s].isspace() and not text[e - 1].isspace() for s, e in blocks)
-            assert all(a[1] <= b[0] for a, b in zip(blocks, blocks[1:]))
+            assert all(a[1] <= b[0] for a, b in zip(blocks, blocks[1:], strict=False))
             kept = "".join(text[s:e] for s, e in blocks)
             assert "".join(kept.split()) == "".join(text.split())  # every non-whitespace character, once

@@ -134,7 +134,7 @@ def assert_same_ranking(ours: np.ndarray, theirs: np.ndarray, ids: list[str], qu
     assert np.allclose(ours, theirs, rtol=RTOL, atol=tol), f"scores differ for {query!r}"
     top_ours, top_theirs = _top(ours, ids, k), _top(theirs, ids, k)
     assert len(top_ours) == len(top_theirs), query
-    for a, b in zip(top_ours, top_theirs):
+    for a, b in zip(top_ours, top_theirs, strict=True):
         if a != b:  # allowed only when the two documents are tied within float noise
             assert abs(ours[a] - ours[b]) <= tol, (
                 f"{query!r}: we rank {ids[a]} ({ours[a]:.6f}), bm25s ranks {ids[b]} ({theirs[b]:.6f})"

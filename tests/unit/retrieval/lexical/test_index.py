@@ -34,7 +34,7 @@ class _Oracle:
     def ranking(self, query_tokens: list[str]) -> list[tuple[str, float, int]]:
         scores = bm25_scores(query_tokens, self.tokens)
         return sorted(
-            ((c.chunk_id, s, c.version) for c, s in zip(self.active, scores) if s > 0),
+            ((c.chunk_id, s, c.version) for c, s in zip(self.active, scores, strict=False) if s > 0),
             key=lambda t: (-t[1], t[0]),
         )
 
@@ -45,7 +45,7 @@ def _assert_matches_reference(
     expected = (oracle or _Oracle(store)).ranking(query_tokens)
     got = index.search(query_tokens)
     assert [h.chunk_id for h in got] == [e[0] for e in expected], query_tokens
-    worst = max((abs(h.score - e[1]) for h, e in zip(got, expected)), default=0.0)
+    worst = max((abs(h.score - e[1]) for h, e in zip(got, expected, strict=True)), default=0.0)
     assert worst <= 1e-9, (query_tokens, worst)
     assert [h.version for h in got] == [e[2] for e in expected]
 
@@ -107,7 +107,7 @@ def test_random_replaces_and_retirements_keep_the_index_equal_to_the_oracle(mem_
     for q in queries[:8]:
         _assert_matches_reference(index, mem_store, q, oracle)
 
-    for step in range(30):
+    for _ in range(30):
         for _ in range(rng.randint(1, 8)):
             doc_id = f"doc-{rng.randrange(n_docs + 20):03d}"  # new docs appear too
             if rng.random() < 0.2:

@@ -215,7 +215,7 @@ def test_pruned_top_k_equals_full_scoring_bit_for_bit(tmp_path, kernel) -> None:
     else:
         index._pruned_top_k = spy  # type: ignore[method-assign]
     filters = [None, parse_filter({"topic": "a"}), parse_filter([["n", "lt", 3]])]
-    for round_ in range(2):
+    for _ in range(2):
         for qi in range(60):
             q = list(np_rng.choice(words, size=rng.randint(1, 6), p=weights)) + ([words[rng.randrange(400)]] if qi % 2 else [])
             for f in filters:

@@ -29,7 +29,7 @@ def test_hashes_do_not_depend_on_blocks_or_on_the_ascii_fast_path(monkeypatch) -
     assert (whole == one_by_one).all()  # mixed batches take the general path, singles often the ASCII one
     monkeypatch.setattr(segments, "_HASH_BLOCK", 5)
     assert (stable_hashes(strings) == whole).all()
-    distinct = {s: int(h) for s, h in zip(strings, whole)}
+    distinct = {s: int(h) for s, h in zip(strings, whole, strict=True)}
     assert len(set(distinct.values())) == len(distinct)
     table = StringTable.from_strings(strings)
     assert (np.asarray(table.hashes) == blob_hashes(table.blob, table.offsets)).all()

@@ -57,7 +57,7 @@ def test_same_tokens_on_real_chinese_and_japanese_text():
     texts = _cjk_texts()
     assert len(texts) > 50 and any(reference_tokenize(t) != t.lower().split() for t in texts)
     assert all(tokenize(t) == reference_tokenize(t) for t in texts)
-    mixed = [f"{a} {b}" for a, b in zip(texts, reversed(texts))]
+    mixed = [f"{a} {b}" for a, b in zip(texts, reversed(texts), strict=True)]
     assert all(tokenize(t) == reference_tokenize(t) for t in mixed)
 
 

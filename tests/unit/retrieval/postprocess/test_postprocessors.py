@@ -42,7 +42,7 @@ def test_mmr_greedy_rule_by_hand() -> None:
 def test_relevance_is_min_max_of_rerank_else_fused() -> None:
     rs = [result("a", "x", 0.03), result("b", "y", 0.02), result("c", "z", 0.01)]
     assert relevance(rs) == pytest.approx([1.0, 0.5, 0.0])
-    reranked = [r.with_scores(rerank=s) for r, s in zip(rs, (-1.0, 3.0, 1.0))]
+    reranked = [r.with_scores(rerank=s) for r, s in zip(rs, (-1.0, 3.0, 1.0), strict=True)]
     assert relevance(reranked) == pytest.approx([0.0, 1.0, 0.5])
     assert relevance(rs[:1]) == [1.0]
 

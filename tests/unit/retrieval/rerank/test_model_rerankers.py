@@ -94,7 +94,7 @@ def test_a_failing_or_lying_scorer_keeps_the_fused_order() -> None:
 
     for scorer in (Broken(), Short(), NaN()):
         reranker = ScoreReranker(scorer, name="spy")
-        assert rerank_open_subset(CANDIDATES, lambda items: reranker.rerank("q", items)) == CANDIDATES
+        assert rerank_open_subset(CANDIDATES, lambda items, reranker=reranker: reranker.rerank("q", items)) == CANDIDATES
 
 
 def test_ties_keep_the_fused_order() -> None:

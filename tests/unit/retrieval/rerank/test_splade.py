@@ -70,7 +70,7 @@ def test_the_forward_is_batch_and_padding_independent_and_non_negative(tmp_path)
     texts = ["a short one", "a much longer text with many more words than the first one has", "mid length text here"]
     together = model.encode(texts)
     alone = [model.encode([t])[0] for t in texts]
-    for (ids_a, w_a), (ids_b, w_b) in zip(together, alone):
+    for (ids_a, w_a), (ids_b, w_b) in zip(together, alone, strict=False):
         assert np.array_equal(ids_a, ids_b) and np.allclose(w_a, w_b, atol=1e-4)
         assert (w_a > 0).all()
     assert sparse_dot(together[0], together[0]) == pytest.approx(float((together[0][1] ** 2).sum()), rel=1e-5)

@@ -56,7 +56,7 @@ def test_in_memory_lru_evicts_least_recently_used_and_counts():
     assert len(cache) == 3
     got = cache.get_many(["a", "b", "c", "d"])
     assert got[1] is None
-    for value, expected in zip([got[0], got[2], got[3]], [1, 3, 4]):
+    for value, expected in zip([got[0], got[2], got[3]], [1, 3, 4], strict=True):
         np.testing.assert_array_equal(value, vec(expected))
     assert cache.stats.as_dict() == {"hits": 4, "misses": 1, "errors": 0}
     # a re-set of an existing key refreshes it (no growth, it becomes most recent)

@@ -148,7 +148,7 @@ def test_deterministic_vectors_are_normalized_and_stable():
     backend = DeterministicEmbeddingBackend(dim=64)
     first = backend.embed_texts(TEXTS)
     assert backend.embed_texts(TEXTS) == first
-    for text, vec in zip(TEXTS, first):
+    for text, vec in zip(TEXTS, first, strict=False):
         assert len(vec) == 64
         norm = math.sqrt(sum(v * v for v in vec))
         assert norm == pytest.approx(0.0 if not text else 1.0, abs=1e-9)
@@ -158,7 +158,7 @@ def test_deterministic_vectors_are_normalized_and_stable():
 def test_deterministic_captures_lexical_overlap():
     backend = DeterministicEmbeddingBackend()
     a, b, c = backend.embed_texts(["supply chain delay", "delay in the supply chain", "warranty policy"])
-    dot = lambda x, y: sum(p * q for p, q in zip(x, y))  # noqa: E731
+    dot = lambda x, y: sum(p * q for p, q in zip(x, y, strict=False))  # noqa: E731
     assert dot(a, b) > 0.5 > abs(dot(a, c))
 
 

@@ -19,7 +19,7 @@ def brute_force(matrix: np.ndarray, ids: list[str], q: np.ndarray, top_k: int) -
     m = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     qn = q / np.linalg.norm(q)
     scores = (m.astype(np.float64) @ qn.astype(np.float64)).tolist()
-    ranked = sorted(zip(ids, scores), key=lambda p: (-p[1], p[0]))
+    ranked = sorted(zip(ids, scores, strict=False), key=lambda p: (-p[1], p[0]))
     return ranked[:top_k]
 
 
@@ -28,7 +28,7 @@ def random_store(n: int = 300, dim: int = 24, seed: int = 7) -> tuple[InProcessV
     matrix = rng.normal(size=(n, dim)).astype(np.float32)
     ids = [f"c{i:04d}" for i in rng.permutation(n)]
     store = InProcessVectorStore(library_id="lib-a")
-    store.upsert([VectorRecord(cid, vec, doc_id=f"d{i % 10}", version=1) for i, (cid, vec) in enumerate(zip(ids, matrix))])
+    store.upsert([VectorRecord(cid, vec, doc_id=f"d{i % 10}", version=1) for i, (cid, vec) in enumerate(zip(ids, matrix, strict=True))])
     return store, matrix, ids
 
 
@@ -223,7 +223,7 @@ def test_compaction_after_many_deletes_keeps_results_right():
     # re-add some rows after compaction, then compare with brute force on the live set
     extra = rng.normal(size=(20, 16)).astype(np.float32)
     extra_ids = [f"new{i:02d}" for i in range(20)]
-    store.upsert([VectorRecord(cid, v) for cid, v in zip(extra_ids, extra)])
+    store.upsert([VectorRecord(cid, v) for cid, v in zip(extra_ids, extra, strict=True)])
     live_matrix = np.vstack([matrix[keep], extra])
     live_ids = [ids[i] for i in keep] + extra_ids
     for _ in range(5):

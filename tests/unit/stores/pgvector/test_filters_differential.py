@@ -85,4 +85,4 @@ def test_spec_examples(pg_engine, cond, ids):
         conn.execute(table.insert(), rows)
         got = {names[i] if i < len(values) else "missing" for i in selected(conn, table, MetadataFilter((cond,)))}
     assert got == ids
-    assert got == {n for n, r in zip(names, rows) if MetadataFilter((cond,)).matches(r["metadata"])}
+    assert got == {n for n, r in zip(names, rows, strict=False) if MetadataFilter((cond,)).matches(r["metadata"])}

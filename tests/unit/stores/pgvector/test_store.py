@@ -40,7 +40,7 @@ def assert_same_hits(got, want, all_scores) -> None:
     """Same ids in the same order and scores within 1e-6; two ids may only trade places when
     their exact scores are within 1e-6 (float32 summation order differs between engines)."""
     assert len(got) == len(want), ([h.id for h in got], [h.id for h in want])
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert abs(g.score - w.score) <= 1e-6, (g, w)
         if g.id != w.id:
             assert abs(all_scores[g.id] - all_scores[w.id]) <= 1e-6, ([h.id for h in got], [h.id for h in want])

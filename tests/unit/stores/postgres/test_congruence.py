@@ -74,5 +74,5 @@ def test_postgres_answers_like_sqlite(pg_db: PostgresDatabase, sqlite_db: SQLite
     expected = _scenario(sqlite_db)
     got = _scenario(pg_db)
     assert [name for name, _ in got] == [name for name, _ in expected]
-    for (name, want), (_, have) in zip(expected, got):
+    for (name, want), (_, have) in zip(expected, got, strict=True):
         assert have == want, f"{name}: PostgreSQL {have!r}\n  SQLite {want!r}"

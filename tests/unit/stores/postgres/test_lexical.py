@@ -48,8 +48,8 @@ def test_pruned_top_k_equals_the_full_statement(pg_db) -> None:
     index._pruned_top_k = spy  # type: ignore[method-assign]
     words = [f"w{i}" for i in range(300)]
     filters = [None, parse_filter({"topic": "a"})]
-    for round_ in range(2):
-        for qi in range(12):
+    for _ in range(2):
+        for _ in range(12):
             q = [words[min(int(rng.paretovariate(0.6)) - 1, 299)] for _ in range(rng.randint(1, 5))]
             q += [words[rng.randrange(100, 300)]]  # one rarer token: something to prune on
             for f in filters:

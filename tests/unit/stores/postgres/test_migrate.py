@@ -186,7 +186,7 @@ def test_0004_indexes_the_chunks_already_stored(pg_target) -> None:
     chunks = store.iter_chunks()
     for query in (["revenue"], ["warranty", "policy", "revenue"], ["营收", "revenue", "revenue"]):
         ref = bm25_scores(query, [tokenize(c.text) for c in chunks])
-        want = sorted(((c.chunk_id, s) for c, s in zip(chunks, ref) if s > 0), key=lambda t: (-t[1], t[0]))
+        want = sorted(((c.chunk_id, s) for c, s in zip(chunks, ref, strict=True) if s > 0), key=lambda t: (-t[1], t[0]))
         assert [(h.chunk_id, h.score) for h in index.search(query)] == want
     assert store.fingerprints(["a", "c"]) == {}  # written before fingerprints: unknown, never "current"
     store.replace_doc_chunks("a", doc("a", "new"))

@@ -101,7 +101,7 @@ def test_float32_round_trip_is_exact(cache):
     }
     cache.set_many(values)
     got = cache.get_many(list(values))
-    for (key, expected), value in zip(values.items(), got):
+    for (key, expected), value in zip(values.items(), got, strict=False):
         assert value is not None and value.dtype == np.float32
         assert value.tobytes() == expected.tobytes(), key
         value[0] = 0  # a writable copy, not a view of Redis's bytes
