@@ -53,3 +53,15 @@ def needs(*modules: str) -> None:
             pytest.skip(f"the [{OPTIONAL_MODULES.get(module, module)}] extra is not installed ({module})")
 
 
+
+
+def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    """``ragspine ARGV`` in this process: its exit status (``SystemExit`` included), stdout and stderr."""
+    from ragspine import cli
+
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err

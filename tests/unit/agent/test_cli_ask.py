@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import json
 
-from ragspine import cli
+from tests.helpers import run_cli as run
 
 FACTS = (
     "metric,entity,period,value,unit,source_doc_id,source_locator,valid_as_of\n"
     "revenue,Kestrel,Q3 2024,182,EUR_M,kestrel/q3-2024-results,paragraph 1,2024-10-30\n"
 )
 RESULTS = "---\ndoc_id: kestrel/q3-2024-results\ntitle: Q3 results\n---\nRevenue fell because K2 shipments slipped by six weeks.\n"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def seeded(tmp_path, capsys) -> str:

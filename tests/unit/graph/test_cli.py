@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ragspine import cli
+from tests.helpers import run_cli as run
 
 HEADER = "metric,entity,period,channel,value,unit,source_doc_id,source_locator,valid_as_of,sensitivity\n"
 FACTS = HEADER + (
@@ -15,15 +15,6 @@ FACTS = HEADER + (
     "operating profit,Kestrel China,2024Q3,,6.5,EUR_M,kestrel/china-q3-2024,table 2,2024-10-30,\n"
     "operating profit,Kestrel Japan,2024Q3,,-2,EUR_M,kestrel/board-memo-q3,item 4,2024-10-20,RESTRICTED\n"
 )
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

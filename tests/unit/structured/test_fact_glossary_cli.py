@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ragspine import cli
+from tests.helpers import run_cli as run
 
 GLOSSARY = """version: 1
 metrics:
@@ -31,15 +31,6 @@ FACTS = (
     "widgets shipped,Acme Europe,2024Q3,500,widgets,acme/q3-report,table 4,2024-10-30\n"
 )
 QUESTION = "How many widgets shipped did Acme Europe have in Q3 2024?"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from ragspine import cli
 from ragspine.agent.messages import GATE_REFUSAL
+from tests.helpers import run_cli as run
 
 SECRET = "40.25"
 FACTS = (
@@ -26,15 +26,6 @@ FORMS = {
     "key": "KESTREL_JP", "code": "KSTR_JP", "en": "Kestrel Japan", "zh": "红隼日本", "ja": "ケストレル・ジャパン",
     "homoglyph": "\u041a\u0435str\u0435l \u0408\u0430\u0440\u0430n", "spaced": "K-e-s-t-r-e-l J-a-p-a-n",
 }
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(params=["sqlite", "postgresql18"])
