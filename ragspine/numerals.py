@@ -74,6 +74,7 @@ _UNITS = {
     "times": ("times", "倍"),
 }
 _UNIT_OF = {form: unit for unit, forms in _UNITS.items() for form in forms}
+_UNIT_FORMS = tuple(sorted(_UNIT_OF, key=len, reverse=True))  # longest first: "per cent" before "p"
 _PREFIX_UNITS = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen", "us$": "dollar", "rmb": "yuan", "eur": "euro", "usd": "dollar"}
 
 _WORDS = {
@@ -176,7 +177,7 @@ def _unit_after(lower: str, end: int) -> tuple[str, int]:
     rest = lower[end:end + 24]
     stripped = rest.lstrip(" ")
     offset = len(rest) - len(stripped)
-    for form in sorted(_UNIT_OF, key=len, reverse=True):
+    for form in _UNIT_FORMS:
         if stripped.startswith(form) and (not form[-1].isascii() or not form[-1].isalpha()
                                           or not stripped[len(form):len(form) + 1].isalpha()):
             return _UNIT_OF[form], end + offset + len(form)
