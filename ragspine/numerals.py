@@ -74,7 +74,7 @@ _UNITS = {
     "times": ("times", "倍"),
 }
 _UNIT_OF = {form: unit for unit, forms in _UNITS.items() for form in forms}
-_UNIT_FORMS = tuple(sorted(_UNIT_OF, key=len, reverse=True))  # longest first: "per cent" before "p"
+_UNIT_FORMS = tuple(sorted(_UNIT_OF, key=len, reverse=True))  # longest first: "percentage points" before "percent"
 _PREFIX_UNITS = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen", "us$": "dollar", "rmb": "yuan", "eur": "euro", "usd": "dollar"}
 
 _WORDS = {
