@@ -39,6 +39,7 @@ from ragspine.agent.cli import add_ask_command, cmd_ask
 from ragspine.config import describe, filter_limits, load_settings
 from ragspine.errors import RagspineError
 from ragspine.graph.cli import add_graph_commands, cmd_graph
+from ragspine.profile import PROFILES
 from ragspine.registries import CHUNKERS, LLM_PROVIDERS, POSTPROCESSORS, RERANKERS
 from ragspine.retrieval.filtering.cli import add_filter_flag, describe_filter, filter_from_args
 from ragspine.retrieval.mode import RETRIEVAL_MODES
@@ -70,8 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", help=db_help)
     parser.add_argument("--mode", help=mode_help)
     parser.add_argument("--contextual", type=str.lower, choices=["none", "header", "on", "off"], help=argparse.SUPPRESS)
-    common = _Parser(add_help=False)  # the same two options after the command too
+    profile_help = f"named recipe: {'|'.join(PROFILES)} (default: RAGSPINE_PROFILE, else seed); a RAGSPINE_* variable overrides its field"
+    parser.add_argument("--profile", help=profile_help)
+    common = _Parser(add_help=False)  # the same options after the command too
     common.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
+    common.add_argument("--profile", default=argparse.SUPPRESS, help=profile_help)
     common.add_argument("--mode", default=argparse.SUPPRESS, help=mode_help)
     common.add_argument(
         "--contextual", type=str.lower, choices=["none", "header", "on", "off"], default=argparse.SUPPRESS,
@@ -188,7 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _settings(args: argparse.Namespace, **changes: Any):  # type: ignore[no-untyped-def]
-    settings = load_settings()
+    profile = getattr(args, "profile", None)
+    settings = load_settings({**os.environ, "RAGSPINE_PROFILE": profile} if profile else None)
     if args.db:
         changes["chunk_store"] = args.db
     if getattr(args, "contextual", None):
@@ -284,7 +289,8 @@ def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dic
     from ragspine.progress import progress
     from ragspine.retrieval.chunking.chunk_store import DocumentChunks
 
-    index = stack.pipeline(args.library)
+    index = stack.pipeline(args.library)  # the library's recipe: a choice that would change what it stores is refused here
+    stack.record_profile(args.library)
     chunkers: dict[str, Any] = {}
 
     def chunker_for(name: str | None) -> Any:  # front matter `chunker:` picks a file's own

@@ -62,6 +62,10 @@ def _named(env: str, default: str, what: str, registry: Registry) -> Setting:
 
 #: field name -> how it is read. The order is the order ``ragspine config`` prints.
 SETTINGS: dict[str, Setting] = {
+    "profile": Setting(
+        "RAGSPINE_PROFILE", None,
+        "named recipe whose choices are the defaults of the settings below (unset: seed, the seed's defaults; see docs/profiles.md)",
+    ),
     "chunk_store": Setting(
         "RAGSPINE_CHUNK_STORE", None, "SQLite path (default: $XDG_DATA_HOME/ragspine/ragspine.db)"
     ),
@@ -356,6 +360,7 @@ class Settings:
     job_stale_after: float
     ingest_workers: int
     embedding_models: str | None
+    profile: str | None = None  # the named profile chosen (RAGSPINE_PROFILE, --profile); None: none chosen (seed's defaults)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -372,11 +377,16 @@ class Settings:
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read every ``RAGSPINE_*`` variable (from ``environ``, default ``os.environ``)."""
     env = os.environ if environ is None else environ
+    from ragspine.profile import named_profile
+
+    chosen = env.get("RAGSPINE_PROFILE", "").strip()
+    profile = named_profile(chosen or "seed")
+    recipe = profile.profile.settings_values()  # the named profile's choices: defaults a variable overrides
     values: dict[str, Any] = {}
     for name, setting in SETTINGS.items():
         raw = env.get(setting.env)
         if raw is None or raw.strip() == "":
-            values[name] = setting.default
+            values[name] = recipe.get(name, setting.default)
             continue
         raw = raw.strip()
         if setting.kind is str:
@@ -394,6 +404,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         values["chunk_store"] = os.path.join(values["data_dir"], "ragspine.db")
     if values["cache_dir"] is None:
         values["cache_dir"] = _default_cache_dir()
+    values["profile"] = profile.name if chosen else None
     values["pg_postings"] = str(values["pg_postings"]).strip().lower()
     if values["pg_postings"] not in ("auto", "on", "off"):
         raise ConfigError(f"RAGSPINE_PG_POSTINGS={values['pg_postings']!r}: choose auto, on or off")
@@ -479,7 +490,7 @@ def _check_raptor(values: dict[str, Any], bad: Any) -> None:
 
 def check_llm(value: str) -> str:
     """A ``RAGSPINE_LLM`` value in canonical form: a provider's name, or a base URL as given."""
-    from ragspine.llm.base import parse_llm_spec
+    from ragspine.llm.spec import parse_llm_spec
 
     name, base_url = parse_llm_spec(value)
     return base_url if base_url is not None else name

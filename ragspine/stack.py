@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 from collections import OrderedDict
 from typing import Any, Callable, Mapping, Sequence
 
@@ -24,9 +25,11 @@ from ragspine.errors import BackendError, ConfigError, MissingDependencyError, R
 from ragspine.llm.base import LLMProvider, describe_llm, llm_options, make_llm_provider
 from ragspine.llm.budget import GuardedLLMProvider
 from ragspine.llm.observe import LLMObserver
+from ragspine.profile import UNSET, Profile, named_profile, read_recipe, recipe_json
 from ragspine.registries import CHUNK_STORES, CHUNKERS, RERANKERS
 from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker, bounds_parents, make_chunker
+from ragspine.retrieval.chunking.domain_presets import default_parent_chars
 from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, ChunkStore, LibraryInfo, StoredChunk
 from ragspine.retrieval.contextual import make_index_text_fn, parse_contextual
 from ragspine.retrieval.filtering.automatic import FilterExtractor, load_vocabulary, make_filter_extractor
@@ -96,8 +99,9 @@ class Stack:
         self._backends: dict[str, EmbeddingBackend | None] = {}  # other specs than the configured one
         self._cache: EmbeddingCache | None = None
         self._connector: VectorStoreConnector | None = None
-        # (library, mode, embedding, chunker, contextual, ranking, RAPTOR by default)
-        self._pipelines: dict[tuple[str, str, str, str, str, Ranking, bool], LibraryPipeline] = {}
+        self._mode_given = mode is not None  # a --mode flag: a choice over a library's recorded mode
+        # (library, its recipe as the pipeline runs it: mode and embedding resolved, no reasoning)
+        self._pipelines: dict[tuple[str, Profile], LibraryPipeline] = {}
         # open lexical indexes, least recently used first (bounded: RAGSPINE_LEXICAL_CACHE_ROWS)
         self._lexical: OrderedDict[str, LexicalIndex] = OrderedDict()
         self._lexical_text: dict[str, Any] = {}  # library -> the index-text function its lexical index was built with
@@ -299,24 +303,28 @@ class Stack:
         return out
 
     # -- the configured pipeline stages --------------------------------------------------------
-    def chunker(self, name: str | None = None, backend: EmbeddingBackend | None = None) -> Chunker:
-        """The chunker ``name`` (default ``RAGSPINE_CHUNKER``) with the configured budget;
-        ``semantic`` is given ``backend`` (the library's embedding model) and refuses to
-        run without one."""
+    def chunker(self, name: str | None = None, backend: EmbeddingBackend | None = None, *,
+                chars: int | None = None, packing: str | None = None) -> Chunker:
+        """The chunker ``name`` (default ``RAGSPINE_CHUNKER``) with the budget ``chars`` and
+        ``packing`` (default: the configured ones); ``semantic`` is given ``backend`` (the
+        library's embedding model) and refuses to run without one."""
         s = self.settings
         name = CHUNKERS.canonical(name) if name is not None else s.chunker
-        options: dict[str, Any] = {"max_chars": s.chunk_chars, "overlap_chars": s.overlap_chars}
-        if s.chunk_packing != "pack":
+        chars = s.chunk_chars if chars is None else chars
+        packing = s.chunk_packing if packing is None else packing
+        overlap = s.overlap_chars if s.overlap_chars < chars else chars // 6
+        options: dict[str, Any] = {"max_chars": chars, "overlap_chars": overlap}
+        if packing != "pack":
             if name in ("sentence_window", "semantic"):
                 raise ConfigError(
-                    f"RAGSPINE_CHUNK_PACKING={s.chunk_packing} does not apply to RAGSPINE_CHUNKER={name} "
+                    f"RAGSPINE_CHUNK_PACKING={packing} does not apply to RAGSPINE_CHUNKER={name} "
                     "(it cuts at sentences): unset RAGSPINE_CHUNK_PACKING or choose another chunker"
                 )
-            options["packing"] = s.chunk_packing
+            options["packing"] = packing
         if name == "semantic":
             options["embedding_backend"] = backend
         if bounds_parents(name):
-            options["parent_chars"] = s.parent_chars
+            options["parent_chars"] = s.parent_chars if chars == s.chunk_chars else max(s.parent_chars, default_parent_chars(chars))
         return make_chunker(name, **options)
 
     def reranker(self, name: str | None = None) -> Reranker | None:
@@ -416,9 +424,55 @@ class Stack:
             log.warning("RAGSPINE_LEXICAL_INDEX=auto: %s", why)
         return make_lexical_index(self.settings.lexical_index, store, settings=self.settings, auto=auto, index_text=index_text)
 
+    # -- a library's recipe -------------------------------------------------------------------
+    @property
+    def profile(self) -> Profile:
+        """The configured recipe: ``RAGSPINE_PROFILE``'s, under the variables (and this stack's
+        ``mode``) that override it."""
+        configured = Profile.from_settings(self.settings)
+        return configured.override(mode=self.mode.name) if self._mode_given else configured
+
+    def recorded_profile(self, library_id: str) -> Profile | None:
+        """The recipe ``library_id`` was built with (recorded at its ingest), or ``None``."""
+        recorded = read_recipe(self.db.library_profile(library_id))
+        return recorded[1] if recorded is not None else None
+
+    def record_profile(self, library_id: str, profile: Profile | None = None) -> None:
+        """Record the recipe ``library_id`` is built with (default: :meth:`profile_for`'s),
+        under the name of the configured profile (``RAGSPINE_PROFILE``)."""
+        self.db.set_library_profile(library_id, recipe_json(profile or self.profile_for(library_id), self.settings.profile or "seed"))
+
+    def profile_for(self, library_id: str) -> Profile:
+        """The recipe a search (or an ingest) of ``library_id`` uses: the one it was built with,
+        overridden by each choice this stack's configuration makes on purpose — a variable or a
+        flag that differs from its profile's value, and, when another named profile is
+        configured than the library's, every choice of it — but a choice that shapes what the
+        library stores (:data:`~ragspine.profile.INDEX_FIELDS`) may not differ from the
+        library's: ``ConfigError`` naming both values and the fix. A library with no recorded
+        recipe (built before recipes were recorded) uses the configured one, as it always did."""
+        configured = self.profile
+        recorded = read_recipe(self.db.library_profile(library_id))
+        if recorded is None:
+            return configured
+        name, built = recorded
+        chosen_name = self.settings.profile  # None: no profile chosen, so none overrides the library's
+        base = built if chosen_name is not None and chosen_name != name else named_profile(chosen_name or "seed").profile
+        chosen = {choice: asked for choice, (asked, _) in configured.differences(base).items()}
+        if self._mode_given:
+            chosen["mode"] = self.mode.name
+        if chosen.get("embedding") == "none":  # no vectors at query time: BM25 over the same index text
+            chosen.pop("embedding")
+            chosen["mode"] = "economy"
+        wanted = built.override(**chosen)
+        problem = built.index_mismatch(wanted)
+        if problem is not None:
+            raise ConfigError(f"library {library_id!r}: {problem}")
+        return wanted
+
     def pipeline(
         self,
         library_id: str,
+        profile: Profile | None = None,
         *,
         mode: RetrievalMode | str | None = None,
         embedding: str | None = None,
@@ -427,29 +481,39 @@ class Stack:
         ranking: Ranking | None = None,
         raptor: bool | None = None,
     ) -> LibraryPipeline:
-        """``library_id``'s pipeline (one per library, mode, embedding backend, chunker,
-        contextual header, ranking and RAPTOR default; defaults: the configured ones). A mode
-        that uses embeddings needs a stack not in economy mode. ``raptor``: whether its RAPTOR
-        leg runs when a request does not say (a service library's own switch)."""
-        ranking = self.ranking() if ranking is None else ranking
-        raptor = self.settings.raptor if raptor is None else bool(raptor)
-        chunker_name = CHUNKERS.canonical(chunker) if chunker is not None else self.settings.chunker
-        header = parse_contextual(contextual) if contextual is not None else self.settings.contextual
-        resolved = self.mode if mode is None else make_retrieval_mode(mode)
+        """``library_id``'s pipeline for ``profile`` (default: :meth:`profile_for`'s — the recipe
+        the library was built with), one per library and recipe. The keywords override the
+        configured recipe instead (a service library's own columns). A mode that uses embeddings
+        needs a stack not in economy mode. ``raptor``: whether its RAPTOR leg runs when a request
+        does not say (a service library's own switch)."""
+        if profile is None:
+            given = {"mode": make_retrieval_mode(mode).name if isinstance(mode, RetrievalMode) else mode, "embedding": embedding,
+                     "chunker": chunker, "contextual": contextual, "raptor": raptor}
+            if all(v is None for v in given.values()) and ranking is None:
+                profile = self.profile_for(library_id)
+            else:
+                profile = self.profile.override(**{k: (UNSET if v is None else v) for k, v in given.items()})
+                if mode is None:
+                    profile = replace(profile, mode=self.mode.name)
+                if ranking is not None:
+                    profile = replace(profile, ranking=ranking)
+        return self._pipeline_for(library_id, profile)
+
+    def _pipeline_for(self, library_id: str, profile: Profile) -> LibraryPipeline:
+        resolved = make_retrieval_mode(profile.mode)
         if resolved.requires_embeddings and not self.mode.uses_embeddings:
             raise ConfigError(f"retrieval mode {resolved.name!r} needs embeddings, but this stack runs in economy mode")
-        spec = self._embedding_spec(embedding)
-        # the default path asks the stack's backend as ever (None in economy mode)
-        backend = self.embedding_backend_for(spec) if resolved.uses_embeddings or mode is None else None
+        spec = self._embedding_spec(profile.embedding)
+        backend = self.embedding_backend_for(spec) if resolved.uses_embeddings else None  # None in an economy stack
         if backend is None and resolved.requires_embeddings:
             raise ConfigError(f"retrieval mode {resolved.name!r} needs an embedding backend, but the embedding is {spec!r}")
-        key = (library_id, resolved.name, spec, chunker_name, header, ranking, raptor) if backend is not None else (
-            library_id, "economy", "", chunker_name, header, ranking, raptor)
+        recipe = replace(profile, reasoning=ReasoningOptions())  # reasoning wraps the exit, not the pipeline
+        key = (library_id, replace(recipe, mode=resolved.name, embedding=spec) if backend is not None else
+               replace(recipe, mode="economy", embedding=""))
         with self._lock:
             pipeline = self._pipelines.get(key)
             if pipeline is None:
-                pipeline = self._pipelines[key] = self._build_pipeline(
-                    library_id, resolved, spec, backend, chunker_name, header, ranking, raptor)
+                pipeline = self._pipelines[key] = self._build_pipeline(library_id, resolved, spec, backend, recipe)
                 self._trim_lexical(keep=library_id)
             elif library_id in self._lexical:
                 self._lexical.move_to_end(library_id)
@@ -475,12 +539,12 @@ class Stack:
     index = pipeline
 
     def _build_pipeline(
-        self, library_id: str, mode: RetrievalMode, spec: str, backend: EmbeddingBackend | None, chunker: str, contextual: str,
-        ranking: Ranking, raptor: bool,
+        self, library_id: str, mode: RetrievalMode, spec: str, backend: EmbeddingBackend | None, recipe: Profile,
     ) -> LibraryPipeline:
         s = self.settings
+        ranking, raptor = recipe.ranking, recipe.raptor
         store = self.db.chunk_store(library_id)
-        index_text = make_index_text_fn(contextual)
+        index_text = make_index_text_fn(recipe.contextual)
         lexical = self._lexical.get(library_id)
         if lexical is None or self._lexical_text.get(library_id) is not index_text:
             lexical = self._lexical[library_id] = self._lexical_index(store, index_text)
@@ -504,7 +568,7 @@ class Stack:
             rerank_depth=ranking.rerank_depth,
             leg_weights=parse_weights(ranking.fusion_weights),
             postprocessor=self.postprocessor(ranking.postprocessor),
-            chunker=self._chunker_or_refusal(chunker, backend),
+            chunker=self._chunker_or_refusal(recipe, backend),
             index_text=index_text,
             dense_gate=DenseGate(backend, max_unknown_share=s.dense_max_unknown_share) if backend else None,
             rrf_k=s.rrf_k,
@@ -521,11 +585,11 @@ class Stack:
         """``library_id``'s RAPTOR tree store, in the chunk database (no I/O)."""
         return make_raptor_store(library_id, database=self.db)
 
-    def _chunker_or_refusal(self, name: str, backend: EmbeddingBackend | None) -> Chunker:
+    def _chunker_or_refusal(self, recipe: Profile, backend: EmbeddingBackend | None) -> Chunker:
         """The pipeline's chunker; one that cannot be built here (``semantic`` without an
         embedding model) refuses every document with its error, and queries still run."""
         try:
-            return self.chunker(name, backend)
+            return self.chunker(recipe.chunker, backend, chars=recipe.chunk_chars, packing=recipe.chunk_packing)
         except ConfigError as exc:
             return _RefusingChunker(exc)
 
@@ -678,6 +742,18 @@ def describe_reranker(settings: Settings) -> str:
     return name if name == "none" else f"{name}, {depth}"
 
 
+def describe_profile(settings: Settings, mode: RetrievalMode | str | None = None) -> str:
+    """The profile line of ``ragspine config``: the named profile and each choice that overrides it."""
+    configured = Profile.from_settings(settings)
+    if mode is not None:
+        configured = configured.override(mode=make_retrieval_mode(mode).name)
+    name = settings.profile or "seed (default)"
+    overrides = configured.differences(named_profile(settings.profile or "seed").profile)
+    if not overrides:
+        return name
+    return f"{name}, overridden: " + ", ".join(f"{name}={asked!r}" for name, (asked, _) in overrides.items())
+
+
 def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) -> list[tuple[str, str]]:
     """The stack ``settings`` resolve to, as ``(role, value)`` rows — without connecting."""
     resolved = make_retrieval_mode(mode if mode is not None else settings.retrieval_mode)
@@ -699,6 +775,7 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
         has_backend = settings.embedding != "none" and (settings.embedding != "auto" or "(onnx)" in embedding)
         mode_name = "auto (hybrid)" if has_backend else "auto (economy: no embedding backend)"
     return [
+        ("profile", describe_profile(settings, mode)),
         ("chunk store", chunk.describe()),
         ("vector store", vector.describe() if uses else off),
         ("embedding cache", cache.describe() if uses else off),

@@ -232,6 +232,15 @@ class LibraryCatalog(Protocol):
         drop); ``True`` when there was anything to delete."""
         ...
 
+    def library_profile(self, library_id: str) -> str | None:
+        """The recipe the library was built with (a :class:`~ragspine.profile.Profile`'s JSON,
+        recorded by :meth:`set_library_profile`), or ``None`` when none was recorded."""
+        ...
+
+    def set_library_profile(self, library_id: str, profile_json: str) -> None:
+        """Record (or replace) the library's recipe; :meth:`delete_library` removes it."""
+        ...
+
     def chunk_store(self, library_id: str) -> ChunkStore:
         """One library's view (no I/O until used)."""
         ...

@@ -364,6 +364,24 @@ class PostgresDatabase:
         assert info is not None
         return info
 
+    def library_profile(self, library_id: str) -> str | None:
+        import sqlalchemy as sa
+
+        self.init_schema()
+        rows = self.read(sa.text("SELECT profile FROM ragspine_library WHERE library_id = :library_id"), {"library_id": library_id})
+        return str(rows[0][0]) if rows and rows[0][0] else None
+
+    def set_library_profile(self, library_id: str, profile_json: str) -> None:
+        import sqlalchemy as sa
+
+        check_library_id(library_id)
+        self.init_schema()
+        with self.transaction() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO ragspine_library (library_id, profile) VALUES (:library_id, :profile)"
+                " ON CONFLICT (library_id) DO UPDATE SET profile = EXCLUDED.profile"
+            ), {"library_id": library_id, "profile": profile_json})
+
     def get_library(self, library_id: str) -> LibraryInfo | None:
         import sqlalchemy as sa
 

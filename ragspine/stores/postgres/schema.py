@@ -32,6 +32,7 @@ library = sa.Table(
     sa.Column("tenant_id", sa.Text, nullable=False, server_default=""),
     sa.Column("description", sa.Text, nullable=False, server_default=""),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+    sa.Column("profile", sa.Text, nullable=True),  # the recipe it was built with (0013; ragspine/profile.py)
 )
 
 chunk = sa.Table(

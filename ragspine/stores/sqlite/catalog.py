@@ -67,6 +67,23 @@ def descriptions(db: SQLiteDatabase, library_ids: Sequence[str]) -> dict[str, st
     return out
 
 
+def library_profile(db: SQLiteDatabase, library_id: str) -> str | None:
+    db.init_schema()
+    rows = db.query("SELECT profile FROM library WHERE library_id = ?", (library_id,))
+    return rows[0][0] or None if rows else None
+
+
+def set_library_profile(db: SQLiteDatabase, library_id: str, profile_json: str) -> None:
+    check_library_id(library_id)
+    db.init_schema()
+    with db.transaction() as cur:
+        cur.execute(
+            "INSERT INTO library (library_id, description, created_at, profile) VALUES (?, '', ?, ?)"
+            " ON CONFLICT(library_id) DO UPDATE SET profile = excluded.profile",
+            (library_id, utc_now(), profile_json),
+        )
+
+
 def list_libraries(db: SQLiteDatabase, library_ids: Sequence[str] | None = None) -> list[LibraryInfo]:
     db.init_schema()
     if library_ids is None:

@@ -243,6 +243,12 @@ class SQLiteDatabase:
     def delete_library(self, library_id: str) -> bool:
         return catalog.delete_library(self, library_id)
 
+    def library_profile(self, library_id: str) -> str | None:
+        return catalog.library_profile(self, library_id)
+
+    def set_library_profile(self, library_id: str, profile_json: str) -> None:
+        catalog.set_library_profile(self, library_id, profile_json)
+
 
 class _Transaction:
     """``with db.transaction() as cur:`` — BEGIN IMMEDIATE … COMMIT, ROLLBACK on error."""

@@ -16,7 +16,7 @@ import sqlite3
 
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 
-SCHEMA_VERSION = 5  # 4: the structured channel's fact tables; 5: RAPTOR trees
+SCHEMA_VERSION = 6  # 4: the structured channel's fact tables; 5: RAPTOR trees; 6: the library's recipe (library.profile)
 
 CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("library_id", f"TEXT NOT NULL DEFAULT '{DEFAULT_LIBRARY_ID}'"),
@@ -56,7 +56,7 @@ _DDL = (
     " version INTEGER NOT NULL, changed_at TEXT NOT NULL, fingerprint TEXT NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS library ("
     "library_id TEXT PRIMARY KEY, description TEXT NOT NULL DEFAULT '',"
-    " created_at TEXT NOT NULL DEFAULT '')",
+    " created_at TEXT NOT NULL DEFAULT '', profile TEXT NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS structured_fact ("
     "library_id TEXT NOT NULL, source_doc_id TEXT NOT NULL, version INTEGER NOT NULL, ordinal INTEGER NOT NULL,"
     " active INTEGER NOT NULL DEFAULT 1, metric TEXT NOT NULL, entity TEXT NOT NULL, period TEXT NOT NULL,"
@@ -90,6 +90,7 @@ _INDEXES = (
     "CREATE INDEX IF NOT EXISTS raptor_node_order ON raptor_node (library_id, ordinal)",
 )
 _CHANGE_MIGRATIONS = (("fingerprint", "TEXT NOT NULL DEFAULT ''"),)
+_LIBRARY_MIGRATIONS = (("profile", "TEXT NOT NULL DEFAULT ''"),)  # the recipe it was built with (ragspine/profile.py)
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -105,6 +106,7 @@ def create_or_upgrade(conn: sqlite3.Connection) -> None:
         return
     existing = _columns(conn, "narrative_chunk")
     existing_log = _columns(conn, "narrative_change")
+    existing_library = _columns(conn, "library")
     for ddl in _DDL:
         conn.execute(ddl)
     if existing:  # additive migration of an older narrative_chunk table
@@ -115,6 +117,10 @@ def create_or_upgrade(conn: sqlite3.Connection) -> None:
         for name, decl in _CHANGE_MIGRATIONS:
             if name not in existing_log:
                 conn.execute(f"ALTER TABLE narrative_change ADD COLUMN {name} {decl}")
+    if existing_library:  # ... and of an older catalog
+        for name, decl in _LIBRARY_MIGRATIONS:
+            if name not in existing_library:
+                conn.execute(f"ALTER TABLE library ADD COLUMN {name} {decl}")
     for ddl in _INDEXES:
         conn.execute(ddl)
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")

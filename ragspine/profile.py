@@ -1,0 +1,314 @@
+"""``Profile``: a library's recipe as one frozen value, and the named profiles a user can pick.
+
+A :class:`Profile` holds every per-library choice of the narrative channel: the retrieval
+mode, the embedding backend, the chunker with its budget and packing, the contextual header,
+the :class:`~ragspine.retrieval.ranking.Ranking` (reranker, depth, postprocessor, fusion) and
+the query-time :class:`~ragspine.retrieval.reasoning.options.ReasoningOptions`, and whether
+the RAPTOR leg runs. It has one checked merge — :meth:`Profile.override` takes a choice per
+field (flat names: ``reranker=``, ``transform=``, ...), leaves out what is :data:`UNSET`, checks
+and canonicalizes each value, and refuses an unknown name — and one JSON form
+(:meth:`Profile.to_json` / :meth:`Profile.from_json`).
+
+Some fields shape what a library *stores* (:data:`INDEX_FIELDS`: the embedding model, the
+chunker, its budget and packing, the contextual header): a query may not change them — the
+chunks, their index text and their vectors were made with them — so a query that asks for
+another value is refused (:meth:`Profile.index_mismatch`). The others may differ per query.
+
+Named profiles (:data:`PROFILES`; ``RAGSPINE_PROFILE``, ``--profile``, a service library's
+``profile``) are :class:`Profile` literals: ``seed`` is every setting's default — the seed's
+pipeline, byte for byte — and stays the default; the others are documented recipes measured
+on the dev sets (``scripts/bench.py --profiles``; docs/profiles.md). A ``RAGSPINE_*`` variable
+still overrides its field of the chosen profile (:func:`profile_defaults`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ragspine.errors import ConfigError
+from ragspine.retrieval.ranking import Ranking
+from ragspine.retrieval.reasoning.options import ReasoningOptions
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
+
+__all__ = ["INDEX_FIELDS", "PROFILES", "UNSET", "NamedProfile", "Profile", "named_profile", "profile_defaults", "read_recipe", "recipe_json"]
+
+
+class _Unset:
+    """The "not given" of :meth:`Profile.override` (``None`` is a value: the seed's RRF)."""
+
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = _Unset()
+
+#: choice name -> (where it lives: "" the profile, "ranking", "reasoning"; its field there; its setting)
+CHOICES: dict[str, tuple[str, str, str]] = {
+    "mode": ("", "mode", "retrieval_mode"),
+    "embedding": ("", "embedding", "embedding"),
+    "chunker": ("", "chunker", "chunker"),
+    "chunk_chars": ("", "chunk_chars", "chunk_chars"),
+    "chunk_packing": ("", "chunk_packing", "chunk_packing"),
+    "contextual": ("", "contextual", "contextual"),
+    "reranker": ("ranking", "reranker", "reranker"),
+    "rerank_depth": ("ranking", "rerank_depth", "rerank_depth"),
+    "postprocessor": ("ranking", "postprocessor", "postprocessor"),
+    "fusion_weights": ("ranking", "fusion_weights", "fusion_weights"),
+    "transform": ("reasoning", "transform", "query_transform"),
+    "decompose": ("reasoning", "decompose", "query_decompose"),
+    "adaptive": ("reasoning", "adaptive", "adaptive"),
+    "corrective": ("reasoning", "corrective", "corrective"),
+    "fanout": ("reasoning", "fanout", "query_fanout"),
+    "raptor": ("", "raptor", "raptor"),
+}
+
+#: The choices that shape what a library stores: a query may not change them.
+INDEX_FIELDS = ("embedding", "chunker", "chunk_chars", "chunk_packing", "contextual")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A library's recipe (see the module docstring). The defaults are the seed's."""
+
+    mode: str = "auto"
+    embedding: str = "auto"
+    chunker: str = "default"
+    chunk_chars: int = 480
+    chunk_packing: str = "pack"
+    contextual: str = "none"
+    ranking: Ranking = field(default_factory=Ranking)
+    reasoning: ReasoningOptions = field(default_factory=ReasoningOptions)
+    raptor: bool = False
+
+    # -- reading --------------------------------------------------------------------------
+    def choice(self, name: str) -> Any:
+        """The value of one flat choice (``"reranker"``, ``"transform"``, ``"chunker"``, ...)."""
+        where, attr, _ = _choice(name)
+        return getattr(getattr(self, where) if where else self, attr)
+
+    def choices(self) -> dict[str, Any]:
+        """Every choice, flat, in :data:`CHOICES` order."""
+        return {name: self.choice(name) for name in CHOICES}
+
+    def differences(self, other: Profile) -> dict[str, tuple[Any, Any]]:
+        """``{choice: (self's, other's)}`` where the two differ."""
+        mine, theirs = self.choices(), other.choices()
+        return {name: (mine[name], theirs[name]) for name in CHOICES if mine[name] != theirs[name]}
+
+    def index_mismatch(self, other: Profile) -> str | None:
+        """Why a library built with ``self`` cannot be searched with ``other`` (an
+        :data:`INDEX_FIELDS` choice differs: its chunks, index text or vectors were made with
+        ``self``'s), as one line naming both values and the fix; ``None`` when it can."""
+        for name in INDEX_FIELDS:
+            built, asked = self.choice(name), other.choice(name)
+            if built != asked:
+                setting = "RAGSPINE_" + CHOICES[name][2].upper()
+                return (f"it was built with {name}={built!r}, and this query asks for {asked!r} ({setting}, a flag or the profile):"
+                        f" drop that override to use the library's own, or re-ingest the library with {name}={asked!r}")
+        return None
+
+    # -- the one merge ----------------------------------------------------------------------
+    def override(self, **choices: Any) -> Profile:
+        """This profile with ``choices`` (flat names of :data:`CHOICES`; :data:`UNSET` leaves a
+        field as it is; ``None`` is a value only for ``fusion_weights``), each checked and
+        canonical. An unknown name raises ``ConfigError`` naming the known ones."""
+        given = {k: v for k, v in choices.items() if v is not UNSET}
+        for name in given:
+            _choice(name)
+        top: dict[str, Any] = {}
+        for name in ("mode", "embedding", "chunker", "chunk_chars", "chunk_packing", "contextual", "raptor"):
+            if name in given:
+                top[name] = _check_top(name, given[name])
+        ranking = self.ranking
+        ranking_given = {n: given[n] for n in ("reranker", "postprocessor", "fusion_weights", "rerank_depth") if n in given}
+        if ranking_given:
+            merged = {**{n: getattr(ranking, n) for n in ("reranker", "postprocessor", "fusion_weights", "rerank_depth")}, **ranking_given}
+            ranking = Ranking.of(merged["reranker"], merged["postprocessor"], merged["fusion_weights"], _int("rerank_depth", merged["rerank_depth"]))
+        reasoning = self.reasoning
+        reasoning_given = {n: given[n] for n in ("transform", "decompose", "adaptive", "corrective", "fanout") if n in given}
+        if reasoning_given:
+            if "corrective" in reasoning_given:
+                reasoning_given["corrective"] = _bool("corrective", reasoning_given["corrective"])
+            if "fanout" in reasoning_given:
+                fanout = _int("fanout", reasoning_given.pop("fanout"))
+                if not 1 <= fanout <= 8:
+                    raise ConfigError(f"fanout must be within 1..8, got {fanout}")
+                reasoning = replace(reasoning, fanout=fanout)
+            reasoning = reasoning.override(**reasoning_given)
+        return replace(self, **top, ranking=ranking, reasoning=reasoning)
+
+    # -- settings and JSON --------------------------------------------------------------------
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Profile:
+        """The recipe the settings resolve to (a named profile under the variables that override it)."""
+        values = {name: getattr(settings, setting) for name, (_, _, setting) in CHOICES.items()}
+        return cls().override(**values)
+
+    def settings_values(self) -> dict[str, Any]:
+        """``{setting field: value}`` of every choice (what :func:`profile_defaults` feeds ``load_settings``)."""
+        return {CHOICES[name][2]: value for name, value in self.choices().items()}
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form: the top-level choices, ``ranking`` and ``reasoning`` as objects."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("ranking", "reasoning")}
+        out["ranking"] = {n: getattr(self.ranking, n) for n in ("reranker", "rerank_depth", "postprocessor", "fusion_weights")}
+        out["reasoning"] = {n: getattr(self.reasoning, n) for n in ("transform", "decompose", "adaptive", "corrective", "fanout")}
+        return out
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str, *, base: Profile | None = None) -> Profile:
+        """A profile from its JSON form (or a sparse one: what it leaves out is ``base``'s,
+        default the seed's); every value checked, an unknown key refused."""
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except ValueError as exc:
+                raise ConfigError(f"a profile must be a JSON object: {exc}") from None
+        if not isinstance(data, Mapping):
+            raise ConfigError("a profile must be a JSON object")
+        flat: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in ("ranking", "reasoning"):
+                if not isinstance(value, Mapping):
+                    raise ConfigError(f"profile {key!r} must be an object")
+                for inner, v in value.items():
+                    name = inner
+                    if name not in CHOICES or CHOICES[name][0] != key:
+                        raise ConfigError(f"unknown profile field {key}.{inner!r}")
+                    flat[name] = v
+            elif key in CHOICES and CHOICES[key][0] == "":
+                flat[key] = value
+            else:
+                raise ConfigError(f"unknown profile field {key!r}; known: {', '.join(_top_names())}, ranking, reasoning")
+        return (base or cls()).override(**flat)
+
+
+@dataclass(frozen=True)
+class NamedProfile:
+    """A documented recipe: its name, what it is for, the extras it needs, its :class:`Profile`."""
+
+    name: str
+    use: str
+    needs: tuple[str, ...]
+    profile: Profile
+
+
+#: The named profiles, in the order the docs and ``ragspine config`` list them. Each recipe
+#: and its figures: docs/profiles.md (``scripts/bench.py --profiles``).
+PROFILES: dict[str, NamedProfile] = {
+    p.name: p
+    for p in (
+        NamedProfile("seed", "the seed's pipeline, every setting at its default (hybrid when the ONNX model is installed)", (),
+                     Profile()),
+        NamedProfile("economy", "no model at all: BM25 on whole paragraphs with the contextual header (any language)", (),
+                     Profile(mode="economy", embedding="none", chunk_chars=1500, contextual="header")),
+        NamedProfile("quality", "English, hybrid: BM25 + the packaged MiniLM, contextual header, z-score fusion", ("embed-onnx",),
+                     Profile(mode="hybrid", embedding="onnx", contextual="header",
+                             ranking=Ranking(fusion_weights="zscore"))),
+        NamedProfile("multilingual", "Chinese, Japanese and mixed libraries: BM25 + the multilingual e5 leg, z-score fusion",
+                     ("embed-e5",),
+                     Profile(mode="hybrid", embedding="e5", chunk_chars=1500, contextual="header",
+                             ranking=Ranking(fusion_weights="zscore"))),
+    )
+}
+
+
+def named_profile(name: str) -> NamedProfile:
+    """The named profile ``name`` (case-insensitive), or a ``ConfigError`` listing them."""
+    key = str(name).strip().lower().replace("_", "-")
+    if key not in PROFILES:
+        raise ConfigError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)} (RAGSPINE_PROFILE, --profile)")
+    return PROFILES[key]
+
+
+def profile_defaults(name: str) -> dict[str, Any]:
+    """``{setting field: value}`` the named profile ``name`` gives the settings no variable sets."""
+    return named_profile(name).profile.settings_values()
+
+
+def recipe_json(profile: Profile, name: str) -> str:
+    """What a library records: its recipe's JSON form and the named profile it came from."""
+    return json.dumps({"name": name, **profile.to_json()}, sort_keys=True, separators=(",", ":"))
+
+
+def read_recipe(raw: str | None) -> tuple[str, Profile] | None:
+    """``(profile name, recipe)`` of what :func:`recipe_json` wrote; ``None`` for nothing recorded."""
+    if not raw:
+        return None
+    data = json.loads(raw)
+    name = str(data.pop("name", "seed"))
+    return name, Profile.from_json(data)
+
+
+def _top_names() -> list[str]:
+    return [name for name, (where, _, _) in CHOICES.items() if where == ""]
+
+
+def _choice(name: str) -> tuple[str, str, str]:
+    if name not in CHOICES:
+        raise ConfigError(f"unknown profile choice {name!r}; known: {', '.join(CHOICES)}")
+    return CHOICES[name]
+
+
+def _int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            return int(str(value).strip())
+        except ValueError:
+            raise ConfigError(f"{name} must be an integer, got {value!r}") from None
+    return value
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
+def _check_top(name: str, value: Any) -> Any:
+    from ragspine.registries import CHUNKERS
+    from ragspine.retrieval.contextual import parse_contextual
+    from ragspine.retrieval.mode import make_retrieval_mode
+
+    if name == "mode":
+        make_retrieval_mode(str(value))  # checked; kept as spelled (bm25 stays bm25, as RAGSPINE_RETRIEVAL_MODE)
+        return str(value).strip().lower()
+    if name == "embedding":
+        return str(value).strip().lower()  # checked where it is built (make_embedding_backend), as RAGSPINE_EMBEDDING
+    if name == "chunker":
+        return CHUNKERS.canonical(str(value))
+    if name == "chunk_chars":
+        chars = _int(name, value)
+        if chars <= 0:
+            raise ConfigError(f"chunk_chars must be positive, got {chars}")
+        return chars
+    if name == "chunk_packing":
+        packing = str(value).strip().lower()
+        if packing not in ("pack", "unit"):
+            raise ConfigError(f"chunk_packing={value!r}: choose pack or unit")
+        return packing
+    if name == "contextual":
+        return parse_contextual(value)
+    return _bool(name, value)  # raptor
