@@ -4,17 +4,25 @@
 on failure (every caller degrades: the listwise judge keeps the fused order, the LLM router
 searches every library, the LLM filter extractor adds no filter). What a model writes is a
 probe or a judgement, never evidence: it is never a snippet, a citation or a number.
-Providers are chosen by name (``RAGSPINE_LLM``, :func:`make_llm_provider`): ``none``,
-``openai`` (any OpenAI-compatible chat API; ``RAGSPINE_LLM`` may be its base URL, e.g.
-``http://localhost:11434/v1``) or ``local`` (offline llama.cpp, a plumbing model).
+
+Providers are chosen by name (``RAGSPINE_LLM``): a line of the LLM registry
+(:data:`ragspine.registries.LLM_PROVIDERS`) names a class with a typed keyword constructor and
+two classmethods (:class:`LLMProviderClass`): ``from_settings(settings)`` builds it from the
+settings it needs, ``describe(settings)`` is its ``ragspine config`` line. Nothing here knows a
+provider's name: adding one is a module, a registry line and a conformance parameter. Shipped:
+``none``, ``openai`` (any OpenAI-compatible chat API; ``RAGSPINE_LLM`` may be its base URL,
+e.g. ``http://localhost:11434/v1``) and ``local`` (offline llama.cpp, a plumbing model).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
-from ragspine.errors import BackendError, ConfigError
+from ragspine.errors import BackendError, MissingDependencyError
+from ragspine.llm.spec import is_llm_url, parse_llm_spec
+from ragspine.registries import LLM_PROVIDERS
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
@@ -22,23 +30,35 @@ if TYPE_CHECKING:
 __all__ = [
     "LLMBudgetExceeded",
     "LLMProvider",
+    "LLMProviderClass",
     "LLMTimeoutError",
+    "describe_limits",
     "describe_llm",
     "is_llm_url",
     "llm_options",
+    "llm_provider_class",
     "make_llm_provider",
     "parse_llm_spec",
     "redact_url",
 ]
-
-#: What ``RAGSPINE_LLM`` names when it is a base URL: the OpenAI-compatible adapter.
-URL_PROVIDER = "openai"
 
 
 @runtime_checkable
 class LLMProvider(Protocol):
     def chat(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
         """The model's reply to ``messages`` (raises on failure)."""
+        ...
+
+
+class LLMProviderClass(Protocol):
+    """What an LLM registry line names: a provider class (its classmethods, seen on the class)."""
+
+    def from_settings(self, settings: Settings) -> LLMProvider:
+        """The provider, its options read from ``settings`` (``settings.llm`` selected it); no I/O."""
+        ...
+
+    def describe(self, settings: Settings) -> str:
+        """The ``llm`` line of ``ragspine config``: which model, where, and its limits (no I/O, no model load)."""
         ...
 
 
@@ -50,36 +70,32 @@ class LLMBudgetExceeded(BackendError):
     """One request asked for more LLM calls than ``RAGSPINE_LLM_MAX_CALLS`` allows."""
 
 
-def is_llm_url(spec: str) -> bool:
-    return spec.strip().lower().startswith(("http://", "https://"))
+def llm_provider_class(spec: str) -> LLMProviderClass | None:
+    """The class the ``RAGSPINE_LLM`` value ``spec`` names, imported now; ``None`` for ``none``."""
+    name, _ = parse_llm_spec(spec)
+    provider_class: LLMProviderClass | None = LLM_PROVIDERS.load(name)
+    return provider_class
 
 
-def parse_llm_spec(spec: str) -> tuple[str, str | None]:
-    """``(registry name, base URL or None)`` of a ``RAGSPINE_LLM`` value; a base URL selects
-    the OpenAI-compatible adapter. ``ConfigError`` (naming the choices) for anything else."""
-    from ragspine.registries import LLM_PROVIDERS
+def make_llm_provider(spec: str | None = None, /, *, settings: Settings | None = None, **options: object) -> LLMProvider | None:
+    """The provider ``spec`` names (default ``settings.llm``); ``None`` for ``none``.
 
-    value = str(spec).strip()
-    if is_llm_url(value):
-        parts = urlsplit(value)
-        if not parts.hostname:
-            raise ConfigError(f"RAGSPINE_LLM={value!r} is not a usable URL: write it as http(s)://host:port/v1")
-        return URL_PROVIDER, value.rstrip("/")
-    if value.lower() not in LLM_PROVIDERS:
-        raise ConfigError(f"{LLM_PROVIDERS.unknown(spec)}, or a base URL (http(s)://host:port/v1)")
-    return LLM_PROVIDERS.canonical(value), None
-
-
-def make_llm_provider(spec: str | None = None, **options: Any) -> LLMProvider | None:
-    """The provider named ``spec`` (default ``RAGSPINE_LLM``, with its settings); ``None``
-    for ``none``. A base URL ``spec`` is the OpenAI-compatible adapter at that URL."""
-    from ragspine.registries import LLM_PROVIDERS
-
+    With ``settings``: built by its class's ``from_settings`` (``spec``, when given, replaces
+    ``settings.llm``). Without: its constructor called with ``options`` (a base URL ``spec``
+    adds ``base_url``); an option it does not take is a ``TypeError``, never swallowed. The
+    environment is never read here: settings come in from the edge (:func:`ragspine.config.load_settings`).
+    """
     if spec is None:
-        from ragspine.config import load_settings
-
-        settings = load_settings()
-        spec, options = settings.llm, {**llm_options(settings), **options}
+        if settings is None:
+            raise TypeError("make_llm_provider needs a RAGSPINE_LLM value or settings (it never reads the environment)")
+        spec = settings.llm
+    if settings is not None:
+        if options:
+            raise TypeError(f"make_llm_provider: pass settings or constructor options, not both (got {sorted(options)})")
+        if spec != settings.llm:
+            settings = dataclasses.replace(settings, llm=spec)
+        provider_class = llm_provider_class(spec)
+        return None if provider_class is None else provider_class.from_settings(settings)
     name, base_url = parse_llm_spec(spec)
     if base_url is not None:
         options.setdefault("base_url", base_url)
@@ -87,17 +103,11 @@ def make_llm_provider(spec: str | None = None, **options: Any) -> LLMProvider | 
     return provider
 
 
-def llm_options(settings: Settings) -> dict[str, Any]:
-    """The keyword arguments the configured provider's constructor takes from ``settings``."""
-    name, base_url = parse_llm_spec(settings.llm)
-    if name == "openai":
-        return {
-            "base_url": base_url, "model": settings.llm_model, "api_key": settings.llm_api_key,
-            "timeout": settings.llm_timeout, "retries": settings.llm_retries, "max_tokens": settings.llm_max_tokens,
-        }
-    if name == "local":
-        return {"model": settings.llm_model, "timeout": settings.llm_timeout, "max_tokens": settings.llm_max_tokens}
-    return {}
+def llm_options(settings: Settings) -> dict[str, Settings]:
+    """What ``make_llm_provider(settings.llm, **llm_options(settings))`` needs: the settings,
+    from which the provider's class builds itself. Kept for that call's form; prefer
+    ``make_llm_provider(settings=settings)``."""
+    return {"settings": settings}
 
 
 def redact_url(url: str) -> str:
@@ -109,16 +119,20 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def describe_llm(settings: Settings) -> str:
-    """The ``llm`` line of ``ragspine config``: which model, where, and its limits."""
-    name, base_url = parse_llm_spec(settings.llm)
-    if name == "none":
-        return "none"
-    limits = f"timeout {settings.llm_timeout:g} s, at most {settings.llm_max_calls} calls per request"
-    if name == "local":
-        from ragspine.llm.gguf import describe_model
+def describe_limits(settings: Settings) -> str:
+    """The limits every provider's line ends with (the guard applies them to any provider)."""
+    return f"timeout {settings.llm_timeout:g} s, at most {settings.llm_max_calls} calls per request"
 
-        return f"local: {describe_model(settings.llm_model)} on llama.cpp (xllamacpp), 1 thread, {limits}"
-    where = redact_url(base_url) if base_url else "the OpenAI API"
-    model = settings.llm_model or "no model (set RAGSPINE_LLM_MODEL)"
-    return f"openai-compatible: {model} at {where}, {limits}, {settings.llm_retries} retries"
+
+def describe_llm(settings: Settings) -> str:
+    """The ``llm`` line of ``ragspine config``: the configured provider's own ``describe``."""
+    name, _ = parse_llm_spec(settings.llm)
+    try:
+        provider_class = LLM_PROVIDERS.load(name)
+    except MissingDependencyError as exc:  # a plugin whose module imports its SDK at the top
+        return f"{name}: not installed ({exc})"
+    if provider_class is None:
+        return "none"
+    line: str = provider_class.describe(settings)
+    return line
+

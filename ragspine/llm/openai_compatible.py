@@ -20,12 +20,19 @@ The constructor does no I/O.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine import deadline
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError
-from ragspine.llm.base import LLMTimeoutError, redact_url
+from ragspine.llm.base import LLMTimeoutError, describe_limits, redact_url
 from ragspine.llm.budget import take_attempt
+from ragspine.llm.spec import parse_llm_spec
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from ragspine.config import Settings
+    from ragspine.llm.base import LLMProviderClass
 
 __all__ = ["OpenAICompatibleLLMProvider"]
 
@@ -45,7 +52,8 @@ _FIXES = {
 
 
 class OpenAICompatibleLLMProvider:
-    """See the module docstring. ``client`` (an ``openai.OpenAI``) replaces the one it builds."""
+    """See the module docstring. ``client`` (an ``openai.OpenAI``, or anything with its
+    ``chat.completions.create``) replaces the one it builds."""
 
     name = "openai"
 
@@ -60,7 +68,7 @@ class OpenAICompatibleLLMProvider:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         temperature: float = 0.0,
         seed: int | None = None,
-        client: Any = None,
+        client: object | None = None,
     ) -> None:
         if not model:
             raise ConfigError(
@@ -79,7 +87,24 @@ class OpenAICompatibleLLMProvider:
         self.max_tokens = int(max_tokens)
         self.temperature = float(temperature)
         self.seed = seed
-        self.client = client if client is not None else _client(base_url, api_key)
+        self.client: Any = client if client is not None else _client(base_url, api_key)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Self:
+        """``RAGSPINE_LLM`` (its base URL, if it is one), ``_MODEL``, ``_API_KEY``, ``_TIMEOUT``,
+        ``_RETRIES`` and ``_MAX_TOKENS``."""
+        _, base_url = parse_llm_spec(settings.llm)
+        return cls(
+            model=settings.llm_model, base_url=base_url, api_key=settings.llm_api_key, timeout=settings.llm_timeout,
+            retries=settings.llm_retries, max_tokens=settings.llm_max_tokens,
+        )
+
+    @classmethod
+    def describe(cls, settings: Settings) -> str:
+        _, base_url = parse_llm_spec(settings.llm)
+        where = redact_url(base_url) if base_url else "the OpenAI API"
+        model = settings.llm_model or "no model (set RAGSPINE_LLM_MODEL)"
+        return f"openai-compatible: {model} at {where}, {describe_limits(settings)}, {settings.llm_retries} retries"
 
     def chat(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
         import openai
@@ -134,6 +159,10 @@ class OpenAICompatibleLLMProvider:
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleLLMProvider(model={self.model!r}, base_url={self._where()!r})"
+
+
+if TYPE_CHECKING:  # what the LLM registry's line expects of the class
+    _CHECK: LLMProviderClass = OpenAICompatibleLLMProvider
 
 
 def _client(base_url: str | None, api_key: str | None) -> Any:

@@ -7,7 +7,11 @@ import pytest
 
 from ragspine.config import load_settings
 from ragspine.errors import ConfigError
-from ragspine.llm.base import describe_llm, llm_options, make_llm_provider, parse_llm_spec
+import importlib.util
+
+from ragspine.llm.base import describe_llm, llm_options, llm_provider_class, make_llm_provider, parse_llm_spec
+from ragspine.llm.llamacpp import LlamaCppLLMProvider
+from ragspine.llm.openai_compatible import OpenAICompatibleLLMProvider
 from ragspine.registries import LLM_PROVIDERS
 
 
@@ -49,10 +53,34 @@ def test_settings_of_the_llm():
                        "RAGSPINE_LLM_TIMEOUT": "5", "RAGSPINE_LLM_RETRIES": "0", "RAGSPINE_LLM_MAX_CALLS": "3",
                        "RAGSPINE_LLM_MAX_TOKENS": "32"})
     assert s.llm == "http://h:1/v1"
-    assert llm_options(s) == {"base_url": "http://h:1/v1", "model": "qwen", "api_key": "k", "timeout": 5.0, "retries": 0,
-                              "max_tokens": 32}
-    assert llm_options(load_settings({"RAGSPINE_LLM": "local"})) == {"model": None, "timeout": 20.0, "max_tokens": 256}
-    assert llm_options(load_settings({})) == {}
+    assert llm_options(s) == {"settings": s}  # the old call's form: make_llm_provider(s.llm, **llm_options(s))
+    pytest.importorskip("openai", reason="the [openai] extra is not installed")
+    for built in (make_llm_provider(settings=s), make_llm_provider(s.llm, **llm_options(s)), OpenAICompatibleLLMProvider.from_settings(s)):
+        assert isinstance(built, OpenAICompatibleLLMProvider)
+        assert (built.base_url, built.model, built.timeout, built.retries, built.max_tokens) == ("http://h:1/v1", "qwen", 5.0, 0, 32)
+    assert make_llm_provider(settings=load_settings({})) is None
+
+
+def test_the_local_provider_takes_its_options_from_settings(monkeypatch, tmp_path):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "xllamacpp" else real(name, *a))
+    model = tmp_path / "mine.gguf"
+    model.write_bytes(b"GGUF")
+    s = load_settings({"RAGSPINE_LLM": "local", "RAGSPINE_LLM_MODEL": str(model), "RAGSPINE_LLM_TIMEOUT": "7",
+                       "RAGSPINE_LLM_MAX_TOKENS": "16"})
+    built = make_llm_provider(settings=s)  # builds no model: it loads on the first call
+    assert isinstance(built, LlamaCppLLMProvider)
+    assert (built.model_path, built.timeout, built.max_tokens, built.threads) == (str(model), 7.0, 16, 1)
+
+
+def test_the_registry_line_names_the_class_that_builds_and_describes_it():
+    assert llm_provider_class("none") is None
+    assert llm_provider_class("openai") is OpenAICompatibleLLMProvider
+    assert llm_provider_class("http://h/v1") is OpenAICompatibleLLMProvider
+    assert llm_provider_class(" Local ") is LlamaCppLLMProvider
+    for name in LLM_PROVIDERS.names():
+        provider_class = llm_provider_class(name)
+        assert provider_class is None or (callable(provider_class.from_settings) and callable(provider_class.describe))
 
 
 @pytest.mark.parametrize("env,value", [("RAGSPINE_LLM_TIMEOUT", "0"), ("RAGSPINE_LLM_RETRIES", "11"),
@@ -63,16 +91,27 @@ def test_out_of_range_llm_settings_fail_naming_the_variable(env, value):
         load_settings({env: value})
 
 
-def test_make_llm_provider_none_and_the_default_from_the_environment(monkeypatch):
+def test_make_llm_provider_never_reads_the_environment(monkeypatch):
     assert make_llm_provider("none") is None
-    assert make_llm_provider() is None
-    pytest.importorskip("openai", reason="the [openai] extra is not installed")
     monkeypatch.setenv("RAGSPINE_LLM", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("RAGSPINE_LLM_MODEL", "m")
-    monkeypatch.setenv("RAGSPINE_LLM_RETRIES", "0")
-    provider = make_llm_provider()
-    assert type(provider).__name__ == "OpenAICompatibleLLMProvider"
+    with pytest.raises(TypeError, match="never reads the environment"):
+        make_llm_provider()
+    assert make_llm_provider(settings=load_settings({})) is None
+    pytest.importorskip("openai", reason="the [openai] extra is not installed")
+    settings = load_settings({"RAGSPINE_LLM": "http://127.0.0.1:9/v1", "RAGSPINE_LLM_MODEL": "m", "RAGSPINE_LLM_RETRIES": "0"})
+    provider = make_llm_provider(settings=settings)
+    assert isinstance(provider, OpenAICompatibleLLMProvider)
     assert (provider.base_url, provider.model, provider.retries) == ("http://127.0.0.1:9/v1", "m", 0)
+    other = make_llm_provider("http://other:1/v1", settings=settings)  # a spec replaces settings.llm, the rest stays
+    assert isinstance(other, OpenAICompatibleLLMProvider) and (other.base_url, other.model) == ("http://other:1/v1", "m")
+
+
+def test_a_misspelled_option_is_an_error_not_swallowed():
+    pytest.importorskip("openai", reason="the [openai] extra is not installed")
+    with pytest.raises(TypeError, match="retires"):
+        make_llm_provider("http://127.0.0.1:9/v1", model="m", retires=0)
+    with pytest.raises(TypeError, match="not both"):
+        make_llm_provider("openai", settings=load_settings({}), model="m")
 
 
 def test_describe_llm_says_which_model_where_and_the_limits():
