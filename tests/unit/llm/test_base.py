@@ -3,12 +3,12 @@ alone, the ``ragspine config`` line, and errors that name the fix."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from ragspine.config import load_settings
 from ragspine.errors import ConfigError
-import importlib.util
-
 from ragspine.llm.base import describe_llm, llm_options, llm_provider_class, make_llm_provider, parse_llm_spec
 from ragspine.llm.llamacpp import LlamaCppLLMProvider
 from ragspine.llm.openai_compatible import OpenAICompatibleLLMProvider
