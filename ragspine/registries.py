@@ -182,6 +182,9 @@ RELATION_EXTRACTORS = Registry("relation extractor", env="RAGSPINE_RELATION_EXTR
         "an LLM proposes relations between the entities a chunk names: model-derived, unverified, never cited",
     ),
 }, aliases={"co_occurrence": "cooccurrence"})
+#: An LLM provider's line names a class built from settings alone: ``from_settings(settings)`` and
+#: ``describe(settings)`` (its ``ragspine config`` line; :class:`ragspine.llm.base.LLMProviderClass`).
+#: The entry whose ``accepts`` covers ``http:`` is the one a base-URL ``RAGSPINE_LLM`` selects.
 LLM_PROVIDERS = Registry("LLM provider", env="RAGSPINE_LLM", entries={
     "none": Entry(None, "no language model"),
     "openai": Entry(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from typing import Any, Protocol
+from typing import Protocol
 
 __all__ = ["FAILURES", "SEAMS", "LLMObserver", "LLMStats", "report_malformed"]
 
@@ -60,7 +60,7 @@ class LLMStats:
             self.malformed[seam] += 1
 
 
-def report_malformed(provider: Any, seam: str, answer: object) -> None:
+def report_malformed(provider: object, seam: str, answer: object) -> None:
     """Log that ``seam`` could not read ``provider``'s ``answer`` and tell the provider's
     observer (a :class:`~ragspine.llm.budget.GuardedLLMProvider` has one)."""
     text = " ".join(str(answer).split())
