@@ -1,10 +1,11 @@
 """Shared fixtures. No fixture opens a connection at import time.
 
 A core-only install (``pip install -e .`` and the test runner, no extras) runs the same
-suite: a test that needs an extra which is not installed is reported as *skipped*, naming the
-extra — recognised by the :class:`MissingDependencyError` (or the ``ModuleNotFoundError`` of
-an optional driver) it ends with, and only when that module is really absent. With
-``RAGSPINE_REQUIRE_BACKENDS=1`` (the main CI pass, every extra installed) it is a failure.
+suite: a test that needs an extra declares it — ``needs("module", ...)`` from
+:mod:`tests.helpers`, at the top of the test module or inside the test — and is reported as
+*skipped*, naming the extra. With ``RAGSPINE_REQUIRE_BACKENDS=1`` (the main CI pass, every
+extra installed) such a declaration fails instead. A failure is never turned into a skip after
+the fact: an undeclared missing dependency fails the test.
 """
 
 from __future__ import annotations
@@ -17,20 +18,8 @@ os.environ.setdefault("RQ_KEY_PREFIX", "ragspine-test:rq")
 
 import pytest  # noqa: E402
 
-from tests.helpers import missing_extra  # noqa: E402
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if report.failed and call.excinfo is not None and os.environ.get("RAGSPINE_REQUIRE_BACKENDS") != "1":
-        extra = missing_extra(call.excinfo.value)
-        if extra is not None:
-            report.outcome = "skipped"
-            report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: the {extra} extra is not installed")
-
 from ragspine.stores.sqlite import SQLiteDatabase
+from tests.helpers import ONNX_MODULES, needs
 
 
 @pytest.fixture(autouse=True)
@@ -60,6 +49,7 @@ def store(sqlite_db):
 @pytest.fixture(scope="session")
 def onnx_backend(tmp_path_factory):
     """The packaged offline MiniLM model (the test command installs ``[embed-onnx]``)."""
+    needs(*ONNX_MODULES)
     from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
 
     return OnnxEmbeddingBackend(cache_dir=tmp_path_factory.getbasetemp() / "ragspine-cache")

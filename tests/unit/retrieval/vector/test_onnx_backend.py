@@ -23,6 +23,7 @@ from ragspine.retrieval.vector.onnx_backend import (
     OnnxEmbeddingBackend,
     packaged_model_dir,
 )
+from tests.helpers import ONNX_MODULES, needs
 
 pytestmark = pytest.mark.slow
 
@@ -166,6 +167,7 @@ def test_unknown_token_share(onnx_backend):
 
 # -- the model directory ------------------------------------------------------------------------
 def test_packaged_model_dir_assembles_the_five_files(tmp_path):
+    needs(*ONNX_MODULES)
     target = packaged_model_dir(tmp_path / "cache")
     assert target == tmp_path / "cache" / "models" / MODEL_ID
     for name in ("model.onnx", *TOKENIZER_FILES):
@@ -177,6 +179,7 @@ def test_packaged_model_dir_assembles_the_five_files(tmp_path):
 
 
 def test_unwritable_cache_dir_falls_back_to_the_temp_dir(tmp_path, monkeypatch):
+    needs(*ONNX_MODULES)
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
@@ -187,6 +190,7 @@ def test_unwritable_cache_dir_falls_back_to_the_temp_dir(tmp_path, monkeypatch):
 
 
 def test_model_dir_lacking_files_is_a_config_error(tmp_path):
+    needs(*ONNX_MODULES)
     (tmp_path / "tokenizer.json").write_text("{}")
     backend = OnnxEmbeddingBackend(model_dir=tmp_path)
     with pytest.raises(ConfigError, match="model.onnx"):
@@ -194,6 +198,7 @@ def test_model_dir_lacking_files_is_a_config_error(tmp_path):
 
 
 def test_model_dir_from_the_environment(tmp_path, monkeypatch):
+    needs(*ONNX_MODULES)
     monkeypatch.setenv("RAGSPINE_ONNX_MODEL_DIR", str(tmp_path))
     backend = OnnxEmbeddingBackend()
     with pytest.raises(ConfigError, match=str(tmp_path)):
@@ -201,6 +206,7 @@ def test_model_dir_from_the_environment(tmp_path, monkeypatch):
 
 
 def test_a_corrupt_model_file_is_a_backend_error(tmp_path):
+    needs(*ONNX_MODULES)
     for name in TOKENIZER_FILES:
         shutil.copyfile(ob.PACKAGED_TOKENIZER_DIR / name, tmp_path / name)
     (tmp_path / "model.onnx").write_bytes(b"this is not an onnx graph")

@@ -7,7 +7,10 @@ import pytest
 from ragspine.errors import BackendError, ConfigError
 from ragspine.stores.postgres import PostgresChunkStore, PostgresDatabase
 from tests.backends import free_port
+from tests.helpers import needs
 from tests.unit.stores.postgres.helpers import active, doc
+
+needs("sqlalchemy", "psycopg")
 
 
 def test_catalog_descriptions_and_tenants(pg_db: PostgresDatabase) -> None:
