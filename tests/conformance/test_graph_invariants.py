@@ -37,6 +37,7 @@ from ragspine.testing.graph_utilities import (
     spy_chunks,
 )
 from ragspine.testing.llm import ScriptedLLMProvider
+from tests.helpers import needs
 
 G = Glossary.default()
 METRICS = ["revenue", "operating profit", "gross margin", "operating margin", "营收", "売上高"]
@@ -47,7 +48,7 @@ PERIODS = ["2024Q3", "2024Q2", "FY2024", "2023", "2024年第三季度"]
 @pytest.fixture(params=["memory", "networkx"])
 def world(request, tmp_path):
     if request.param == "networkx":
-        pytest.importorskip("networkx")
+        needs("networkx")
     db = SQLiteDatabase(tmp_path / "kb.db")
     store = make_fact_store("lib", database=db)
     store.init_schema()

@@ -12,6 +12,7 @@ from ragspine.graph.memory import InProcessGraphStore
 from ragspine.structured import Glossary
 from ragspine.testing import GraphStoreConformance
 from ragspine.testing.graph_store import assert_answers_are_ordered_copies, assert_batches_are_atomic
+from tests.helpers import needs
 
 BACKENDS = ["memory", "networkx"]
 
@@ -19,7 +20,7 @@ BACKENDS = ["memory", "networkx"]
 @pytest.fixture(params=BACKENDS)
 def graph_store(request):
     if request.param == "networkx":
-        pytest.importorskip("networkx", reason="networkx is not installed (the [graph] extra)")
+        needs("networkx")
     store = make_graph_store(request.param)
     yield store
     store.close()
@@ -30,7 +31,7 @@ class TestGraphStores(GraphStoreConformance):
 
 
 def test_both_backends_build_the_same_graph_byte_for_byte() -> None:
-    pytest.importorskip("networkx")
+    needs("networkx")
     glossary = Glossary.default()
     dumps = {name: dump_graph(build_relation_graph(glossary, store=make_graph_store(name))) for name in BACKENDS}
     assert dumps["memory"] == dumps["networkx"] and '"subsidiary_of"' in dumps["memory"]

@@ -30,7 +30,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("fastapi", reason="the [server] extra is not installed")
+from tests.helpers import needs
+
+needs("fastapi")
 
 from fastapi.testclient import TestClient
 

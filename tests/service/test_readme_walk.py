@@ -27,8 +27,9 @@ import httpx
 import pytest
 
 from tests.backends import free_port
+from tests.helpers import needs
 
-pytest.importorskip("uvicorn", reason="the [server] extra is not installed")
+needs("uvicorn")
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "http-api.md"
 PORT_IN_DOCS = "8000"

@@ -23,10 +23,11 @@ import io
 import json
 import os
 
-import pytest
+from tests.helpers import needs
 
-schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is not installed (the [test] extra)")
+needs("schemathesis")
 
+import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error

@@ -22,10 +22,13 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
+from tests.helpers import needs
 
-httpx = pytest.importorskip("httpx")
-pytest.importorskip("uvicorn", reason="the [server] extra is not installed")
+needs("httpx")
+
+import httpx
+
+needs("uvicorn")
 
 from ragspine.config import load_settings  # noqa: E402
 from tests.service.conftest import start_worker, stop_worker  # noqa: E402

@@ -6,11 +6,10 @@ import json
 import subprocess
 import sys
 
-import pytest
-
+from tests.helpers import needs
 from tests.unit.test_bench_script import REPO_ROOT, write_beir
 
-pytest.importorskip("bm25s")
+needs("bm25s")
 
 
 def test_llm_figures_and_the_grade_calibration_on_tiny_sets(tmp_path):

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.helpers import needs
 
-pytest.importorskip("bm25s")
-pytest.importorskip("rank_bm25")
+needs("bm25s")
+needs("rank_bm25")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import needs
 from tests.unit.test_cli import SECRET, run
 
-pytest.importorskip("openai", reason="the [openai] extra is not installed")
+needs("openai")
 
 from ragspine.testing.openai_stub import OpenAIStub  # noqa: E402
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.helpers import needs
 from tests.unit.test_cli import run
 
 SECRET = "xylophonequartz"
@@ -82,7 +83,7 @@ def test_config_has_a_raptor_line(db, capsys, monkeypatch) -> None:
 
 
 def test_the_llm_summarizer_never_sends_restricted_text(db, capsys, monkeypatch) -> None:
-    pytest.importorskip("openai", reason="the [openai] extra is not installed")
+    needs("openai")
     from ragspine.testing.openai_stub import OpenAIStub
 
     with OpenAIStub(lambda body: "Gearbox supply zqsummaryzq was late everywhere.") as stub:

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
+from tests.helpers import needs
 from tests.unit.test_cli import run
 from tests.unit.test_cli_llm import DOCS
 
-pytest.importorskip("openai", reason="the [openai] extra is not installed")
+needs("openai")
 
 from ragspine.testing.openai_stub import OpenAIStub  # noqa: E402
 from ragspine.testing.reasoning import scripted_answer  # noqa: E402

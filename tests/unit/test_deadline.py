@@ -9,6 +9,7 @@ import pytest
 
 from ragspine.deadline import DeadlineExceeded, check, deadline, remaining
 from ragspine.stores.sqlite import SQLiteDatabase
+from tests.helpers import needs
 
 SLOW_SQLITE = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000) SELECT count(*) FROM n"
 
@@ -37,7 +38,7 @@ def test_a_sqlite_statement_is_interrupted_at_the_deadline(tmp_path):
 
 
 def test_a_postgresql_statement_is_cancelled_at_the_deadline(pg_schema):
-    pytest.importorskip("sqlalchemy")
+    needs("sqlalchemy")
     from ragspine.stores.postgres.database import PostgresDatabase
 
     url, schema = pg_schema

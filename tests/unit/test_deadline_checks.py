@@ -16,6 +16,7 @@ from ragspine.retrieval.filtering.filters import FilterTooLarge, parse_filter
 from ragspine.retrieval.raptor.cluster import threshold_clusters
 from ragspine.structured.ingest import csv_rows, parse_rows
 from ragspine.structured.periods import fold
+from tests.helpers import needs
 
 HEADER = "metric,entity,period,value,source_doc_id,source_locator,valid_as_of"
 CSV = HEADER + "\n" + "\n".join(f"revenue,Kestrel,2024Q{i % 4 + 1},{i},doc{i},p{i},2024-10-30" for i in range(50))
@@ -41,7 +42,7 @@ def test_each_cpu_bound_step_stops_past_the_deadline(name, step, doing) -> None:
 
 
 def test_building_a_postgresql_filter_stops_past_the_deadline() -> None:
-    pytest.importorskip("sqlalchemy")
+    needs("sqlalchemy")
     import sqlalchemy as sa
     from sqlalchemy.dialects.postgresql import JSONB
 

@@ -19,6 +19,7 @@ from ragspine.retrieval.pipeline import LibraryPipeline
 from ragspine.retrieval.storable import check_document, unstorable
 from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.testing.chunk_store import ODD_BUT_VALID, UNSTORABLE, doc
+from tests.helpers import needs
 
 
 def test_unstorable_is_nul_or_a_lone_surrogate_and_nothing_else() -> None:
@@ -128,7 +129,7 @@ def test_http_uploads_answer_the_python_message(tmp_path) -> None:
     """Before: the HTTP check had its own wording (and the schema's own for a NUL in the text).
     A lone surrogate in a plain string field (doc_id, title, text) never gets this far: the
     request schema refuses it as not a valid string (422)."""
-    pytest.importorskip("fastapi", reason="the [server] extra is not installed")
+    needs("fastapi")
     from fastapi.testclient import TestClient
 
     from ragspine.service.app import create_app

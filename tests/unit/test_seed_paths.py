@@ -6,6 +6,8 @@ import importlib
 
 import pytest
 
+from tests.helpers import needs
+
 #: module -> names, as the seed (``shared/seeds/retrieval.*``) writes them.
 SEED_PATHS = {
     "ragspine.retrieval.chunking.chunking": ["chunk_document", "Chunk", "DEFAULT_CHUNK_CHARS", "DEFAULT_OVERLAP_CHARS"],
@@ -45,7 +47,7 @@ KEPT_PATHS = {
 @pytest.mark.parametrize("module, names", list(SEED_PATHS.items()) + list(KEPT_PATHS.items()))
 def test_import_path_works(module: str, names: list[str]) -> None:
     if module == "ragspine.stores.pgvector.filters":
-        pytest.importorskip("sqlalchemy", reason="the [pgvector] extra is not installed")
+        needs("sqlalchemy")
     imported = importlib.import_module(module)
     missing = [name for name in names if not hasattr(imported, name)]
     assert missing == []

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.helpers import needs
 from tests.helpers import run_cli as run
 
 HEADER = "metric,entity,period,channel,value,unit,source_doc_id,source_locator,valid_as_of,sensitivity\n"
@@ -74,7 +75,7 @@ def test_edges_lists_cited_edges_and_the_extractor_adds_cooccurrence_from_open_c
 def test_edges_with_the_llm_extractor_go_through_the_model_and_the_gate(capsys, db, tmp_path, monkeypatch) -> None:
     """End to end: RAGSPINE_LLM (an OpenAI-compatible stub), the deny list as the endpoint gate,
     no RESTRICTED text in any request, the model's edges stamped and never cited."""
-    pytest.importorskip("openai")
+    needs("openai")
     from ragspine.testing.openai_stub import OpenAIStub
 
     answer = json.dumps([{"source": "KESTREL_CN", "relation": "supplies", "target": "KESTREL_JP"}])

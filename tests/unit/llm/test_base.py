@@ -13,6 +13,7 @@ from ragspine.llm.base import describe_llm, llm_options, llm_provider_class, mak
 from ragspine.llm.llamacpp import LlamaCppLLMProvider
 from ragspine.llm.openai_compatible import OpenAICompatibleLLMProvider
 from ragspine.registries import LLM_PROVIDERS
+from tests.helpers import needs
 
 
 def test_the_registry_names_every_provider():
@@ -54,7 +55,7 @@ def test_settings_of_the_llm():
                        "RAGSPINE_LLM_MAX_TOKENS": "32"})
     assert s.llm == "http://h:1/v1"
     assert llm_options(s) == {"settings": s}  # the old call's form: make_llm_provider(s.llm, **llm_options(s))
-    pytest.importorskip("openai", reason="the [openai] extra is not installed")
+    needs("openai")
     for built in (make_llm_provider(settings=s), make_llm_provider(s.llm, **llm_options(s)), OpenAICompatibleLLMProvider.from_settings(s)):
         assert isinstance(built, OpenAICompatibleLLMProvider)
         assert (built.base_url, built.model, built.timeout, built.retries, built.max_tokens) == ("http://h:1/v1", "qwen", 5.0, 0, 32)
@@ -97,7 +98,7 @@ def test_make_llm_provider_never_reads_the_environment(monkeypatch):
     with pytest.raises(TypeError, match="never reads the environment"):
         make_llm_provider()
     assert make_llm_provider(settings=load_settings({})) is None
-    pytest.importorskip("openai", reason="the [openai] extra is not installed")
+    needs("openai")
     settings = load_settings({"RAGSPINE_LLM": "http://127.0.0.1:9/v1", "RAGSPINE_LLM_MODEL": "m", "RAGSPINE_LLM_RETRIES": "0"})
     provider = make_llm_provider(settings=settings)
     assert isinstance(provider, OpenAICompatibleLLMProvider)
@@ -107,7 +108,7 @@ def test_make_llm_provider_never_reads_the_environment(monkeypatch):
 
 
 def test_a_misspelled_option_is_an_error_not_swallowed():
-    pytest.importorskip("openai", reason="the [openai] extra is not installed")
+    needs("openai")
     with pytest.raises(TypeError, match="retires"):
         make_llm_provider("http://127.0.0.1:9/v1", model="m", retires=0)
     with pytest.raises(TypeError, match="not both"):

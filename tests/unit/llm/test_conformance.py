@@ -9,13 +9,14 @@ import pytest
 
 from ragspine.config import load_settings
 from ragspine.llm.gguf import packaged_gguf
+from tests.helpers import needs
 from tests.unit.llm.conformance import LLMProviderConformance
 
 
 class TestOpenAICompatibleConformance(LLMProviderConformance):
     @pytest.fixture
     def llm_settings(self):
-        pytest.importorskip("openai", reason="the [openai] extra is not installed")
+        needs("openai")
         from ragspine.testing.openai_stub import OpenAIStub
 
         with OpenAIStub("yes") as stub:

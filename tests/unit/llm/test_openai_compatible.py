@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-pytest.importorskip("openai", reason="the [openai] extra is not installed")
+from tests.helpers import needs
+
+needs("openai")
 
 from ragspine.deadline import deadline
 from ragspine.errors import BackendError, ConfigError

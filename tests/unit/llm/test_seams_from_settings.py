@@ -10,7 +10,9 @@ import json
 
 import pytest
 
-pytest.importorskip("openai", reason="the [openai] extra is not installed")
+from tests.helpers import needs
+
+needs("openai")
 
 from ragspine.config import load_settings
 from ragspine.llm.observe import LLMStats

@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-pytest.importorskip("openai", reason="the [openai] extra is not installed")
+from tests.helpers import needs
+
+needs("openai")
 
 from ragspine import deadline  # noqa: E402
 from ragspine.errors import BackendError  # noqa: E402

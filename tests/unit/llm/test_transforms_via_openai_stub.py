@@ -13,9 +13,10 @@ import json
 
 import pytest
 
+from tests.helpers import needs
 from tests.unit.test_cli import run
 
-pytest.importorskip("openai", reason="the [openai] extra is not installed")
+needs("openai")
 
 from ragspine.testing.openai_stub import OpenAIStub  # noqa: E402
 from ragspine.testing.reasoning import scripted_answer, seam_of  # noqa: E402

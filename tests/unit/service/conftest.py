@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("fastapi", reason="the [server] extra is not installed")
+from tests.helpers import needs
+
+needs("fastapi")
 
 from fastapi.testclient import TestClient
 

@@ -26,6 +26,7 @@ from ragspine.service.jobs import heartbeating, reap, worker_name
 from ragspine.service.schema import job as job_table
 from ragspine.service.store import ServiceStore, sqlite_engine
 from tests.backends import TcpProxy, free_port, start_private_redis
+from tests.helpers import needs
 from tests.unit.service.conftest import doc, make_settings, new_library, new_tenant, wait_job
 from tests.unit.service.slow_backend import http_call, serve, slow_backend_here, slow_docs, slow_env
 
@@ -145,7 +146,7 @@ def test_a_server_killed_mid_job_leaves_it_failed_when_a_server_starts_again(tmp
 
 
 def test_an_rq_worker_killed_mid_job_leaves_it_failed_and_the_next_worker_runs_new_jobs(tmp_path, private_redis) -> None:
-    pytest.importorskip("rq")
+    needs("rq")
     env = slow_env(tmp_path, RAGSPINE_CHUNK_STORE=str(tmp_path / "s.db"), RAGSPINE_JOB_QUEUE=private_redis.url,
                    RAGSPINE_JOB_STALE_AFTER=STALE)
     with slow_backend_here(tmp_path), TestClient(create_app(make_settings(tmp_path, **env))) as client:
@@ -223,7 +224,7 @@ def _told_once(log_path, outages: int = 1) -> None:
 
 
 def test_the_worker_outlives_a_redis_restart_and_lost_messages_are_resent(tmp_path) -> None:
-    pytest.importorskip("rq")
+    needs("rq")
     import redis as redis_client
     from rq import Queue
 
@@ -273,7 +274,7 @@ def test_the_worker_outlives_redis_going_away_mid_job_and_runs_what_comes_after(
     """The attack's outage: Redis stopped while a job runs. The worker used to exit on its first
     reconnect (RQ names its connection when a worker is built: a traceback) and the jobs queued
     after it waited for a manual restart."""
-    pytest.importorskip("rq")
+    needs("rq")
     redis = start_private_redis()
     port = int(urlsplit(redis.url).port or 0)
     env = slow_env(tmp_path, RAGSPINE_CHUNK_STORE=str(tmp_path / "s.db"), RAGSPINE_JOB_QUEUE=redis.url,
@@ -304,7 +305,7 @@ def test_the_worker_outlives_redis_going_away_mid_job_and_runs_what_comes_after(
 
 
 def test_a_stop_while_redis_is_away_exits_at_once(tmp_path) -> None:
-    pytest.importorskip("rq")
+    needs("rq")
     redis = start_private_redis()
     env = slow_env(tmp_path, RAGSPINE_CHUNK_STORE=str(tmp_path / "s.db"), RAGSPINE_JOB_QUEUE=redis.url,
                    RAGSPINE_EMBEDDING="deterministic")

@@ -10,7 +10,11 @@ import json
 
 import pytest
 
-schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is not installed (the [test] extra)")
+from tests.helpers import needs
+
+needs("schemathesis")
+
+import schemathesis
 
 from tests.unit.service.conftest import doc, new_library, new_tenant  # noqa: E402
 

@@ -14,7 +14,9 @@ import time
 
 import pytest
 
-pytest.importorskip("openai", reason="the [openai] extra is not installed")
+from tests.helpers import needs
+
+needs("openai")
 
 from fastapi.testclient import TestClient  # noqa: E402
 

@@ -7,6 +7,7 @@ from fastapi.testclient import TestClient
 
 from ragspine.service.app import create_app
 from ragspine.service.jobs import queue_target, run_queued_job, set_worker_context
+from tests.helpers import needs
 from tests.unit.service.conftest import (
     ADMIN,
     doc,
@@ -16,7 +17,8 @@ from tests.unit.service.conftest import (
     retrieve,
 )
 
-rq = pytest.importorskip("rq", reason="the [server] extra is not installed")
+needs("rq")
+
 
 
 def test_queue_target_follows_the_settings(tmp_path) -> None:

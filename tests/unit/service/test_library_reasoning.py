@@ -8,7 +8,9 @@ import json
 
 import pytest
 
-pytest.importorskip("openai", reason="the [openai] extra is not installed")
+from tests.helpers import needs
+
+needs("openai")
 
 from fastapi.testclient import TestClient
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("openai", reason="the [openai] extra is not installed")
+from tests.helpers import needs
+
+needs("openai")
 
 from fastapi.testclient import TestClient
 

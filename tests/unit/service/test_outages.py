@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from ragspine.service.app import create_app
 from tests.backends import TcpProxy
+from tests.helpers import needs
 from tests.unit.service.conftest import ADMIN, doc, ingest, make_settings, new_library, new_tenant, retrieve
 
 
@@ -59,7 +60,7 @@ def test_a_postgresql_outage_is_a_503_everywhere_and_the_service_recovers(tmp_pa
 
 
 def test_an_upload_during_a_job_queue_outage_is_a_503_and_leaves_no_job(tmp_path, redis_server) -> None:
-    pytest.importorskip("rq")
+    needs("rq")
     target = urlsplit(redis_server.url)
     proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 6379)
     settings = make_settings(tmp_path, RAGSPINE_JOB_QUEUE=proxy.url(redis_server.url), RAGSPINE_RETRIEVAL_MODE="economy",

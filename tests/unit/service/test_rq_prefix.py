@@ -14,6 +14,8 @@ import textwrap
 
 import pytest
 
+from tests.helpers import needs
+
 SERVER = textwrap.dedent('''
     import sys
     from fastapi.testclient import TestClient
@@ -32,7 +34,7 @@ SERVER = textwrap.dedent('''
 
 
 def test_every_redis_key_is_under_the_prefix(tmp_path, private_redis) -> None:
-    pytest.importorskip("rq")
+    needs("rq")
     import redis
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGSPINE_", "RQ_"))}
@@ -54,7 +56,7 @@ def test_every_redis_key_is_under_the_prefix(tmp_path, private_redis) -> None:
 
 
 def test_rq_imported_earlier_under_another_prefix_is_refused_with_the_fix(monkeypatch) -> None:
-    pytest.importorskip("rq")
+    needs("rq")
     import rq  # noqa: F401 - imported here under this process's RQ_KEY_PREFIX
 
     from ragspine.errors import ConfigError

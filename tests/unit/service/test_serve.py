@@ -8,11 +8,11 @@ import sys
 import time
 
 import httpx
-import pytest
 
 from tests.backends import free_port
+from tests.helpers import needs
 
-pytest.importorskip("uvicorn", reason="the [server] extra is not installed")
+needs("uvicorn")
 
 
 def test_serve_and_worker_processes(tmp_path, private_redis) -> None:

@@ -16,8 +16,14 @@ from pathlib import Path
 
 import pytest
 
-httpx = pytest.importorskip("httpx")
-uvicorn = pytest.importorskip("uvicorn", reason="the [server] extra is not installed")
+from tests.helpers import needs
+
+needs("httpx")
+
+import httpx
+
+needs("uvicorn")
+import uvicorn
 
 from ragspine.service.app import create_app  # noqa: E402
 from tests.backends import free_port  # noqa: E402

@@ -11,9 +11,9 @@ import logging
 import threading
 import time
 
-import pytest
+from tests.helpers import needs
 
-pytest.importorskip("rq")
+needs("rq")
 
 import redis as redis_client  # noqa: E402
 

@@ -13,6 +13,7 @@ from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.stores.sqlite.fact_store import SQLiteFactStore
 from ragspine.structured import make_fact_store
 from ragspine.structured.factory import fact_store_kind
+from tests.helpers import needs
 
 HEADER = "metric,entity,period,channel,value,unit,source_doc_id,source_locator,valid_as_of,sensitivity\n"
 FACTS = HEADER + (
@@ -43,7 +44,7 @@ def test_the_fact_store_lives_in_the_chunk_stores_database(tmp_path) -> None:
 
 
 def test_a_postgres_chunk_store_gets_the_postgres_fact_store_without_io() -> None:
-    pytest.importorskip("sqlalchemy")
+    needs("sqlalchemy")
     from ragspine.stores.postgres import PostgresDatabase
     from ragspine.stores.postgres.fact_store import PostgresFactStore
 

@@ -12,6 +12,7 @@ import pytest
 from ragspine import cli
 from ragspine.errors import FilterError
 from ragspine.retrieval.filtering.cli import read_value
+from tests.helpers import needs
 
 NUMBER = "---\ndoc_id: number\ncode: 10\nlang: en\n---\nGearbox code sheet, numbered.\n"
 TEXT = '---\ndoc_id: text\ncode: "10"\nlang: zh\n---\nGearbox code sheet, lettered.\n'
@@ -100,7 +101,7 @@ MALFORMED = {
 
 @pytest.fixture(scope="module")
 def http(tmp_path_factory):
-    pytest.importorskip("fastapi", reason="the [server] extra is not installed")
+    needs("fastapi")
     from fastapi.testclient import TestClient
 
     from ragspine.service.app import create_app

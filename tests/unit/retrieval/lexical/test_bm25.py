@@ -31,8 +31,11 @@ from tests.corpora import (
     sample_queries,
     stdlib_docstrings_corpus,
 )
+from tests.helpers import needs
 
-bm25s = pytest.importorskip("bm25s")
+needs("bm25s")
+
+import bm25s
 
 # Read at import: the autouse fixture in tests/conftest.py clears RAGSPINE_* variables.
 SCIFACT_DIR = os.environ.get("RAGSPINE_SCIFACT_DIR") or os.environ.get("RAGSPINE_TEST_SCIFACT_DIR")
@@ -97,7 +100,8 @@ def test_edge_cases() -> None:
 
 
 def test_idf_is_never_negative_where_rank_bm25s_raw_idf_is() -> None:
-    rank_bm25 = pytest.importorskip("rank_bm25")
+    needs("rank_bm25")
+    import rank_bm25
     corpus = [tokenize(text) for _, text in stdlib_docstrings_corpus(400)]
     okapi = rank_bm25.BM25Okapi(corpus)
     n = len(corpus)

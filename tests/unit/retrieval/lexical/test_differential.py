@@ -20,6 +20,7 @@ from ragspine.retrieval.lexical import index as index_module
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.testing.lexical_history import HistoryPlan, run_history
 from ragspine.testing.lexical_layouts import LexicalLayout, postgres_layout, sqlite_layout
+from tests.helpers import needs
 
 SLOW_CHUNKS = int(os.environ.get("RAGSPINE_TEST_DIFFERENTIAL_CHUNKS") or 0)
 LAYOUTS = ["memory-sqlite-auto", "memory-sqlite-numpy", "memory-postgres", "postgres-postings"]
@@ -31,7 +32,7 @@ FAST = HistoryPlan(seed=20261205, chunks=3_000, singles=240, batch_docs=120)
 def _layout(name: str, request: pytest.FixtureRequest, tmp_path) -> LexicalLayout:
     if name.startswith("memory-sqlite"):
         return sqlite_layout(str(tmp_path / "chunks.db"), kernel=name.rsplit("-", 1)[1])
-    pytest.importorskip("sqlalchemy", reason="the [pgvector] extra is not installed")
+    needs("sqlalchemy")
     url, schema = request.getfixturevalue("pg15_schema")
     if name in ("memory-postgres", "warm"):
         return postgres_layout(url, schema, index=name.split("-")[0], persist_root=str(tmp_path / "lexical"))

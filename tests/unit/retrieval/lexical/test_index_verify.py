@@ -19,6 +19,7 @@ from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.segments import StringTable, read_segment, save_segment
 from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.testing.bm25_reference import IncrementalReference
+from tests.helpers import needs
 from tests.unit.retrieval.lexical.test_index import _queries, _random_doc
 
 
@@ -193,7 +194,7 @@ def test_a_store_written_during_the_check_is_checked_again_at_the_next_refresh(l
 
 
 def test_the_service_exports_the_refusals(library, caplog) -> None:
-    pytest.importorskip("prometheus_client", reason="the [server] extra is not installed")
+    needs("prometheus_client")
     from ragspine.service.metrics import _ServiceCollector
 
     _, store, where, _ = library

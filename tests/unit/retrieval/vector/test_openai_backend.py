@@ -8,8 +8,12 @@ import json
 import numpy as np
 import pytest
 
-openai = pytest.importorskip("openai")
+from tests.helpers import needs
+
+needs("openai")
+
 import httpx  # noqa: E402
+import openai
 
 from ragspine.errors import BackendError  # noqa: E402
 from ragspine.retrieval.vector.embedding_backends import make_embedding_backend  # noqa: E402

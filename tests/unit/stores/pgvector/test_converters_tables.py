@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pytest
 
-pytest.importorskip("sqlalchemy")
+from tests.helpers import needs
+
+needs("sqlalchemy")
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import psycopg as pg_psycopg

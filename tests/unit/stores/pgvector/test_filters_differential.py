@@ -7,7 +7,9 @@ from collections import Counter
 
 import pytest
 
-pytest.importorskip("sqlalchemy")
+from tests.helpers import needs
+
+needs("sqlalchemy")
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB

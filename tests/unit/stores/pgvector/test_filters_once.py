@@ -7,9 +7,9 @@ expression is reused (by filter and column) — measured with
 
 from __future__ import annotations
 
-import pytest
+from tests.helpers import needs
 
-pytest.importorskip("sqlalchemy")
+needs("sqlalchemy")
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
@@ -82,7 +82,7 @@ def test_memoized_filters_keep_their_types_on_the_server(pg_engine) -> None:
 
 
 def test_a_request_over_many_libraries_builds_its_filter_once(tmp_path, pg_schema, monkeypatch) -> None:
-    pytest.importorskip("fastapi", reason="the [server] extra is not installed")
+    needs("fastapi")
     from fastapi.testclient import TestClient
 
     from ragspine.service.app import create_app

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-pytest.importorskip("sqlalchemy")
+from tests.helpers import needs
+
+needs("sqlalchemy")
 
 import sqlalchemy as sa
 

@@ -9,7 +9,9 @@ import time
 import numpy as np
 import pytest
 
-pytest.importorskip("sqlalchemy")
+from tests.helpers import needs
+
+needs("sqlalchemy")
 
 import sqlalchemy as sa
 

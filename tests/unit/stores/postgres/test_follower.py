@@ -12,7 +12,9 @@ import shutil
 import numpy as np
 import pytest
 
-pytest.importorskip("sqlalchemy", reason="the [pgvector] extra is not installed")
+from tests.helpers import needs
+
+needs("sqlalchemy")
 
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex  # noqa: E402
 from ragspine.stores.postgres import PostgresDatabase  # noqa: E402

@@ -7,9 +7,10 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import pytest
 
-pytest.importorskip("sqlalchemy", reason="the [pgvector] extra is not installed")
+from tests.helpers import needs
+
+needs("sqlalchemy")
 
 from ragspine.retrieval.filtering.filters import parse_filter  # noqa: E402
 from ragspine.stores.postgres.lexical import PostgresLexicalIndex  # noqa: E402

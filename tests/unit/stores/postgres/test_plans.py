@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import random
 
-import pytest
+from tests.helpers import needs
 
-pytest.importorskip("sqlalchemy", reason="the [pgvector] extra is not installed")
+needs("sqlalchemy")
 
 from ragspine.stores.postgres.lexical import _CANDIDATES, search_sql  # noqa: E402
 from tests.helpers import make_chunk  # noqa: E402

@@ -9,7 +9,9 @@ import random
 
 import pytest
 
-pytest.importorskip("sqlalchemy", reason="the [pgvector] extra is not installed")
+from tests.helpers import needs
+
+needs("sqlalchemy")
 
 from ragspine.cli import main  # noqa: E402
 from ragspine.config import load_settings  # noqa: E402

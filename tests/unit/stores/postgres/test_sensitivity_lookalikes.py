@@ -5,9 +5,9 @@ postings and statistics, as it does a chunk stored as ``RESTRICTED`` (issue 25).
 
 from __future__ import annotations
 
-import pytest
+from tests.helpers import needs
 
-pytest.importorskip("sqlalchemy", reason="the [pgvector] extra is not installed")
+needs("sqlalchemy")
 
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_id_for  # noqa: E402
 from ragspine.testing.lookalikes import RESTRICTED_LOOKALIKES, written_verbatim  # noqa: E402

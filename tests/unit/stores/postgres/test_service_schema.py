@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-import pytest
+from tests.helpers import needs
 
-sa = pytest.importorskip("sqlalchemy", reason="the [postgres] extra is not installed (sqlalchemy)")
+needs("sqlalchemy")
+
+import sqlalchemy as sa
 
 from ragspine.stores.postgres.engine import sqlalchemy_url
 from ragspine.stores.postgres.migrate import current_revision, downgrade, upgrade

@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-pytest.importorskip("sqlalchemy", reason="the [pgvector] extra is not installed")
+from tests.helpers import needs
+
+needs("sqlalchemy")
 
 from ragspine.config import load_settings  # noqa: E402
 from ragspine.errors import ConfigError  # noqa: E402

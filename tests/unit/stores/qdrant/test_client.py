@@ -9,7 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("qdrant_client")
+from tests.helpers import needs
+
+needs("qdrant_client")
 
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError  # noqa: E402
 from ragspine.retrieval.vector.base import VectorRecord  # noqa: E402

@@ -14,7 +14,9 @@ import random
 import numpy as np
 import pytest
 
-pytest.importorskip("qdrant_client")
+from tests.helpers import needs
+
+needs("qdrant_client")
 
 from ragspine.retrieval.vector.base import VectorRecord  # noqa: E402
 from ragspine.testing.random_filters import random_filter, random_metadata  # noqa: E402

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("qdrant_client")
+from tests.helpers import needs
+
+needs("qdrant_client")
 
 from qdrant_client.http import models  # noqa: E402
 

@@ -10,7 +10,9 @@ import random
 import numpy as np
 import pytest
 
-pytest.importorskip("qdrant_client")
+from tests.helpers import needs
+
+needs("qdrant_client")
 
 from ragspine.errors import ConfigError, IngestError  # noqa: E402
 from ragspine.retrieval.filtering.filters import parse_filter  # noqa: E402
