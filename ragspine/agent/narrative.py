@@ -36,6 +36,7 @@ from ragspine.llm.observe import report_malformed
 from ragspine.numerals import Number, find_numbers
 from ragspine.retrieval.link.narrative_link import NarrativeRetriever
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.snippet import Snippet
 from ragspine.structured.periods import fold
 
 GENERATION_PROMPT = """Answer the question using only the numbered passages below.
@@ -71,7 +72,7 @@ class NarrativePath:
         if self.retriever is None:
             return NarrativePart(EMPTY, message(NO_PASSAGE, language))
         found = self.retriever.search(question, top_k=self.top_k)
-        if getattr(found, "refusal", None):  # the retriever's own gate or corrective loop refused
+        if found.refusal:  # the retriever's own gate or corrective loop refused
             return NarrativePart(GATE_REFUSED, message(SEARCH_REFUSAL, language))
         snippets = [s for s in found.snippets if not is_restricted(s.get("sensitivity"))]
         citations = tuple(_citation(f"S{i}", s) for i, s in enumerate(snippets, 1))
@@ -217,6 +218,6 @@ def history_text(history: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
-def _citation(cid: str, snippet: dict[str, Any]) -> Citation:
+def _citation(cid: str, snippet: Snippet) -> Citation:
     return Citation(cid, str(snippet.get("chunk_id", "")), str(snippet.get("doc_id", "")), str(snippet.get("title", "")),
                     str(snippet.get("library_id", "")), str(snippet.get("source_locator", "")), str(snippet.get("text", "")))

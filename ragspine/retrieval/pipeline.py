@@ -49,8 +49,8 @@ from ragspine.retrieval.lexical.hybrid import DEFAULT_CANDIDATE_K, HybridRetriev
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.postprocess.base import Postprocessor
 from ragspine.retrieval.query.base import QueryRewriter
-from ragspine.retrieval.query.probes import with_probes
-from ragspine.retrieval.ranking import current_stages
+from ragspine.retrieval.query.probes import Probe, search_probes
+from ragspine.retrieval.request import SearchRequest
 from ragspine.retrieval.rerank.base import DEFAULT_RERANK_DEPTH, IndexingReranker, Reranker, rerank_open_subset
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 from ragspine.retrieval.storable import check_document
@@ -308,35 +308,47 @@ class LibraryPipeline:
         return self.retriever.sync_vectors(progress, expect)
 
     # -- reading ------------------------------------------------------------------------------
-    def queries(self, query: str) -> list[str]:
-        """The query variants a search runs (the original first), then the probes a query
-        transform generated for it in this request (:mod:`ragspine.retrieval.query.probes`)."""
-        return with_probes(query, self.rewriter.rewrite(query) if self.rewriter is not None else [query])
+    def queries(self, query: str | SearchRequest) -> list[Probe]:
+        """What a search runs: the question's variants (the original first), then the probes a
+        query transform generated for it in this request (:mod:`ragspine.retrieval.query.probes`)."""
+        request = SearchRequest.of(query)
+        question = request.question
+        return search_probes(self.rewriter.rewrite(question) if self.rewriter is not None else [question], request.probes)
 
-    def max_fused_score(self, query: str) -> float:
+    def max_fused_score(self, query: str | SearchRequest) -> float:
         """The fused score of a chunk ranked first by every ranking ``retrieve(query)`` feeds to
         RRF (each leg of each query variant): ``n / (rrf_k + 1)`` (``n`` with ``zscore`` fusion). A result's
         ``scores["fused"]`` divided by it is in [0, 1] — 1 means "first for every ranker"."""
-        legs = [leg for q in self.queries(query) for leg in self.retriever.legs_for(q)]
-        weights = effective_weights(self.retriever.leg_weights)
+        request = SearchRequest.of(query)
+        legs = [leg for q in self.queries(request) for leg in self.retriever.legs_for(q)]
+        weights = effective_weights(self.retriever.leg_weights, request.weights)
         if isinstance(weights, ZScoreFusion) and len(legs) > 1:  # scaled so that first everywhere = n
             return float(len(legs))
         if weights is None or isinstance(weights, AdaptiveWeights) or len(legs) < 2:  # adaptive weights sum to the count
             return len(legs) / (self.retriever.rrf_k + 1)
         return sum(weights.get(leg, 1.0) for leg in legs) / (self.retriever.rrf_k + 1)
 
-    def search_once(self, query: str, want: int, metadata_filter: MetadataFilter | None, skip_stale: bool = False) -> Page[RetrievalResult]:
+    def search_once(
+        self, query: str | SearchRequest, want: int, metadata_filter: MetadataFilter | None, skip_stale: bool = False,
+    ) -> Page[RetrievalResult]:
         """One pass of the pipeline: up to ``want`` results, reranked and postprocessed, with
         the dense leg's coverage of this pass (no retries: raises
-        :class:`~ragspine.retrieval.ask_again.StaleRanking` unless ``skip_stale``)."""
-        override = current_stages()  # a request's own ranking, else the pipeline's
+        :class:`~ragspine.retrieval.ask_again.StaleRanking` unless ``skip_stale``). ``query``:
+        the question, or the request whose question, probes, stages, leg weights and RAPTOR
+        choice this pass follows (its filter and ``top_k`` are the caller's:
+        ``metadata_filter`` and ``want``)."""
+        request = SearchRequest.of(query)
+        query = request.question
+        override = request.stages  # a request's own ranking, else the pipeline's
         reranker, depth, postprocessor = (
             (self.reranker, self.rerank_depth, self.postprocessor) if override is None
             else (override.reranker, override.rerank_depth, override.postprocessor)
         )
         staged = reranker is not None or postprocessor is not None
         fetch = max(want, depth) if staged else want  # rerank and postprocess before truncating
-        page = self.retriever.search_once(self.queries(query), fetch, metadata_filter, skip_stale)
+        page = self.retriever.search_once(
+            self.queries(request), fetch, metadata_filter, skip_stale, weights=request.weights, raptor=request.raptor,
+        )
         results = page.items
         if reranker is not None:
             started = time.perf_counter()
@@ -347,10 +359,11 @@ class LibraryPipeline:
             results = postprocessor.process(query, results, top_k=want)
         return Page(results[:want], page.exhausted and len(results) <= want, page.dense_coverage)
 
-    def retrieve(self, query: str, *, top_k: int = 10, metadata_filter: Any = None, **fields: Any) -> list[RetrievalResult]:
+    def retrieve(self, query: str | SearchRequest, *, top_k: int = 10, metadata_filter: Any = None, **fields: Any) -> list[RetrievalResult]:
         """The Python API's entry point: ``metadata_filter`` (any form ``parse_filter`` reads)
         AND the seed's keyword pre-filters (``topic=``, ...), RESTRICTED results included (the
-        link exit removes them)."""
+        link exit removes them); ``query``: the question, or a request whose probes, stages,
+        leg weights and RAPTOR choice the search follows."""
         filt = combine_filters(metadata_filter, fields)
         search = lambda want, f, skip: self.search_once(query, want, f, skip)  # noqa: E731
         return ask_again(search, top_k=top_k, metadata_filter=filt).items

@@ -10,10 +10,8 @@ spellings of the same choice share one pipeline.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from ragspine.errors import ConfigError
 
@@ -45,28 +43,10 @@ class Ranking:
 
 @dataclass(frozen=True)
 class Stages:
-    """The built ranking stages a request runs instead of its pipelines' own (see
-    :func:`request_stages`); ``reranker``/``postprocessor`` ``None`` = none."""
+    """The built ranking stages a request runs instead of its pipelines' own (a
+    :class:`~ragspine.retrieval.request.SearchRequest`'s ``stages``: no pipeline is built for
+    it, so no request can grow the stack's caches); ``reranker``/``postprocessor`` ``None`` = none."""
 
     reranker: Any
     rerank_depth: int
     postprocessor: Any
-
-
-_REQUEST: ContextVar[Stages | None] = ContextVar("ragspine_request_stages", default=None)
-
-
-@contextmanager
-def request_stages(stages: Stages | None) -> Iterator[None]:
-    """Within the block, every :class:`~ragspine.retrieval.pipeline.LibraryPipeline` search of
-    this context reranks and postprocesses with ``stages`` (a request's override: no pipeline
-    is built for it, so no request can grow the stack's caches)."""
-    token = _REQUEST.set(stages)
-    try:
-        yield
-    finally:
-        _REQUEST.reset(token)
-
-
-def current_stages() -> Stages | None:
-    return _REQUEST.get()

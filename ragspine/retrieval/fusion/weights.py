@@ -2,9 +2,9 @@
 
 A search's fused score of a chunk is ``sum over rankings of weight(leg) / (k + rank)``
 (:func:`~ragspine.retrieval.fusion.rrf.rrf_fuse`). The weights come, most specific first, from
-the request (:func:`request_weights`, which the service sets from ``/v1/retrieve``), the
-library (its pipeline's ``leg_weights``: a service library's ``fusion_weights``), else
-``RAGSPINE_FUSION_WEIGHTS``. Unset everywhere, no weights are applied at all: RRF is computed
+the request (a :class:`~ragspine.retrieval.request.SearchRequest`'s ``weights``, which the
+service sets from ``/v1/retrieve``), the library (its pipeline's ``leg_weights``: a service
+library's ``fusion_weights``), else ``RAGSPINE_FUSION_WEIGHTS``. Unset everywhere, no weights are applied at all: RRF is computed
 exactly as the seed computes it. ``adaptive`` (:class:`AdaptiveWeights`) chooses them per query;
 ``zscore`` (:class:`ZScoreFusion`) fuses the legs' scores instead of their ranks.
 """
@@ -12,9 +12,7 @@ exactly as the seed computes it. ``adaptive`` (:class:`AdaptiveWeights`) chooses
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from ragspine.errors import ConfigError
 
@@ -59,9 +57,6 @@ class ZScoreFusion(dict[str, float]):
 
 
 ZSCORE = ZScoreFusion()
-
-_REQUEST: ContextVar[LegWeights | None] = ContextVar("ragspine_fusion_weights", default=None)
-
 
 def parse_weights(spec: str | Mapping[str, object] | None, *, where: str = "RAGSPINE_FUSION_WEIGHTS") -> dict[str, float] | None:
     """``"bm25=1,vector=0.5"`` (or a mapping) as ``{leg: weight}``; ``None``/``""`` → ``None``.
@@ -117,18 +112,6 @@ def format_weights(weights: LegWeights | None) -> str:
     return ",".join(f"{k}={v:g}" for k, v in weights.items()) if weights else "none"
 
 
-@contextmanager
-def request_weights(weights: LegWeights | None) -> Iterator[None]:
-    """Within the block, every fusion of this context uses ``weights`` (``None``: the
-    library's or the configured ones)."""
-    token = _REQUEST.set(weights)
-    try:
-        yield
-    finally:
-        _REQUEST.reset(token)
-
-
-def effective_weights(library: LegWeights | None) -> LegWeights | None:
-    """The request's weights if set, else ``library``'s."""
-    request = _REQUEST.get()
+def effective_weights(library: LegWeights | None, request: LegWeights | None = None) -> LegWeights | None:
+    """The request's weights if it has any, else ``library``'s."""
     return request if request is not None else library

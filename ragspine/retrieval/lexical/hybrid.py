@@ -32,7 +32,7 @@ from ragspine.retrieval.fusion.zscore import zscore_fuse
 from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
-from ragspine.retrieval.query.probes import dense_only, probe_weight
+from ragspine.retrieval.query.probes import Probe
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
 from ragspine.retrieval.vector.dense import DEFAULT_EMBED_BATCH, DenseCoverage, DenseLeg, worst_coverage
@@ -152,33 +152,39 @@ class HybridRetriever:
 
     # -- searching ---------------------------------------------------------------------------
     def rankings(
-        self, query: str, *, metadata_filter: MetadataFilter | None = None, depth: int, legs_to_run: Sequence[str] | None = None
+        self, query: str | Probe, *, metadata_filter: MetadataFilter | None = None, depth: int, legs_to_run: Sequence[str] | None = None,
+        raptor: bool | None = None,
     ) -> Legs:
         """Each leg's ranking ``[(chunk_id, score), ...]``, best first, at most ``depth`` long
-        (``legs_to_run``: :meth:`legs_for` the query, when the caller has it already)."""
+        (``legs_to_run``: :meth:`legs_for` the query, when the caller has it already; ``raptor``:
+        the request's choice of RAPTOR's leg, ``None``: the leg's default)."""
+        probe = query if isinstance(query, Probe) else Probe(query)
+        query = probe.text
         legs = Legs()
-        for leg in self.legs_for(query) if legs_to_run is None else legs_to_run:
+        for leg in self.legs_for(probe) if legs_to_run is None else legs_to_run:
             if leg == "bm25":
                 hits = self.index.search(tokenize(query), metadata_filter=metadata_filter, top_k=depth)
                 legs["bm25"] = [(h.chunk_id, h.score) for h in hits]
                 legs.versions.update((h.chunk_id, h.version) for h in hits)
             else:
                 assert self.dense is not None
-                if self.raptor is not None and self.raptor.active():  # RAPTOR: the collapsed tree in the dense leg's place
+                if self.raptor is not None and self.raptor.active(raptor):  # RAPTOR: the collapsed tree in the dense leg's place
                     found = self.raptor.search(query, metadata_filter, depth, legs.versions)
                 else:
                     found = self.dense.search(query, metadata_filter, depth, legs.versions)
                 legs["vector"], legs.coverage = found.hits, found.coverage
-        legs.weight = probe_weight(query)
+        legs.weight = probe.weight
         return legs
 
-    def legs_for(self, query: str) -> tuple[str, ...]:
-        """The legs a search for ``query`` runs: the dense leg only when the gate can read the
-        query; BM25 when configured, or in its place when the dense leg cannot run."""
-        dense_ok = "vector" in self.legs and self.dense is not None and self.dense.reads(query)
-        if dense_only(query):  # a HyDE passage: a probe of the dense leg (of BM25 when there is none)
-            return ("vector",) if dense_ok else ("bm25",)
-        return (("bm25",) if "bm25" in self.legs or not dense_ok else ()) + (("vector",) if dense_ok else ())
+    def legs_for(self, query: str | Probe) -> tuple[str, ...]:
+        """The legs a search for ``query`` runs, of those it may use (a probe's ``legs``; a text:
+        every leg): the dense leg only when the gate can read the query; BM25 when configured,
+        or in its place when the dense leg cannot run (a HyDE passage, a dense-leg probe, runs
+        BM25 where there is no dense leg)."""
+        probe = query if isinstance(query, Probe) else Probe(query)
+        vector = "vector" in probe.legs and "vector" in self.legs and self.dense is not None and self.dense.reads(probe.text)
+        bm25 = ("bm25" in probe.legs and ("bm25" in self.legs or not vector)) or not vector
+        return (("bm25",) if bm25 else ()) + (("vector",) if vector else ())
 
     def depth(self, want: int, rankings: int) -> int:
         """How deep each ranking goes for ``want`` fused results (see the module docstring)."""
@@ -186,6 +192,7 @@ class HybridRetriever:
 
     def fuse(
         self, legs_per_query: Iterable[Legs], *, top_k: int, stale: str = "skip", metadata_filter: MetadataFilter | None = None,
+        weights: LegWeights | None = None,
     ) -> list[RetrievalResult]:
         """RRF over every leg of every query; chunks fetched from the store, best first.
 
@@ -194,12 +201,14 @@ class HybridRetriever:
         last attempt, when writes kept overtaking the ranking) shows each document in one
         version, the newest its ranked chunks were fetched at, and never drops it for being
         re-ingested: a chunk fetched at a newer version is shown at that version (if it passes
-        ``metadata_filter``) with the scores its previous version got.
+        ``metadata_filter``) with the scores its previous version got. ``weights``: the
+        request's leg weights (``None``: the library's).
         """
-        return self._fuse(legs_per_query, top_k, stale, metadata_filter)[0]
+        return self._fuse(legs_per_query, top_k, stale, metadata_filter, weights)[0]
 
     def _fuse(
         self, legs_per_query: Iterable[Legs], top_k: int, stale: str, metadata_filter: MetadataFilter | None = None,
+        request_weights: LegWeights | None = None,
     ) -> tuple[list[RetrievalResult], bool]:
         """:meth:`fuse`, and whether every fused candidate was looked at (none left over)."""
         rankings: list[list[str]] = []
@@ -214,13 +223,13 @@ class HybridRetriever:
                 rankings.append([cid for cid, _ in ranking])
                 ranking_legs.append(leg)
                 ranking_scores.append([score for _, score in ranking])
-                probe_weights.append(getattr(legs, "weight", 1.0))
+                probe_weights.append(legs.weight)
                 top = best.setdefault(leg, {})
                 for cid, score in ranking:
                     if cid not in top or score > top[cid]:
                         top[cid] = score
         bm25, vector = best.get("bm25", {}), best.get("vector", {})
-        leg_weights = effective_weights(self.leg_weights)
+        leg_weights = effective_weights(self.leg_weights, request_weights)
         if isinstance(leg_weights, AdaptiveWeights):
             weights = leg_weights.weights(ranking_scores)
         else:
@@ -278,15 +287,19 @@ class HybridRetriever:
             chunks.update((c.chunk_id, c) for c in fetched)
         return chunks
 
-    def search_once(self, queries: Sequence[str], want: int, metadata_filter: MetadataFilter | None, skip_stale: bool) -> Page[RetrievalResult]:
-        """One fused search of every query variant, up to ``want`` results, and how many of the
-        dense leg's candidates had no vector (no retries: see
-        :func:`~ragspine.retrieval.ask_again.ask_again`)."""
+    def search_once(
+        self, queries: Sequence[str | Probe], want: int, metadata_filter: MetadataFilter | None, skip_stale: bool, *,
+        weights: LegWeights | None = None, raptor: bool | None = None,
+    ) -> Page[RetrievalResult]:
+        """One fused search of every query variant and probe, up to ``want`` results, and how
+        many of the dense leg's candidates had no vector (no retries: see
+        :func:`~ragspine.retrieval.ask_again.ask_again`); ``weights`` and ``raptor``: the
+        request's (``None``: the library's)."""
         self.refresh()
         plan = [(q, self.legs_for(q)) for q in queries]
         depth = self.depth(want, sum(len(legs_to_run) for _, legs_to_run in plan))
-        legs = [self.rankings(q, metadata_filter=metadata_filter, depth=depth, legs_to_run=run) for q, run in plan]
-        results, consumed = self._fuse(legs, want, "skip" if skip_stale else "raise", metadata_filter)
+        legs = [self.rankings(q, metadata_filter=metadata_filter, depth=depth, legs_to_run=run, raptor=raptor) for q, run in plan]
+        results, consumed = self._fuse(legs, want, "skip" if skip_stale else "raise", metadata_filter, weights)
         exhausted = consumed and all(len(ranking) < depth for leg in legs for ranking in leg.values())
         return Page(results, exhausted, worst_coverage([leg.coverage for leg in legs if leg.coverage is not None]))
 

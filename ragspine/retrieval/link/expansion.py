@@ -28,6 +28,7 @@ from typing import Any
 
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, RestrictedSpans, StoredChunk, StreamingReads
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.types import RetrievalResult
 
 __all__ = ["expansion_key", "extent_of", "share_expansions", "withheld_extents"]
@@ -78,14 +79,14 @@ def withheld_extents(results: Sequence[RetrievalResult], store: ChunkStore | Non
     return out
 
 
-def expansion_key(snippet: dict[str, Any]) -> tuple[Any, ...] | None:
+def expansion_key(snippet: Snippet) -> tuple[Any, ...] | None:
     """What makes two snippets' expansions the same block (``None``: no expansion)."""
     if "prompt_text" not in snippet or "parent_locator" not in snippet:
         return None  # no expansion (a compression of the chunk's own text is its own)
     return (snippet.get("library_id"), snippet.get("doc_id"), snippet.get("version"), snippet.get("parent_locator"))
 
 
-def share_expansions(snippets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def share_expansions(snippets: list[Snippet]) -> list[Snippet]:
     """Each parent block once: the first snippet under a parent keeps ``prompt_text``, the
     later ones get ``prompt_text_in`` = that snippet's ``chunk_id`` instead (in place)."""
     carrier: dict[tuple[Any, ...], str] = {}

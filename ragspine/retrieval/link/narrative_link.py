@@ -14,91 +14,94 @@ A snippet carries ``text, doc_id, title, source_locator, chunk_id``, the metadat
 chunker set them; ``prompt_text`` (the parent or window text, for generation only) with
 ``parent_locator`` when the chunker recorded one — once per parent block, see
 :mod:`~ragspine.retrieval.link.expansion` — and
-``"filters_dropped": True`` when it was found only after the filters were dropped.
-:meth:`NarrativeIndexRetriever.search` returns the same as a :class:`Retrieval`, whose
+``"filters_dropped": True`` when it was found only after the filters were dropped (the
+keys, typed: :class:`~ragspine.retrieval.snippet.Snippet`).
+:meth:`NarrativeIndexRetriever.search` answers a
+:class:`~ragspine.retrieval.request.SearchRequest` (or a question) with an
+:class:`~ragspine.retrieval.request.Answer` (``Retrieval``, its old name), whose
 ``filters_dropped`` says it once for the whole answer.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Collection, Protocol
 
 from ragspine.llm.base import LLMProvider
 from ragspine.llm.budget import llm_request
-from ragspine.llm.observe import report_malformed
 from ragspine.retrieval.ask_again import ask_again
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, ChunkStore
 from ragspine.retrieval.filtering.automatic import FilterExtractor, safe_extract
-from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
+from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.base import LexicalIndex
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
 from ragspine.retrieval.link.expansion import share_expansions, withheld_extents
-from ragspine.retrieval.metadata import STANDARD_FIELDS
 from ragspine.retrieval.mode import RetrievalMode
 from ragspine.retrieval.pipeline import LibraryPipeline
 from ragspine.retrieval.postprocess.base import Postprocessor
 from ragspine.retrieval.query.base import QueryRewriter
-from ragspine.retrieval.rerank.base import Reranker
-from ragspine.retrieval.rerank.listwise_rerank import (
-    ListwiseReranker,
-    build_listwise_prompt,
-    read_listwise_response,
-)
+from ragspine.retrieval.request import DEFAULT_RETRIEVE_TOP_K, Answer, RequestRetriever, SearchRequest
+from ragspine.retrieval.rerank.base import Reranker, make_reranker
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
+from ragspine.retrieval.snippet import Snippet
 from ragspine.retrieval.types import RetrievalResult
-from ragspine.retrieval.vector.dense import DenseCoverage
 from ragspine.retrieval.vector.embedding import EmbeddingBackend
 from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
 from ragspine.retrieval.vector.vector_store import VectorStore
 
 __all__ = [
+    "DEFAULT_RETRIEVE_TOP_K",
     "RESTRICTED_SENSITIVITY",
+    "Answer",
     "LLMProvider",
     "NarrativeRetriever",
     "NarrativeIndexRetriever",
-    "ProviderListwiseJudge",
     "Retrieval",
+    "SearchRequest",
+    "Snippet",
     "build_narrative_retriever",
     "to_snippet",
 ]
 
-DEFAULT_RETRIEVE_TOP_K = 50
+#: The answer's old name (still importable from here).
+Retrieval = Answer
 
 
-@dataclass(frozen=True)
-class Retrieval:
-    """Snippets, whether they were found only after the filters were dropped, and the
-    libraries whose dense leg lacked vectors (``{library_id: DenseCoverage}``: the answer came
-    from BM25 plus the vectors that exist; ``ragspine embed`` computes the rest)."""
+def __getattr__(name: str) -> Any:
+    """``ProviderListwiseJudge`` lives beside the listwise reranker; still importable from here."""
+    if name == "ProviderListwiseJudge":
+        from ragspine.retrieval.rerank.listwise_rerank import ProviderListwiseJudge
 
-    snippets: list[dict[str, Any]] = field(default_factory=list)
-    filters_dropped: bool = False
-    dense_incomplete: dict[str, DenseCoverage] = field(default_factory=dict)
+        return ProviderListwiseJudge
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class NarrativeRetriever(Protocol):
     """The agent-side contract: a query in, RESTRICTED-free snippet dicts out."""
 
-    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
+    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[Snippet]:
         """Snippets for ``query``; each carries ``"filters_dropped": True`` when the filters
         were dropped to find it."""
         ...
 
-    def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> Retrieval:
-        """The same answer, with ``filters_dropped`` said once (filters already parsed)."""
+    def search(self, request: SearchRequest | str, *, filters: MetadataFilter | None = None, top_k: int | None = None) -> Answer:
+        """The answer to ``request`` (or to the question ``request`` with ``filters``, already
+        parsed, and ``top_k``), with ``filters_dropped`` said once."""
         ...
 
 
-def to_snippet(result: RetrievalResult, withheld: Collection[tuple[str, int, str]] = ()) -> dict[str, Any]:
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def to_snippet(result: RetrievalResult, withheld: Collection[tuple[str, int, str]] = ()) -> Snippet:
     """The snippet dict of one result (see the module docstring); ``withheld``: the
     ``(doc_id, version, parent_locator)`` expansions that overlap RESTRICTED text
     (:func:`~ragspine.retrieval.link.expansion.withheld_extents`)."""
     chunk = result.chunk
     scores = result.scores
     meta = chunk.metadata
-    snippet: dict[str, Any] = {
+    snippet: Snippet = {
         "text": chunk.text,
         "doc_id": chunk.doc_id,
         "title": chunk.title,
@@ -111,10 +114,13 @@ def to_snippet(result: RetrievalResult, withheld: Collection[tuple[str, int, str
         "metadata": dict(meta),
         "scores": {"bm25": float(scores.get("bm25", 0.0)), "vector": float(scores.get("vector", 0.0)),
                    "fused": float(scores.get("fused", 0.0))},
+        # the seed's fields at top level, as text (Chunk.topic, ...): STANDARD_FIELDS, in order
+        "topic": _text(meta.get("topic")),
+        "entity": _text(meta.get("entity")),
+        "geography": _text(meta.get("geography")),
+        "period": _text(meta.get("period")),
+        "language": _text(meta.get("language")),
     }
-    for name in STANDARD_FIELDS:  # the seed's fields at top level, as text (Chunk.topic, ...)
-        value = meta.get(name)
-        snippet[name] = "" if value is None else str(value)
     if chunk.parent_id:
         snippet["parent_id"] = chunk.parent_id
     if chunk.heading:
@@ -132,7 +138,7 @@ def to_snippet(result: RetrievalResult, withheld: Collection[tuple[str, int, str
     return snippet
 
 
-class NarrativeIndexRetriever:
+class NarrativeIndexRetriever(RequestRetriever):
     """Adapts a :class:`LibraryPipeline` to :class:`NarrativeRetriever` (RESTRICTED exit #2)."""
 
     def __init__(
@@ -152,22 +158,20 @@ class NarrativeIndexRetriever:
     def library_id(self) -> str:
         return self.index.library_id
 
-    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
-        return self.search(query, filters=parse_filter(filters), top_k=top_k).snippets  # FilterError before any I/O
-
-    def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> Retrieval:
+    def _answer(self, request: SearchRequest) -> Answer:
         with llm_request():  # one request's LLM call budget (shared with an enclosing multi-library search)
-            return self._search(query, filters, top_k)
+            return self._search(request)
 
-    def _search(self, query: str, filters: MetadataFilter | None, top_k: int) -> Retrieval:
-        automatic = safe_extract(self.filter_extractor, query)
+    def _search(self, request: SearchRequest) -> Answer:
+        automatic = safe_extract(self.filter_extractor, request.question)
+        filters = request.filter
         metadata_filter = automatic.and_(filters) if automatic else filters  # AND-ed: an extracted filter only narrows
         answer = ask_again(
-            lambda want, f, skip: self.index.search_once(query, want, f, skip),
-            top_k=top_k,
+            lambda want, f, skip: self.index.search_once(request, want, f, skip),
+            top_k=request.top_k,
             metadata_filter=metadata_filter,
             keep=lambda r: not is_restricted(r.chunk.sensitivity),
-            retry_without_filters=self.retry_without_filters,
+            retry_without_filters=self.retry_without_filters and request.retry_without_filters,
         )
         withheld = withheld_extents(answer.items, getattr(self.index, "store", None))
         snippets = [to_snippet(r, withheld) for r in answer.items]
@@ -178,27 +182,7 @@ class NarrativeIndexRetriever:
                 snippet["filters_dropped"] = True
         coverage = answer.dense_coverage  # this search's own, never a shared pipeline's "last search"
         incomplete = {self.library_id: coverage} if coverage is not None and not coverage.complete else {}
-        return Retrieval(snippets, answer.filters_dropped, incomplete)
-
-
-class ProviderListwiseJudge:
-    """A :class:`ListwiseJudge` over an ``LLMProvider``: one ``chat`` call per judgement.
-
-    Provider errors propagate; ``listwise_rerank`` catches them and keeps the RRF order. An
-    answer naming no candidate is reported as malformed and keeps the RRF order too.
-    """
-
-    def __init__(self, provider: LLMProvider) -> None:
-        self.provider = provider
-
-    def judge(self, query: str, candidates: list[str]) -> list[int]:
-        prompt = build_listwise_prompt(query, candidates)
-        answer = self.provider.chat([{"role": "user", "content": prompt}])
-        order = read_listwise_response(answer, len(candidates))
-        if order is None:
-            report_malformed(self.provider, "listwise", answer)
-            return list(range(len(candidates)))
-        return order
+        return Answer(snippets, answer.filters_dropped, incomplete)
 
 
 def build_narrative_retriever(
@@ -230,7 +214,7 @@ def build_narrative_retriever(
         store = chunk_db
     store.init_schema()
     if reranker is None and provider is not None:
-        reranker = ListwiseReranker(ProviderListwiseJudge(provider))
+        reranker = make_reranker("listwise", provider=provider)  # the registry's listwise reranker, judged by ``provider``
     index = LibraryPipeline(
         store,
         embedding_backend=embedding_backend,

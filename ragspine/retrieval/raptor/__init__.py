@@ -1,7 +1,7 @@
 """RAPTOR: a library's tree of synthesis nodes over its chunk vectors, searched with its chunks.
 
-    layout: base.py (the types, the RaptorStore and Summarizer roles, RaptorOptions, the
-    per-request switch) · cluster.py (deterministic threshold clustering) · summarize.py
+    layout: base.py (the types, the RaptorStore and Summarizer roles, RaptorOptions, how a
+    request's switch is read) · cluster.py (deterministic threshold clustering) · summarize.py
     (extractive and LLM synthesis texts) · build.py (a tree from a library; rebuild) · leg.py
     (the query-time leg: node hits resolved to leaves) · retriever.py (make_raptor_retriever,
     make_raptor_store) · codec.py (rows) · cli.py (``ragspine raptor``); the tables' I/O is in
@@ -21,7 +21,6 @@ from ragspine.retrieval.raptor.base import (
     SynthesisNode,
     TreeInfo,
     raptor_requested,
-    request_raptor,
 )
 
 __all__ = [
@@ -38,7 +37,6 @@ __all__ = [
     "make_raptor_store",
     "raptor_requested",
     "rebuild",
-    "request_raptor",
 ]
 
 

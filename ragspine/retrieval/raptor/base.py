@@ -1,5 +1,5 @@
 """RAPTOR's types and roles: a library's tree of synthesis nodes, where it is kept, who writes
-its texts, and the per-request switch.
+its texts, and how a request's switch is read.
 
 A **synthesis node** (``is_synthesis``) stands for a cluster of a library's chunks (level 1)
 or of lower nodes (level 2 and up). Its ``text`` is a retrieval probe — extractive (the
@@ -21,9 +21,7 @@ PostgreSQL) and :class:`Summarizer` (a cluster's text: ``RAGSPINE_RAPTOR_SUMMARI
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -41,7 +39,6 @@ __all__ = [
     "SynthesisNode",
     "TreeInfo",
     "raptor_requested",
-    "request_raptor",
 ]
 
 
@@ -199,24 +196,10 @@ class RaptorOptions:
         return self.threshold - self.level_step * (level - 1)
 
 
-_REQUEST: ContextVar[bool | None] = ContextVar("ragspine_raptor_request", default=None)
-
-
-@contextmanager
-def request_raptor(on: bool | None) -> Iterator[None]:
-    """Within the block, RAPTOR's leg runs (``True``), does not (``False``), or as configured
-    (``None``) in every search of this context (a request's own choice: ``/v1/retrieve``)."""
-    token = _REQUEST.set(on)
-    try:
-        yield
-    finally:
-        _REQUEST.reset(token)
-
-
-def raptor_requested(default: bool) -> bool:
-    """Whether this context's searches run RAPTOR's leg (the request's choice, else ``default``)."""
-    value = _REQUEST.get()
-    return default if value is None else value
+def raptor_requested(default: bool, requested: bool | None = None) -> bool:
+    """Whether a search runs RAPTOR's leg: the request's choice (a
+    :class:`~ragspine.retrieval.request.SearchRequest`'s ``raptor``), else ``default``."""
+    return default if requested is None else requested
 
 
 def open_members(chunks: Sequence[StoredChunk]) -> list[StoredChunk]:

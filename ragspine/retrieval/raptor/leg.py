@@ -67,8 +67,9 @@ class RaptorLeg:
     def library_id(self) -> str:
         return self.trees.library_id
 
-    def active(self) -> bool:
-        return raptor_requested(self.default)
+    def active(self, requested: bool | None = None) -> bool:
+        """Whether a search runs this leg: the request's choice, else :attr:`default`."""
+        return raptor_requested(self.default, requested)
 
     def tree(self) -> _Loaded:
         """The library's current tree (reloaded when its stored info changed)."""

@@ -13,19 +13,19 @@ a synthesis node's text is never one. A pipeline without vectors (economy mode) 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ragspine.errors import ConfigError
 from ragspine.registries import CHUNK_STORES, RAPTOR_STORES
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
-from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
-from ragspine.retrieval.raptor.base import RaptorOptions, RaptorStore, request_raptor
+from ragspine.retrieval.raptor.base import RaptorOptions, RaptorStore
 from ragspine.retrieval.raptor.build import economy_refusal
 from ragspine.retrieval.raptor.leg import RaptorLeg, attach_raptor
+from ragspine.retrieval.request import Answer, RequestRetriever, SearchRequest, ask
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
-    from ragspine.retrieval.link.narrative_link import Retrieval
 
 __all__ = ["RaptorRetriever", "check_raptor", "make_raptor_retriever", "make_raptor_store", "raptor_leg", "raptor_store_kind"]
 
@@ -82,20 +82,16 @@ def _ensure_leg(pipeline: Any, trees: RaptorStore | None, options: RaptorOptions
     return made
 
 
-class RaptorRetriever:
-    """``inner`` (a link exit) with RAPTOR's leg on in its searches (see the module docstring)."""
+class RaptorRetriever(RequestRetriever):
+    """``inner`` (a link exit) with RAPTOR's leg on in its searches (see the module docstring):
+    it asks ``inner`` the request with ``raptor`` on."""
 
     def __init__(self, inner: Any, legs: Mapping[str, RaptorLeg]) -> None:
         self.inner = inner
         self.legs = dict(legs)
 
-    def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_TOP_K) -> Retrieval:
-        with request_raptor(True):
-            result: Retrieval = self.inner.search(query, filters=filters, top_k=top_k)
-            return result
-
-    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_TOP_K) -> list[dict[str, Any]]:
-        return self.search(query, filters=parse_filter(filters), top_k=top_k).snippets  # FilterError before any I/O
+    def _answer(self, request: SearchRequest) -> Answer:
+        return ask(self.inner, replace(request, raptor=True))
 
 
 def make_raptor_retriever(

@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from ragspine.registries import COMPLEXITY_CLASSIFIERS, QUERY_DECOMPOSERS, QUERY_TRANSFORMS
+from ragspine.retrieval.request import Answer
 
 __all__ = ["add_reasoning_flags", "print_reasoning", "reasoning_changes"]
 
@@ -58,14 +59,14 @@ def reasoning_changes(args: argparse.Namespace) -> dict[str, Any]:
     return changes
 
 
-def print_reasoning(answer: Any, args: argparse.Namespace) -> None:
-    """Refusals and (with ``--trace``) the trace of a :class:`ReasonedRetrieval`, on stderr."""
-    for item in getattr(answer, "refused", None) or []:
+def print_reasoning(answer: Answer, args: argparse.Namespace) -> None:
+    """Refusals and (with ``--trace``) the trace of an answer (where reasoning ran), on stderr."""
+    for item in answer.refused or []:
         text = f" {item['query']!r}" if "query" in item else ""
         print(f"ragspine: note: refused {item['kind'].replace('_', ' ')}{text}: it names the deny-listed entity {item['entity']}",
               file=sys.stderr)
-    refusal = getattr(answer, "refusal", None)
+    refusal = answer.refusal
     if refusal:
         print(f"ragspine: {refusal}", file=sys.stderr)
     if getattr(args, "trace", False):
-        print(json.dumps(getattr(answer, "trace", []), ensure_ascii=False, indent=2), file=sys.stderr)
+        print(json.dumps(answer.trace if answer.trace is not None else [], ensure_ascii=False, indent=2), file=sys.stderr)

@@ -11,23 +11,27 @@ block once, on the first snippet under it).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
 from ragspine.retrieval.link.expansion import share_expansions
-from ragspine.retrieval.link.narrative_link import Retrieval
+from ragspine.retrieval.request import Answer
+from ragspine.retrieval.snippet import Snippet, with_fused
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.vector.dense import DenseCoverage
 
 __all__ = ["fuse_answers", "unshare_expansions"]
 
 
-def unshare_expansions(snippets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unshare_expansions(snippets: list[Snippet]) -> list[Snippet]:
     """Copies of ``snippets`` where a snippet pointing at another's expansion
     (``prompt_text_in``) carries that ``prompt_text`` itself again."""
     by_chunk = {s["chunk_id"]: s for s in snippets if "prompt_text" in s}
     out = []
     for snippet in snippets:
-        copy = dict(snippet)
-        carrier = by_chunk.get(copy.pop("prompt_text_in", None) or "")
+        copy = snippet.copy()
+        carrier = by_chunk.get(copy.pop("prompt_text_in", ""))
         if carrier is not None:
             copy["prompt_text"] = carrier["prompt_text"]
         elif "prompt_text_in" in snippet:
@@ -36,13 +40,13 @@ def unshare_expansions(snippets: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def fuse_answers(answers: Sequence[Retrieval], *, top_k: int, rrf_k: int = DEFAULT_RRF_K) -> Retrieval:
+def fuse_answers(answers: Sequence[Answer], *, top_k: int, rrf_k: int = DEFAULT_RRF_K) -> Answer:
     """One answer from ``answers`` (the first is the question's own, when searched)."""
     if len(answers) == 1:
         return answers[0]
     rankings: list[list[tuple[str, str]]] = []
-    by_key: dict[tuple[str, str], dict[str, Any]] = {}
-    incomplete: dict[str, Any] = {}
+    by_key: dict[tuple[str, str], Snippet] = {}
+    incomplete: dict[str, DenseCoverage] = {}
     for answer in answers:
         ranking = []
         for snippet in unshare_expansions(answer.snippets):
@@ -53,7 +57,7 @@ def fuse_answers(answers: Sequence[Retrieval], *, top_k: int, rrf_k: int = DEFAU
         incomplete.update(answer.dense_incomplete)
     out = []
     for key, fused in sort_fused(rrf_fuse(rankings, k=rrf_k))[:top_k]:
-        snippet = dict(by_key[key])
-        snippet["scores"] = {**snippet.get("scores", {}), "fused": fused}
+        snippet = by_key[key].copy()
+        snippet["scores"] = with_fused(snippet, fused)
         out.append(snippet)
-    return Retrieval(share_expansions(out), any(a.filters_dropped for a in answers), incomplete)
+    return Answer(share_expansions(out), any(a.filters_dropped for a in answers), incomplete)

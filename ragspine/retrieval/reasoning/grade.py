@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.query.decompose import STOPWORDS
+from ragspine.retrieval.snippet import Snippet
 
 __all__ = ["COVERAGE_THRESHOLD", "GRADE_DEPTH", "Grade", "grade", "query_terms"]
 
@@ -68,7 +69,7 @@ class Grade:
         return out
 
 
-def grade(question: str, snippets: Sequence[dict[str, Any]]) -> Grade:
+def grade(question: str, snippets: Sequence[Snippet]) -> Grade:
     """The grade of ``snippets`` as an answer to ``question`` (see the module docstring)."""
     head = list(snippets[:GRADE_DEPTH])
     if not head:

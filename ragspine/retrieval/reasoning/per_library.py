@@ -11,8 +11,9 @@ the search is reasoned once around the whole exit, as ever. When they differ,
 2. the routed multi-library exit, where each library with reasoning is searched by its own
    :class:`~ragspine.retrieval.reasoning.ReasoningRetriever` (its transform, decomposition,
    Adaptive-RAG and corrective loop over that library's answer; every generated text gated),
-   wrapped in a :class:`LibraryReasoner` that records its answer; the libraries' answers are
-   fused by RRF as always;
+   wrapped in a :class:`LibraryReasoner` whose answer carries itself back
+   (:attr:`~ragspine.retrieval.request.Answer.library_runs`: the multi-library exit gathers
+   them, no state is shared); the libraries' answers are fused by RRF as always;
 3. one answer: the fused snippets, and each library's trace steps and refusals tagged with its
    ``library`` (before the fused search's own step); the corrective refusal when nothing is
    left and a library's loop refused.
@@ -24,76 +25,59 @@ next to another's matches. One LLM call budget covers the whole search.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
-from ragspine.retrieval.link.narrative_link import DEFAULT_RETRIEVE_TOP_K, NarrativeRetriever, Retrieval
+from ragspine.retrieval.link.narrative_link import NarrativeRetriever
 from ragspine.retrieval.reasoning.retriever import CORRECTIVE_REFUSAL, ReasonedRetrieval, ReasoningRetriever
+from ragspine.retrieval.request import Answer, RequestRetriever, SearchRequest, ask
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.filtering.filters import MetadataFilter
 
 __all__ = ["LibraryReasoner", "PerLibraryReasoning"]
 
-_RUNS: ContextVar[list[tuple[str, Retrieval]] | None] = ContextVar("ragspine_library_runs", default=None)
 
-
-@contextmanager
-def _recording() -> Iterator[list[tuple[str, Retrieval]]]:
-    runs: list[tuple[str, Retrieval]] = []
-    token = _RUNS.set(runs)
-    try:
-        yield runs
-    finally:
-        _RUNS.reset(token)
-
-
-class LibraryReasoner:
-    """One library's reasoned retriever inside a multi-library exit; each answer is recorded
-    for the enclosing :class:`PerLibraryReasoning` (outside one, it is just ``inner``)."""
+class LibraryReasoner(RequestRetriever):
+    """One library's reasoned retriever inside a multi-library exit: its answer carries itself
+    in ``library_runs`` for the enclosing :class:`PerLibraryReasoning` (outside one, nobody
+    reads it)."""
 
     def __init__(self, library_id: str, inner: NarrativeRetriever) -> None:
         self.library_id = library_id
         self.inner = inner
 
-    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
-        return self.search(query, filters=parse_filter(filters), top_k=top_k).snippets
-
-    def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> Retrieval:
-        answer = self.inner.search(query, filters=filters, top_k=top_k)
-        runs = _RUNS.get()
-        if runs is not None:
-            runs.append((self.library_id, answer))
-        return answer
+    def _answer(self, request: SearchRequest) -> Answer:
+        answer = ask(self.inner, request)
+        return replace(answer, library_runs=(*answer.library_runs, (self.library_id, answer)))
 
 
-class PerLibraryReasoning:
+class PerLibraryReasoning(RequestRetriever):
     """See the module docstring. ``outer``: a :class:`ReasoningRetriever` with the gate and no
     reasoning of its own, around the multi-library exit whose libraries reason for themselves."""
 
     def __init__(self, outer: ReasoningRetriever) -> None:
         self.outer = outer
 
-    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
-        return self.search(query, filters=parse_filter(filters), top_k=top_k).snippets
+    def search(self, request: SearchRequest | str, *, filters: MetadataFilter | None = None, top_k: int | None = None) -> ReasonedRetrieval:
+        return self._answer(SearchRequest.of(request, filters=filters, top_k=top_k))
 
-    def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> ReasonedRetrieval:
-        with _recording() as runs:
-            answer = self.outer.search(query, filters=filters, top_k=top_k)
-        return merged(answer, runs)
+    def _answer(self, request: SearchRequest) -> ReasonedRetrieval:
+        answer = self.outer.search(request)
+        return merged(answer, answer.library_runs)
 
 
-def merged(answer: ReasonedRetrieval, runs: list[tuple[str, Retrieval]]) -> ReasonedRetrieval:
+def merged(answer: ReasonedRetrieval, runs: Sequence[tuple[str, Answer]]) -> ReasonedRetrieval:
     """``answer`` with each library's trace steps (its own gate step left out: the question was
-    gated once, first) and refusals, tagged with the library."""
-    reasoned = [(lib, run) for lib, run in runs if isinstance(run, ReasonedRetrieval)]
-    steps = [{**step, "library": lib} for lib, run in reasoned for step in run.trace if step.get("step") != "gate"]
+    gated once, first) and refusals, tagged with the library (``library_runs`` read: none left)."""
+    reasoned = [(lib, run) for lib, run in runs if run.trace is not None]
+    steps = [{**step, "library": lib} for lib, run in reasoned for step in run.trace or () if step.get("step") != "gate"]
     trace = list(answer.trace)
     at = next((i for i, step in enumerate(trace) if step.get("step") == "search"), len(trace))
     trace[at:at] = steps
-    refused = [*answer.refused, *({**item, "library": lib} for lib, run in reasoned for item in run.refused)]
+    refused = [*answer.refused, *({**item, "library": lib} for lib, run in reasoned for item in run.refused or ())]
     refusal = answer.refusal
     if refusal is None and not answer.snippets and any(run.refusal for _, run in reasoned):
         refusal = CORRECTIVE_REFUSAL
-    return replace(answer, trace=trace, refused=refused, refusal=refusal)
+    return replace(answer, trace=trace, refused=refused, refusal=refusal, library_runs=())

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from ragspine.errors import ConfigError
+from ragspine.llm.observe import report_malformed
 from ragspine.retrieval.rerank.base import Reranker, rerank_open_subset
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY
 from ragspine.retrieval.types import RetrievalResult
+
+if TYPE_CHECKING:
+    from ragspine.llm.base import LLMProvider
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +37,7 @@ __all__ = [
     "RESTRICTED_SENSITIVITY",
     "ListwiseJudge",
     "ListwiseReranker",
+    "ProviderListwiseJudge",
     "Reranker",
     "build_listwise_prompt",
     "listwise_rerank",
@@ -126,6 +131,24 @@ def listwise_reranker(*, provider: Any = None, top_n: int = DEFAULT_TOP_N, **_: 
     """``RAGSPINE_RERANKER=listwise`` (the registry's factory): the judge is ``provider``."""
     if provider is None:
         raise ConfigError("the listwise reranker needs an LLM provider (RAGSPINE_LLM)")
-    from ragspine.retrieval.link.narrative_link import ProviderListwiseJudge
-
     return ListwiseReranker(ProviderListwiseJudge(provider), top_n=top_n)
+
+
+class ProviderListwiseJudge:
+    """A :class:`ListwiseJudge` over an ``LLMProvider``: one ``chat`` call per judgement.
+
+    Provider errors propagate; ``listwise_rerank`` catches them and keeps the RRF order. An
+    answer naming no candidate is reported as malformed and keeps the RRF order too.
+    """
+
+    def __init__(self, provider: LLMProvider) -> None:
+        self.provider = provider
+
+    def judge(self, query: str, candidates: list[str]) -> list[int]:
+        prompt = build_listwise_prompt(query, candidates)
+        answer = self.provider.chat([{"role": "user", "content": prompt}])
+        order = read_listwise_response(answer, len(candidates))
+        if order is None:
+            report_malformed(self.provider, "listwise", answer)
+            return list(range(len(candidates)))
+        return order

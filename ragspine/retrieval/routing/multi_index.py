@@ -8,27 +8,30 @@ library (routing never costs recall). Libraries are fused on ``(library_id, chun
 so equal chunk ids in two libraries stay apart. A ``filter_extractor``'s filter is extracted
 once per query and AND-ed with the caller's (it can only narrow); one search is one request
 of the LLM call budget (:func:`~ragspine.llm.budget.llm_request`), its libraries included.
+Each library is asked the caller's :class:`~ragspine.retrieval.request.SearchRequest` with
+the search's filter and depth (its stages, weights, probes and RAPTOR choice as they are).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ragspine.deadline import check as check_deadline
 from ragspine.llm.budget import llm_request
 from ragspine.retrieval.ask_again import Page, ask_again
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.retrieval.filtering.automatic import FilterExtractor, safe_extract
-from ragspine.retrieval.filtering.filters import MetadataFilter, parse_filter
 from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
 from ragspine.retrieval.link.expansion import share_expansions
-from ragspine.retrieval.link.narrative_link import (
-    DEFAULT_RETRIEVE_TOP_K,
-    NarrativeRetriever,
-    Retrieval,
-)
+from ragspine.retrieval.link.narrative_link import NarrativeRetriever
+from ragspine.retrieval.request import Answer, RequestRetriever, SearchRequest, ask
 from ragspine.retrieval.routing.base import LibraryRouter
+from ragspine.retrieval.snippet import Snippet, with_fused
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.vector.dense import DenseCoverage
 
 log = logging.getLogger(__name__)
 
@@ -39,21 +42,21 @@ log = logging.getLogger(__name__)
 LIBRARY_FUSIONS = ("rrf", "confidence")
 
 
-def confidence_weights(rankings: Sequence[Sequence[dict[str, Any]]]) -> list[float] | None:
+def confidence_weights(rankings: Sequence[Sequence[Snippet]]) -> list[float] | None:
     """One weight per library ranking: its best BM25 score over the best of every library's
     (so the best-matching library weighs 1, one whose best hit matched half as well 0.5).
     BM25 scores of two libraries are not exactly comparable (each has its own statistics), but
     a library whose best hit shares few of the query's terms scores far below one whose hits
     share many — enough that its rank 1 no longer outranks the other's strong ones. ``None``
     (plain RRF) when no library has a BM25 score (vector-only search)."""
-    best = [max((float(s.get("scores", {}).get("bm25", 0.0)) for s in ranking), default=0.0) for ranking in rankings]
+    best = [max((float(s["scores"].get("bm25", 0.0)) if "scores" in s else 0.0 for s in ranking), default=0.0) for ranking in rankings]
     top = max(best, default=0.0)
     if top <= 0:
         return None
     return [b / top for b in best]
 
 
-class MultiIndexRetriever:
+class MultiIndexRetriever(RequestRetriever):
     """A :class:`NarrativeRetriever` over several libraries."""
 
     def __init__(
@@ -101,48 +104,50 @@ class MultiIndexRetriever:
             return everything
         return picked or everything
 
-    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[dict[str, Any]]:
-        return self.search(query, filters=parse_filter(filters), top_k=top_k).snippets
-
-    def search(self, query: str, *, filters: MetadataFilter | None = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> Retrieval:
-        """The fused answer; when ``retry_without_filters`` and nothing matched the filter, the
-        libraries are searched once more without it (decided by ``ask_again``)."""
+    def _answer(self, request: SearchRequest) -> Answer:
+        """The fused answer; when ``retry_without_filters`` (here and in the request) and
+        nothing matched the filter, the libraries are searched once more without it (decided by
+        ``ask_again``)."""
         with llm_request():
-            automatic = safe_extract(self.filter_extractor, query)
-            return self._fused(query, automatic.and_(filters) if automatic else filters, top_k)
+            automatic = safe_extract(self.filter_extractor, request.question)
+            return self._fused(replace(request, filter=automatic.and_(request.filter)) if automatic else request)
 
-    def _fused(self, query: str, filters: MetadataFilter | None, top_k: int) -> Retrieval:
-        libraries = self.route(query)
-        incomplete: dict[str, Any] = {}
+    def _fused(self, request: SearchRequest) -> Answer:
+        libraries = self.route(request.question)
+        incomplete: dict[str, DenseCoverage] = {}
+        runs: list[tuple[str, Answer]] = []
         answer = ask_again(
-            lambda want, f, skip: Page(self._search(query, libraries, f, want, incomplete), exhausted=True),
-            top_k=top_k,
-            metadata_filter=filters,
-            retry_without_filters=self.retry_without_filters,
+            lambda want, f, skip: Page(self._search(replace(request, filter=f, top_k=want), libraries, incomplete, runs), exhausted=True),
+            top_k=request.top_k,
+            metadata_filter=request.filter,
+            retry_without_filters=self.retry_without_filters and request.retry_without_filters,
         )
         if answer.filters_dropped:
             for snippet in answer.items:
                 snippet["filters_dropped"] = True
-        return Retrieval(answer.items, answer.filters_dropped, incomplete)
+        return Answer(answer.items, answer.filters_dropped, incomplete, library_runs=tuple(runs))
 
     def _search(
-        self, query: str, libraries: list[str], filters: MetadataFilter | None, top_k: int, incomplete: dict[str, Any]
-    ) -> list[dict[str, Any]]:
-        per_library: dict[str, list[dict[str, Any]]] = {}
+        self, request: SearchRequest, libraries: list[str], incomplete: dict[str, DenseCoverage], runs: list[tuple[str, Answer]],
+    ) -> list[Snippet]:
+        """One pass over ``libraries``, each asked ``request``; what they said besides their
+        snippets is added to ``incomplete`` and ``runs``."""
+        per_library: dict[str, list[Snippet]] = {}
         for lib in libraries:
             check_deadline("the search")
-            found = self.retrievers[lib].search(query, filters=filters, top_k=top_k)
+            found = ask(self.retrievers[lib], request)
             per_library[lib] = found.snippets
             incomplete.update(found.dense_incomplete)
+            runs.extend(found.library_runs)
         rankings: list[Sequence[tuple[str, str]]] = [
             [(lib, s["chunk_id"]) for s in snippets] for lib, snippets in per_library.items()
         ]
         weights = confidence_weights(list(per_library.values())) if self.library_fusion == "confidence" else None
         by_key = {(lib, s["chunk_id"]): s for lib, snippets in per_library.items() for s in snippets}
         out = []
-        for (lib, chunk_id), fused in sort_fused(rrf_fuse(rankings, k=self.rrf_k, weights=weights))[:top_k]:
-            snippet = dict(by_key[(lib, chunk_id)])
+        for (lib, chunk_id), fused in sort_fused(rrf_fuse(rankings, k=self.rrf_k, weights=weights))[:request.top_k]:
+            snippet = by_key[(lib, chunk_id)].copy()
             snippet["library_id"] = lib
-            snippet["scores"] = {**snippet.get("scores", {}), "fused": fused}
+            snippet["scores"] = with_fused(snippet, fused)
             out.append(snippet)
         return share_expansions(out)  # after fusing: each parent block once across the fused list

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any, cast
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
@@ -17,6 +18,7 @@ from ragspine.config import filter_limits
 from ragspine.errors import FilterError
 from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.retrieval.reasoning.options import ReasoningOptions
+from ragspine.retrieval.request import SearchRequest, ask
 from ragspine.service import dify
 from ragspine.service.context import ServiceContext
 from ragspine.service.models import DifyRequest
@@ -61,7 +63,7 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
     # pipeline, its schema has no trace), but the security gate, when configured, applies here too
     retriever = ctx.stack.retriever_for({library.library_id: index}, retry_without_filters=False, reasoning=ReasoningOptions())
     start = time.perf_counter()
-    answer = retriever.search(body.query, filters=metadata_filter, top_k=top_k)
+    answer = ask(retriever, SearchRequest(body.query, filter=metadata_filter, top_k=top_k, retry_without_filters=False))
     snippets = answer.snippets
     if ctx.metrics is not None:
         ctx.metrics.retrieval_latency.labels("dify", library.retrieval_mode).observe(time.perf_counter() - start)
@@ -71,4 +73,5 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
         log.info("library %s: dense leg incomplete (%s); run `ragspine embed`", library.name,
                  ", ".join(f"{c.missing} of {c.total} chunks without a vector" for c in answer.dense_incomplete.values()))
     best = index.max_fused_score(body.query)
-    return JSONResponse({"records": dify.records(snippets, best, top_k=top_k, threshold=threshold, library_name=library.name)})
+    records = dify.records(cast("list[dict[str, Any]]", snippets), best, top_k=top_k, threshold=threshold, library_name=library.name)
+    return JSONResponse({"records": records})

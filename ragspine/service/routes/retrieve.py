@@ -26,10 +26,10 @@ from fastapi import APIRouter, Depends
 
 from ragspine.config import filter_limits
 from ragspine.retrieval.filtering.filters import parse_filter
-from ragspine.retrieval.fusion.weights import parse_weights, request_weights
+from ragspine.retrieval.fusion.weights import parse_weights
 from ragspine.retrieval.mode import make_retrieval_mode
-from ragspine.retrieval.ranking import Stages, request_stages
-from ragspine.retrieval.raptor.base import request_raptor
+from ragspine.retrieval.ranking import Stages
+from ragspine.retrieval.request import SearchRequest, ask
 from ragspine.service.context import ServiceContext
 from ragspine.service.models import DenseIncompleteOut, RetrieveIn, RetrieveOut
 from ragspine.service.routes.common import (
@@ -69,17 +69,17 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
     pipelines = {lib.library_id: ctx.index(lib, mode) for lib in libraries}
     reasoning = {lib.library_id: ctx.reasoning(lib, chosen) for lib in libraries}  # request > library > server
     check_raptor_request(ctx, libraries, pipelines, body.raptor)  # 400 without vectors or a tree
-    with request_raptor(body.raptor):
-        retriever = ctx.stack.retriever_for(
-            pipelines,
-            descriptions={lib.library_id: lib.description for lib in libraries},
-            retry_without_filters=body.retry_without_filters,
-            reasoning=reasoning,
-        )
+    retriever = ctx.stack.retriever_for(
+        pipelines,
+        descriptions={lib.library_id: lib.description for lib in libraries},
+        retry_without_filters=body.retry_without_filters,
+        reasoning=reasoning,
+    )
     stages, weights = request_ranking(ctx, body)
+    request = SearchRequest(body.query, filter=metadata_filter, top_k=body.top_k, stages=stages, weights=weights, raptor=body.raptor,
+                            retry_without_filters=body.retry_without_filters)
     start = time.perf_counter()
-    with request_stages(stages), request_weights(weights), request_raptor(body.raptor):
-        answer = retriever.search(body.query, filters=metadata_filter, top_k=body.top_k)
+    answer = ask(retriever, request)
     if ctx.metrics is not None:
         ctx.metrics.retrieval_latency.labels("retrieve", mode or "library").observe(time.perf_counter() - start)
     for snippet in answer.snippets:
@@ -91,8 +91,7 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
     return RetrieveOut(
         query=body.query, libraries=[lib.name for lib in libraries], snippets=answer.snippets,
         filters_dropped=answer.filters_dropped, dense_incomplete=incomplete,
-        refusal=getattr(answer, "refusal", None), refused=_external(getattr(answer, "refused", None)),
-        trace=_external(getattr(answer, "trace", None)),
+        refusal=answer.refusal, refused=_external(answer.refused), trace=_external(answer.trace),
     )
 
 

@@ -15,12 +15,11 @@ from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
 from ragspine.retrieval.link.narrative_link import (
     DEFAULT_RETRIEVE_TOP_K,
     NarrativeIndexRetriever,
-    ProviderListwiseJudge,
     build_narrative_retriever,
     to_snippet,
 )
 from ragspine.retrieval.narrative_index import NarrativeIndex
-from ragspine.retrieval.rerank.listwise_rerank import ListwiseReranker
+from ragspine.retrieval.rerank.listwise_rerank import ListwiseReranker, ProviderListwiseJudge
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.testing.llm import ScriptedLLMProvider
 from tests.helpers import make_chunk

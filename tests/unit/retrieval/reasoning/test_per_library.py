@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ragspine.retrieval.link.narrative_link import Retrieval
 from ragspine.retrieval.reasoning import CORRECTIVE_REFUSAL, ReasonedRetrieval
-from ragspine.retrieval.reasoning.per_library import LibraryReasoner, _recording, merged
+from ragspine.retrieval.reasoning.per_library import LibraryReasoner, merged
 
 GATE = {"step": "gate", "query": "q", "allowed": True}
 FUSED = {"step": "search", "question": "q", "filtered": False, "snippets": 1}
@@ -33,7 +33,7 @@ def test_the_corrective_refusal_when_nothing_is_left() -> None:
     assert merged(outer, [("b", Retrieval())]).refusal is None  # nothing found is not a refusal
 
 
-def test_a_library_reasoner_records_only_inside_a_per_library_search() -> None:
+def test_a_library_reasoners_answer_carries_itself_back() -> None:
     class Inner:
         def search(self, query, *, filters=None, top_k=10):
             return Retrieval([{"chunk_id": query}])
@@ -42,7 +42,7 @@ def test_a_library_reasoner_records_only_inside_a_per_library_search() -> None:
             return self.search(query).snippets
 
     reasoner = LibraryReasoner("a", Inner())
-    assert reasoner.retrieve("x") == [{"chunk_id": "x"}]  # outside: nothing recorded, nothing fails
-    with _recording() as runs:
-        reasoner.search("y")
-    assert [(lib, r.snippets) for lib, r in runs] == [("a", [{"chunk_id": "y"}])]
+    assert reasoner.retrieve("x") == [{"chunk_id": "x"}]
+    answer = reasoner.search("y")
+    assert answer == Retrieval([{"chunk_id": "y"}])  # the answer as the library gave it ...
+    assert [(lib, r.snippets) for lib, r in answer.library_runs] == [("a", [{"chunk_id": "y"}])]  # ... carrying itself back

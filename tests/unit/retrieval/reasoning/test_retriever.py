@@ -11,7 +11,7 @@ from ragspine.llm.observe import LLMStats
 from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.retrieval.fusion import rrf_fuse, sort_fused
 from ragspine.retrieval.query.decompose import LLMQueryDecomposer, QueryRewrite
-from ragspine.retrieval.query.probes import PROBE_WEIGHT, ProbePlan, current_probes, probe_weight, request_probes, with_probes
+from ragspine.retrieval.query.probes import DENSE_LEG, EVERY_LEG, PROBE_WEIGHT, Probe, search_probes, transform_probes
 from ragspine.retrieval.query.transforms import HyDETransform, RAGFusionTransform, StepBackTransform
 from ragspine.retrieval.reasoning import CORRECTIVE_REFUSAL, GATE_REFUSAL, ReasoningRetriever, ReasoningStats
 from ragspine.testing.llm import ScriptedLLMProvider
@@ -80,11 +80,13 @@ def test_hyde_passages_are_probes_never_shown_even_when_refused(library, exit_, 
     assert refused.refused == [{"kind": "hyde", "entity": "ACME"}] and "Acme sells" not in json.dumps(refused.trace)
 
 
-def test_probes_apply_only_to_their_own_question():
-    with request_probes(ProbePlan("q1", ("v1",), ("passage",))):
-        assert with_probes("q1", ["q1"]) == ["q1", "v1", "passage"]
-        assert with_probes("q2", ["q2"]) == ["q2"] and current_probes("q2") is None
-    assert with_probes("q1", ["q1"]) == ["q1"]
+def test_a_search_runs_its_variants_then_its_probes_each_with_its_own_legs():
+    probes = transform_probes(("v1",), ("passage",))
+    assert probes == (Probe("v1", EVERY_LEG, PROBE_WEIGHT), Probe("passage", DENSE_LEG, PROBE_WEIGHT))
+    assert search_probes(["q1"], probes) == [Probe("q1"), *probes]
+    assert search_probes(["q1"]) == [Probe("q1")]  # no probes: the question's own variants only
+    # a probe repeating an earlier text on the same legs is left out; on other legs it is its own
+    assert search_probes(["q1", "v1"], transform_probes(("v1",), ("q1",))) == [Probe("q1"), Probe("v1"), Probe("q1", DENSE_LEG, PROBE_WEIGHT)]
 
 
 def test_step_back_searches_one_broader_question_whose_rankings_count_half(library, exit_):
@@ -93,8 +95,6 @@ def test_step_back_searches_one_broader_question_whose_rankings_count_half(libra
         "motor revenue", top_k=3)
     assert spy.saw("rainfall") and ids(answer) == ["motor", "gearbox", "weather"]  # the probe's first ranks below the question's
     assert [s["scores"]["fused"] for s in answer.snippets] == [1 / 61, 1 / 62, PROBE_WEIGHT / 61]
-    with request_probes(ProbePlan("q", ("v",), ("p",))):
-        assert (probe_weight("q"), probe_weight("v"), probe_weight("p"), probe_weight("other")) == (1.0, PROBE_WEIGHT, PROBE_WEIGHT, 1.0)
 
 
 def test_the_corrective_loop_drops_filters_then_rewrites_then_refuses(exit_):
