@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ragspine.config import Settings, load_settings
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError, RagspineError
-from ragspine.llm.base import LLMProvider, describe_llm, llm_options, make_llm_provider
+from ragspine.llm.base import LLMProvider, describe_llm, make_llm_provider
 from ragspine.llm.budget import GuardedLLMProvider
 from ragspine.llm.observe import LLMObserver
 from ragspine.profile import UNSET, Profile, named_profile, read_recipe, recipe_json
@@ -151,7 +151,7 @@ class Stack:
         behind the per-request call budget (``RAGSPINE_LLM_MAX_CALLS``) and the LLM observer."""
         with self._lock:
             if not self._provider_built:
-                built = make_llm_provider(self.settings.llm, **llm_options(self.settings))
+                built = make_llm_provider(settings=self.settings)
                 self._provider = self._guard(built) if built is not None else None
                 self._provider_built = True
             return self._provider

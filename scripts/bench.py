@@ -30,6 +30,10 @@ Parts (any combination; none selected = quality, speed and embedding):
   document level and on the article forms of xquad-en, xquad-zh and drcd at passage level
   (a snippet is a hit when it overlaps the gold paragraph by half the shorter span), next to
   bm25s over whole documents / the hand-split paragraphs in the same run.
+* ``--profiles [NAME,...]``: each named profile (``_bench_profiles.py``; ``ragspine.profile.PROFILES``)
+  built and queried through ``Stack`` as ``ragspine --profile NAME`` does, on every dev set
+  (``--profile-sets``; SciFact and nq-open by document, the article forms by passage), next to
+  bm25s on the same queries in the same run.
 * ``--llm``: query-time reasoning (``_bench_llm.py``): HyDE, RAG-Fusion, step-back,
   decomposition, Adaptive-RAG and the corrective loop against the plain exit on a seeded sample
   of ``--llm-queries`` queries of ``--llm-sets``, with a scripted stand-in model and/or the
@@ -723,6 +727,12 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
                         help="contextual settings for --chunkers: a comma list of none and header (both = none,header)")
     parser.add_argument("--chunk-chars", default="480", help="chunk budgets for --chunkers (RAGSPINE_CHUNK_CHARS), e.g. 480,1500")
     parser.add_argument("--chunker-sets", default="scifact,xquad-en,xquad-zh,drcd", help="dev sets for --chunkers")
+    parser.add_argument("--profiles", nargs="?", const="all", default=None, metavar="NAME[,NAME]",
+                        help="named profiles (ragspine.profile.PROFILES; default: all) on --profile-sets, built and queried through Stack")
+    parser.add_argument("--profile-sets", default="scifact,nq-open,xquad-en,xquad-zh,drcd", help="dev sets for --profiles")
+    parser.add_argument("--profile-queries", type=int, default=None, help="--profiles: the first N queries of each set (default: all)")
+    parser.add_argument("--profile-skip", default="multilingual@scifact,multilingual@nq-open",
+                        help="--profiles: PROFILE@SET pairs not run (default: e5 on the two large English sets, ~1 chunk/s here)")
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding the dev sets (default: the --data folder's parent)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions of the speed loop (every query each time)")
     parser.add_argument("--embed-texts", type=int, default=300, help="corpus texts for --embedding")
@@ -741,7 +751,7 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
         args.quality = args.speed = args.embedding = True
         args.scale = args.scale or DEFAULT_SCALE
     if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare
-            or args.llm or args.llm_calibrate or args.raptor or args.write_paths or args.agent_eval):
+            or args.llm or args.llm_calibrate or args.raptor or args.write_paths or args.agent_eval or args.profiles):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -802,6 +812,17 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
             tuple(h for part in args.chunker_headers.split(",") for h in (("none", "header") if part == "both" else (part,)) if h),
         )
         print("\n".join(_bench_chunking.table(results["chunkers"])))
+    if args.profiles:
+        import _bench_profiles
+        from ragspine.profile import PROFILES
+
+        root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
+        names = list(PROFILES) if args.profiles == "all" else [n for n in args.profiles.split(",") if n]
+        results["profiles"] = _bench_profiles.section(
+            root, names, [n for n in args.profile_sets.split(",") if n], log, queries=args.profile_queries,
+            skip={p for p in args.profile_skip.split(",") if p},
+        )
+        print("\n".join(_bench_profiles.table(results["profiles"])))
     if args.llm or args.llm_calibrate:
         import _bench_llm
 

@@ -106,6 +106,7 @@ def configuration_page(docs: Path = DOCS) -> str:
     for setting in SETTINGS.values():
         pages = ", ".join(f"[{_title(docs / p)}]({p.as_posix()})" for p in where.get(setting.env, []))
         lines.append(f"| `{setting.env}` | {_default(setting)} | {_kind(setting)} | {_cell(setting.help)} | {pages} |")
+    lines += profiles_table()
     names = ", ".join(f"`{name}`" for name in extras())
     lines += [
         "",
@@ -117,6 +118,29 @@ def configuration_page(docs: Path = DOCS) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def profiles_table() -> list[str]:
+    """The settings each named profile gives (``ragspine.profile.PROFILES``), one column per profile."""
+    from ragspine.profile import PROFILES
+
+    values = {name: named.profile.settings_values() for name, named in PROFILES.items()}
+    lines = [
+        "",
+        "## Named profiles",
+        "",
+        "`RAGSPINE_PROFILE` (or `--profile`) picks one of these recipes; each is the default of the",
+        "settings below, and a variable that is set overrides its field. What each is for and how it",
+        "measures: [Profiles](profiles.md).",
+        "",
+        "| variable | " + " | ".join(f"`{name}`" for name in PROFILES) + " |",
+        "|---|" + "---|" * len(PROFILES),
+    ]
+    for field in next(iter(values.values())):
+        row = [_cell(str(values[name][field]).lower() if isinstance(values[name][field], bool) else
+                     "unset" if values[name][field] is None else str(values[name][field])) for name in PROFILES]
+        lines.append(f"| `{SETTINGS[field].env}` | " + " | ".join(row) + " |")
+    return lines
 
 
 def main() -> int:

@@ -743,7 +743,12 @@ def test_ingest_with_a_chunker_and_query_with_the_header(capsys, env, tmp_path, 
     p_start, p_end = (int(x) for x in top["parent_locator"].split("#char=")[1].split(","))
     assert source[start:end] == top["text"] and source[p_start:p_end] == top["prompt_text"]
     assert query_json(capsys, db, "--mode", "economy", "query", "acme", "--library", "hb") == []  # only in the front matter
-    headed = query_json(capsys, db, "--mode", "economy", "query", "acme", "--library", "hb", "--contextual", "header")
+    code, _, err = run(capsys, "--db", db, "--mode", "economy", "query", "acme", "--library", "hb", "--contextual", "header")
+    assert code == 2 and "built with contextual='none'" in err  # the index text is the library's recipe, not a query's
+    code, _, err = run(capsys, "--db", db, "--mode", "economy", "ingest", str(path), "--library", "hb2", "--chunker", "parent_child",
+                       "--contextual", "header")
+    assert code == 0, err
+    headed = query_json(capsys, db, "--mode", "economy", "query", "acme", "--library", "hb2")  # its own header, no flag
     assert {s["heading"] for s in headed} == {"Vacation", "Pay"} and all("ACME" not in s["text"] for s in headed)
 
 

@@ -28,7 +28,7 @@ def test_no_profile_is_the_seed_default_byte_for_byte():
 
 def test_override_is_checked_canonical_and_leaves_unset_alone():
     p = Profile().override(reranker="none", fusion_weights="vector=0.5, bm25=1", chunker=UNSET, transform="hyde", fanout="2")
-    assert p.ranking.fusion_weights == "bm25=1,vector=0.5" and p.chunker == "default"
+    assert p.ranking.fusion_weights == "vector=0.5,bm25=1" and p.chunker == "default"
     assert p.reasoning.transform == "hyde" and p.reasoning.fanout == 2
     assert p.override(fusion_weights=None).ranking.fusion_weights is None  # None is a value (the seed's RRF)
     for bad in ({"rerankr": "colbert"}, {"reranker": "nope"}, {"rerank_depth": 0}, {"chunk_chars": -1},
@@ -113,17 +113,24 @@ def test_a_library_is_queried_with_its_own_embedding_and_header(capsys, monkeypa
     assert code == 0, err
     assert "no vector" not in err and plain == built_with
     assert any(s["scores"]["vector"] > 0 for s in plain)  # its deterministic vectors were used
-    monkeypatch.setenv("RAGSPINE_CONTEXTUAL", "none")  # asks for another index text: refused, one line
+    monkeypatch.setenv("RAGSPINE_CHUNK_CHARS", "300")  # asks for other chunks: refused, one line
     code, _, err = _query(capsys, db)
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "library 'lib': it was built with contextual='header'" in err and "RAGSPINE_CONTEXTUAL" in err
-    monkeypatch.delenv("RAGSPINE_CONTEXTUAL")
+    assert "library 'lib': it was built with chunk_chars=480, and this query asks for 300" in err and "RAGSPINE_CHUNK_CHARS" in err
+    monkeypatch.delenv("RAGSPINE_CHUNK_CHARS")
     monkeypatch.setenv("RAGSPINE_EMBEDDING", "onnx")
     code, _, err = _query(capsys, db)
     assert code == 2 and "embedding='deterministic'" in err
     monkeypatch.delenv("RAGSPINE_EMBEDDING")
     code, economy, err = _query(capsys, db, "--mode", "economy")  # a query-time choice: allowed
     assert code == 0 and all(s["scores"]["vector"] == 0 for s in economy)
+
+
+def test_a_header_asked_of_a_library_built_without_is_refused(capsys, monkeypatch, tmp_path, docs):
+    db = tmp_path / "lib.db"
+    assert run_cli(capsys, "--db", str(db), "--mode", "economy", "ingest", str(docs), "--library", "lib")[0] == 0
+    code, _, err = _query(capsys, db, "--contextual", "header")
+    assert code == 2 and "it was built with contextual='none', and this query asks for 'header'" in err
 
 
 def test_another_named_profile_at_query_time_is_checked_against_the_library(capsys, tmp_path, docs):
