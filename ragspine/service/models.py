@@ -68,6 +68,11 @@ class TenantCreatedOut(TenantOut):
 class LibraryIn(_In):
     name: str = Field(pattern=NAME_PATTERN, description="unique per tenant; 1-64 characters of A-Z a-z 0-9 . _ -")
     description: str = Field("", max_length=4000, description="what the library holds (the keyword router reads it)")
+    profile: str | None = Field(
+        None, max_length=32,
+        description="a named recipe (seed | economy | quality | multilingual; docs: Profiles) whose choices fill every field below"
+        " the request leaves out (default: the server's settings)",
+    )
     embedding_model: str | None = Field(None, description="an embedding backend the server offers (default: its RAGSPINE_EMBEDDING), or none")
     retrieval_mode: str | None = Field(None, description="auto | hybrid | vector | economy (default: the server's)")
     chunker: str | None = Field(None, description="how its documents are cut (a RAGSPINE_CHUNKER name; default: the server's)")

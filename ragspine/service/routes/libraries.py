@@ -120,8 +120,41 @@ def resolve_reasoning(ctx: ServiceContext, body: LibraryIn, mode: str) -> dict[s
     return {**chosen, "raptor": body.raptor}
 
 
+#: LibraryIn field -> the Profile choice it keeps
+PROFILE_FIELDS = {
+    "retrieval_mode": "mode", "embedding_model": "embedding", "chunker": "chunker", "contextual": "contextual",
+    "reranker": "reranker", "rerank_depth": "rerank_depth", "postprocessor": "postprocessor", "fusion_weights": "fusion_weights",
+    **REASONING_FIELDS, "raptor": "raptor",
+}
+
+
+def with_profile(ctx: ServiceContext, body: LibraryIn) -> LibraryIn:
+    """``body`` with its named ``profile``'s choices in every field it leaves out. A profile whose
+    chunk budget or packing differs from the server's is refused (a library keeps the server's):
+    a 400 naming the server setting that would make it fit."""
+    if body.profile is None:
+        return body
+    from ragspine.profile import named_profile
+
+    named = named_profile(body.profile)
+    recipe = named.profile
+    for choice, setting in (("chunk_chars", "chunk_chars"), ("chunk_packing", "chunk_packing")):
+        if recipe.choice(choice) != getattr(ctx.settings, setting):
+            raise ConfigError(
+                f"profile {named.name!r} cuts documents with {choice}={recipe.choice(choice)!r}, and this server with"
+                f" {getattr(ctx.settings, setting)!r}: a library keeps the server's; run the server with"
+                f" RAGSPINE_PROFILE={named.name} (or RAGSPINE_{setting.upper()}={recipe.choice(choice)}), or choose the fields one by one"
+            )
+    given = body.model_fields_set
+    chosen = {field: recipe.choice(choice) for field, choice in PROFILE_FIELDS.items() if field not in given}
+    if chosen.get("embedding_model") == "onnx" and "onnx" not in embedding_choices(ctx) and ctx.settings.embedding == "auto":
+        chosen["embedding_model"] = "auto"  # the server's auto is the packaged ONNX model
+    return body.model_copy(update=chosen)
+
+
 @router.post("", status_code=201, response_model=LibraryOut, summary="Create a library")
 def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
+    body = with_profile(ctx, body)
     embedding, mode = resolve_library_settings(ctx, body.embedding_model, body.retrieval_mode)
     chunker, contextual = resolve_chunking(ctx, body.chunker, body.contextual, embedding, mode, body.name)
     ranking = resolve_ranking(ctx, body.reranker, body.postprocessor, body.fusion_weights, body.rerank_depth)
