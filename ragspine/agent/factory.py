@@ -1,4 +1,8 @@
-"""``make_agent(stack, library_ids)``: the agent over a :class:`~ragspine.stack.Stack`'s libraries.
+"""``make_agent(stack, library_ids)``: the agent over a stack's libraries.
+
+``stack`` is anything with what :class:`AgentStack` names — the settings, the chunk database,
+the model, the security gate, the link exit over libraries — as :class:`ragspine.stack.Stack`
+has them; the agent package never imports the stack module.
 
 The narrative path searches the stack's link exit over the libraries (``stack.retriever``, or
 the ``retriever`` given — the service passes the tenant's); the structured path asks each
@@ -12,7 +16,7 @@ or the ``gate`` given; the stack's link exit applies the same gate again around 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from ragspine.agent.agent import Agent
 from ragspine.agent.base import QueryGate
@@ -25,14 +29,36 @@ from ragspine.structured.factory import make_fact_store
 from ragspine.structured.glossary import Glossary
 
 if TYPE_CHECKING:
+    from ragspine.config import Settings
+    from ragspine.llm.base import LLMProvider
+    from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, LibraryInfo
     from ragspine.retrieval.link.narrative_link import NarrativeRetriever
-    from ragspine.stack import Stack
 
 DEFAULT_TOP_K = 3
 
 
+class AgentStack(Protocol):
+    """What the agent is built from (:class:`ragspine.stack.Stack` is one)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def db(self) -> ChunkDatabase: ...
+
+    @property
+    def provider(self) -> LLMProvider | None: ...
+
+    @property
+    def security_gate(self) -> QueryGate | None: ...
+
+    def retriever(self, library_ids: Sequence[str] | None = None) -> NarrativeRetriever: ...
+
+    def libraries(self) -> Sequence[LibraryInfo]: ...
+
+
 def make_agent(
-    stack: Stack,
+    stack: AgentStack,
     library_ids: Sequence[str] | None = None,
     *,
     glossary: Glossary | None = None,
@@ -47,7 +73,7 @@ def make_agent(
 
 
 def agent_for(
-    stack: Stack,
+    stack: AgentStack,
     library_ids: Sequence[str],
     retriever: NarrativeRetriever | None,
     *,

@@ -40,9 +40,9 @@ LIGHT_MODULES = (
     "ragspine.testing.openai_stub",
     "ragspine.agent",
     "ragspine.graph",
-    "ragspine.graph.cli",
+    "ragspine.cli.graph",
     "ragspine.workflow",
-    "ragspine.workflow.cli",
+    "ragspine.cli.workflow",
 )
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from ragspine import cli
+from ragspine.cli.filtering import read_value
 from ragspine.errors import FilterError
-from ragspine.retrieval.filtering.cli import read_value
 from tests.helpers import needs
 
 NUMBER = "---\ndoc_id: number\ncode: 10\nlang: en\n---\nGearbox code sheet, numbered.\n"

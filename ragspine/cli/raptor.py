@@ -1,4 +1,4 @@
-"""``ragspine raptor build|status|show`` and ``ragspine query --raptor`` (registered by :mod:`ragspine.cli`).
+"""``ragspine raptor build|status|show`` and ``ragspine query --raptor`` (registered by :mod:`ragspine.cli.app`).
 
     ragspine raptor build [--library L ...] [--force] [--summarizer extractive|llm]
     ragspine raptor status [--library L ...]
@@ -17,6 +17,7 @@ import json
 import sys
 from typing import Any
 
+from ragspine.cli.common import stack_from_args
 from ragspine.registries import RAPTOR_SUMMARIZERS
 
 __all__ = ["add_raptor_commands", "add_raptor_flag", "cmd_raptor", "raptor_changes"]
@@ -51,20 +52,6 @@ def add_raptor_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     show.add_argument("--json", action="store_true", help="print the nodes as JSON (without vectors)")
 
 
-def _stack(args: argparse.Namespace, **changes: Any) -> Any:
-    from ragspine.config import load_settings
-    from ragspine.stack import Stack
-
-    settings = load_settings()
-    if getattr(args, "db", None):
-        changes["chunk_store"] = args.db
-    if getattr(args, "contextual", None):
-        from ragspine.retrieval.contextual import parse_contextual
-
-        changes["contextual"] = parse_contextual(args.contextual)
-    return Stack(settings.replace(**changes) if changes else settings, mode=getattr(args, "mode", None))
-
-
 def _libraries(stack: Any, wanted: list[str] | None) -> list[str]:
     from ragspine.errors import ConfigError
 
@@ -85,7 +72,7 @@ def _build(args: argparse.Namespace) -> int:
     from ragspine.retrieval.raptor.summarize import make_summarizer
 
     changes = {"raptor_summarizer": args.summarizer} if args.summarizer else {}
-    with _stack(args, **changes) as stack:
+    with stack_from_args(args, **changes) as stack:
         names = _libraries(stack, args.library)
         if not names:
             print("no libraries")
@@ -112,7 +99,7 @@ def _status(args: argparse.Namespace) -> int:
     from ragspine.retrieval.chunking.chunk_store import ChangeLog
     from ragspine.retrieval.raptor.build import describe_tree
 
-    with _stack(args, retrieval_mode="economy") as stack:
+    with stack_from_args(args, retrieval_mode="economy") as stack:
         names = _libraries(stack, args.library)
         if not names:
             print("no libraries")
@@ -126,7 +113,7 @@ def _status(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from ragspine.errors import ConfigError
 
-    with _stack(args, retrieval_mode="economy") as stack:
+    with stack_from_args(args, retrieval_mode="economy") as stack:
         _libraries(stack, [args.library])
         tree = stack.raptor_store(args.library).load()
     if tree is None:

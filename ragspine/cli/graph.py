@@ -1,4 +1,4 @@
-"""The graph utilities' command (registered by :mod:`ragspine.cli`).
+"""The graph utilities' command (registered by :mod:`ragspine.cli.app`).
 
     ragspine graph edges [--library L] [--glossary G] [--extractor none|cooccurrence|llm] [--json]
     ragspine graph rollup METRIC --entity E --period P [--channel C] [--as-of DATE] [...]
@@ -27,6 +27,8 @@ import json
 import sys
 from typing import Any
 
+from ragspine.cli.common import settings_from_args
+from ragspine.cli.structured import add_glossary_flag, fact_glossary, gate_refusal
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 
 ACTIONS = ("edges", "rollup", "peers", "trace")
@@ -36,7 +38,6 @@ _OK = {"rolled_up": 0, "compared": 0, "derived": 0, "not_derived": 0, "incomplet
 def add_graph_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``graph`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     from ragspine.registries import RELATION_EXTRACTORS
-    from ragspine.structured.cli import add_glossary_flag
 
     graph = sub.add_parser("graph", help="the relation graph: subsidiary roll-up, peers, derivations, cited edges")
     actions = graph.add_subparsers(dest="graph_action", required=True, metavar="ACTION")
@@ -66,16 +67,12 @@ def add_graph_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from ragspine.config import load_settings
     from ragspine.graph.build import build_relation_graph, graph_to_dict, make_graph_store
     from ragspine.stores.registry import make_chunk_store
     from ragspine.structured.channel import StructuredChannel
-    from ragspine.structured.cli import fact_glossary
     from ragspine.structured.factory import make_fact_store
 
-    settings = load_settings()
-    if getattr(args, "db", None):
-        settings = settings.replace(chunk_store=args.db)
+    settings = settings_from_args(args)
     glossary = fact_glossary(args, settings)
     if args.graph_action != "edges":
         refused = _refusal(args, settings, glossary)
@@ -108,8 +105,6 @@ def _refusal(args: argparse.Namespace, settings: Any, glossary: Any) -> dict[str
     """The security gate's refusal of ``rollup`` / ``peers`` / ``trace``: its inputs, the entity
     they name, and every entity the utility would read — a roll-up's subsidiaries, the peers
     (the same parent's subsidiaries) — each by all its glossary forms; else ``None``."""
-    from ragspine.structured.cli import gate_refusal
-
     inputs = [args.metric, args.entity, args.period, args.channel]
     match = glossary.entity(args.entity) if args.entity else None
     members: list[str] = []

@@ -1,4 +1,4 @@
-"""``ragspine workflow preview`` (registered by :mod:`ragspine.cli`).
+"""``ragspine workflow preview`` (registered by :mod:`ragspine.cli.app`).
 
     ragspine workflow preview [--format json|yaml] [--output FILE] [--mode M]
 
@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import Any
 
+from ragspine.cli.common import settings_from_args
+
 
 def add_workflow_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``workflow`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
@@ -23,17 +25,10 @@ def add_workflow_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_workflow(args: argparse.Namespace) -> int:
-    from ragspine.config import load_settings
     from ragspine.workflow.dify import dify_preview, render
     from ragspine.workflow.view import pipeline_view
 
-    settings = load_settings()
-    if getattr(args, "db", None):
-        settings = settings.replace(chunk_store=args.db)
-    if getattr(args, "contextual", None):
-        from ragspine.retrieval.contextual import parse_contextual
-
-        settings = settings.replace(contextual=parse_contextual(args.contextual))
+    settings = settings_from_args(args)
     text = render(dify_preview(pipeline_view(settings, getattr(args, "mode", None))), args.format)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:

@@ -1,4 +1,4 @@
-"""The structured channel's commands (registered by :mod:`ragspine.cli`).
+"""The structured channel's commands (registered by :mod:`ragspine.cli.app`).
 
     ragspine facts ingest FILE [--library L] [--glossary G]   CSV/JSON/JSONL facts, all or nothing
     ragspine facts list [--library L] [--source S] [--json]   the active facts (RESTRICTED never shown)
@@ -24,6 +24,7 @@ import os
 import sys
 from typing import Any
 
+from ragspine.cli.common import settings_from_args
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 
 LIBRARY_HELP = f"library holding the facts (default: {DEFAULT_LIBRARY_ID})"
@@ -75,20 +76,17 @@ def add_structured_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     metric.add_argument("--json", action="store_true", help="print the whole result as JSON")
 
 
-def _database(args: argparse.Namespace) -> Any:
-    from ragspine.config import load_settings
+def _database(settings: Any) -> Any:
     from ragspine.stores.registry import make_chunk_store
 
-    settings = load_settings()
-    if getattr(args, "db", None):
-        settings = settings.replace(chunk_store=args.db)
-    return make_chunk_store(settings=settings), settings
+    return make_chunk_store(settings=settings)
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
     from ragspine.structured.factory import make_fact_store
 
-    database, settings = _database(args)
+    settings = settings_from_args(args)
+    database = _database(settings)
     try:
         glossary = fact_glossary(args, settings) if args.facts_action == "ingest" else None
         store = make_fact_store(args.library, database=database)
@@ -138,18 +136,17 @@ def _list(args: argparse.Namespace, store: Any) -> int:
 
 
 def cmd_metric(args: argparse.Namespace) -> int:
-    from ragspine.config import load_settings
     from ragspine.structured.channel import StructuredChannel
     from ragspine.structured.factory import make_fact_store
     from ragspine.structured.result import FOUND, NOT_FOUND
 
-    settings = load_settings()
+    settings = settings_from_args(args)
     glossary = fact_glossary(args, settings)
     refused = gate_refusal(settings, glossary, "metric", [args.metric, args.entity, args.period, args.channel], args.language)
     if refused is not None:  # nothing is looked up
         print(json.dumps(refused, ensure_ascii=False, indent=2) if args.json else refused["text"])
         return 1
-    database, settings = _database(args)
+    database = _database(settings)
     try:
         channel = StructuredChannel(make_fact_store(args.library, database=database), glossary)
         result = channel.query_metric(args.metric, args.entity, args.period, args.channel, as_of=args.as_of, language=args.language)

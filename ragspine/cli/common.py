@@ -1,0 +1,67 @@
+"""What every ``ragspine`` subcommand shares.
+
+:func:`settings_from_args` is the one place the command line loads settings: the global
+options (``--db``, ``--profile``, ``--contextual``; before or after the command) become
+settings there, for every subcommand alike; :func:`stack_from_args` adds ``--mode``. No other
+CLI module calls :func:`~ragspine.config.load_settings`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from ragspine.config import Settings, load_settings
+from ragspine.errors import RagspineError
+
+if TYPE_CHECKING:
+    from ragspine.stack import Stack
+
+__all__ = ["EXIT_USAGE", "CliError", "CliParser", "positive_int", "settings_from_args", "stack_from_args"]
+
+EXIT_USAGE = 2
+
+
+class CliError(RagspineError):
+    pass
+
+
+class CliParser(argparse.ArgumentParser):
+    """Usage errors, too, are one line on stderr (subcommand parsers inherit this class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def settings_from_args(args: argparse.Namespace, **changes: Any) -> Settings:
+    """The settings a command runs with: ``RAGSPINE_*`` as resolved under ``--profile`` (else
+    ``RAGSPINE_PROFILE``), then ``--db`` and ``--contextual``, then ``changes`` (the command's own)."""
+    profile = getattr(args, "profile", None)
+    settings = load_settings({**os.environ, "RAGSPINE_PROFILE": profile} if profile else None)
+    given: dict[str, Any] = {}
+    if getattr(args, "db", None):
+        given["chunk_store"] = args.db
+    if getattr(args, "contextual", None):
+        from ragspine.retrieval.contextual import parse_contextual
+
+        given["contextual"] = parse_contextual(args.contextual)
+    given.update(changes)
+    return settings.replace(**given) if given else settings
+
+
+def stack_from_args(args: argparse.Namespace, **changes: Any) -> Stack:
+    """The :class:`~ragspine.stack.Stack` of :func:`settings_from_args`, in ``--mode`` if given."""
+    from ragspine.stack import Stack
+
+    return Stack(settings_from_args(args, **changes), mode=getattr(args, "mode", None))
+
+
+def positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {raw!r}")
+    return value

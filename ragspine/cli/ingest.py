@@ -1,0 +1,230 @@
+"""``ragspine ingest`` and ``ragspine embed``: documents into a library, and their vectors.
+
+    ragspine ingest PATH... --library NAME [--description D] [--sensitivity S] [--meta KEY=VALUE ...]
+                    [--no-embed] [--force] [--skip-bad] [--replace-source] [--batch CHUNKS] [--chunker C]
+    ragspine embed [--library L ...]
+
+Every file is read and checked before the first write; a bad one refuses the run naming every
+problem (``--skip-bad``: ingest the others), so the previous version of every document stays
+active. A library the run created does not outlive the run's failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Iterator
+
+from ragspine.cli.common import CliError, positive_int, settings_from_args, stack_from_args
+from ragspine.errors import RagspineError
+from ragspine.registries import CHUNKERS
+from ragspine.retrieval.sensitivity import reserved_key
+
+__all__ = ["add_embed_command", "add_ingest_command", "cmd_embed", "cmd_ingest"]
+
+
+def add_ingest_command(sub: Any) -> None:
+    """Add ``ingest`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
+    ingest = sub.add_parser("ingest", help="add or replace documents from files or directories")
+    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--library", required=True, help="library to ingest into (created if new)")
+    ingest.add_argument("--description", help="library description (used by the keyword router)")
+    ingest.add_argument("--sensitivity", help="sensitivity of documents without one in front matter")
+    ingest.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata for every document")
+    ingest.add_argument(
+        "--no-embed", action="store_true",
+        help="write the chunks only; queries answer from BM25 (and say the dense leg is incomplete) until `ragspine embed`",
+    )
+    ingest.add_argument(
+        "--force", action="store_true",
+        help="write a new version even of documents whose stored version is identical (default: skip them, so an"
+        " interrupted ingest resumes where it stopped)",
+    )
+    ingest.add_argument(
+        "--skip-bad", action="store_true",
+        help="ingest the good files when some are bad (each bad one is listed); default: refuse the run, write nothing",
+    )
+    ingest.add_argument(
+        "--replace-source", action="store_true",
+        help="let a file replace the library's document of the same default doc_id although that one was read from"
+        " another path (a moved file); default: refuse such a file",
+    )
+    ingest.add_argument("--batch", type=positive_int, default=5000, metavar="CHUNKS", help="chunks per transaction (default: 5000)")
+    ingest.add_argument(
+        "--chunker", type=str.lower, choices=CHUNKERS.names(), help="how documents are cut into chunks (default: RAGSPINE_CHUNKER)"
+    )
+
+
+def add_embed_command(sub: Any) -> None:
+    """Add ``embed`` to the CLI's subcommands."""
+    embed = sub.add_parser("embed", help="compute the vectors a library lacks (after `ingest --no-embed`, a failed vector write)")
+    embed.add_argument("--library", action="append", help="library to embed (repeatable; default: all)")
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from ragspine.documents import collect_files, read_document
+    from ragspine.progress import progress
+
+    defaults = dict(_parse_meta(item) for item in args.meta)
+    max_bytes = settings_from_args(args).max_file_bytes
+    problems: list[str] = []
+    files = collect_files(args.paths, problems)
+    seen: dict[str, str] = {}
+    by_path: dict[str, str] = {}  # default doc_ids (the file's path): doc_id -> the file
+    good: list[tuple[Any, Any]] = []
+    with progress(total=len(files), desc="check", unit="file", leave=False) as bar:
+        for path, root in files:  # every file, before any write; every problem, not just the first
+            try:
+                doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=max_bytes)
+                if doc.doc_id in seen:
+                    raise CliError(f"{doc.source}: doc_id {doc.doc_id!r} is also used by {seen[doc.doc_id]};"
+                                   " give one of them its own doc_id in front matter")
+            except RagspineError as exc:
+                problems.append(str(exc))
+            else:
+                seen[doc.doc_id] = doc.source
+                if doc.id_from_path:
+                    by_path[doc.doc_id] = doc.source
+                good.append((path, root))
+            bar.update(1)
+    _refuse_or_skip(problems, args.skip_bad)
+    if not good:
+        raise CliError("no file to ingest: every one was bad")
+    files, args.max_file_bytes = good, max_bytes
+    with stack_from_args(args, **({"chunker": args.chunker} if args.chunker else {})) as stack:
+        stack.preflight(args.library)  # stores, extension, model, vector space: before the first write
+        new_library = stack.library(args.library) is None
+        if not new_library and by_path and not args.replace_source:
+            files = _without_id_clashes(stack, args, files, by_path)
+        stack.ensure_library(args.library, args.description)
+        try:
+            return _ingest_into(stack, args, files, defaults)
+        except RagspineError:
+            if new_library:  # all or nothing: a library this run created does not outlive its failure
+                stack.delete_library(args.library)
+            raise
+
+
+def _refuse_or_skip(problems: list[str], skip_bad: bool) -> None:
+    """Refuse the run naming every problem, or (``--skip-bad``) list them as skipped."""
+    if problems and not skip_bad:
+        if len(problems) == 1:
+            raise CliError(problems[0])
+        raise CliError(f"{len(problems)} bad files, nothing was written (--skip-bad ingests the others):\n  "
+                       + "\n  ".join(problems))
+    for problem in problems:
+        print(f"ragspine: skipped: {problem}", file=sys.stderr)
+
+
+def _without_id_clashes(stack: Any, args: argparse.Namespace, files: Any, by_path: dict[str, str]) -> Any:
+    """``files`` less those whose default doc_id is the library's document read from another
+    file (two folders' ``copyright.txt``): that one is never replaced silently — the run is
+    refused, or with ``--skip-bad`` the file is skipped, each named with both paths and the fix."""
+    from ragspine.documents import other_sources
+
+    clashes = other_sources(stack.db.chunk_store(args.library), by_path)
+    problems = [
+        f"{by_path[doc_id]}: doc_id {doc_id!r} (from its path) is already library {args.library!r}'s document read from"
+        f" {recorded}; give this file its own doc_id in front matter, or pass --replace-source to replace that document"
+        for doc_id, recorded in clashes.items()
+    ]
+    _refuse_or_skip(problems, args.skip_bad)
+    skipped = {by_path[doc_id] for doc_id in clashes}
+    kept = [(path, root) for path, root in files if str(path) not in skipped]
+    if not kept:
+        raise CliError("no file to ingest: every one was bad")
+    return kept
+
+
+def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dict[str, Any]) -> int:
+    from ragspine.documents import read_document
+    from ragspine.progress import progress
+    from ragspine.retrieval.chunking.chunk_store import DocumentChunks
+
+    index = stack.pipeline(args.library)  # the library's recipe: a choice that would change what it stores is refused here
+    stack.record_profile(args.library)
+    chunkers: dict[str, Any] = {}
+
+    def chunker_for(name: str | None) -> Any:  # front matter `chunker:` picks a file's own
+        if name is None or name == stack.settings.chunker:
+            return index.chunker
+        if name not in chunkers:
+            chunkers[name] = stack.chunker(name, index.embedding_backend)
+        return chunkers[name]
+
+    def planned() -> Iterator[DocumentChunks]:  # streamed: one file in memory at a time
+        for path, root in files:
+            doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=args.max_file_bytes)
+            yield DocumentChunks(doc.doc_id, chunker_for(doc.chunker).chunk(
+                doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
+                source=doc.source, source_offset=doc.body_offset,
+            ), doc.valid_as_of)
+
+    with progress(total=len(files), desc=f"ingest → {args.library}", unit="doc") as bar:
+
+        def advance(docs: int, chunks: int) -> None:
+            bar.update(docs)
+            bar.set_postfix(chunks=chunks, refresh=False)
+
+        report = index.ingest_many(planned(), batch_chunks=args.batch, resume=not args.force, progress=advance)
+    embedded = 0
+    if index.embedding_backend is not None and not args.no_embed:
+        embedded = _embed(index, args.library)
+    print(f"ingested {report.written} document(s), {report.chunks} chunk(s) into {args.library!r}"
+          + (f"; {report.skipped} unchanged document(s) skipped" if report.skipped else "")
+          + (f"; embedded {embedded} chunk(s)" if embedded else "")
+          + ("; vectors not computed (--no-embed): run `ragspine embed`" if args.no_embed and index.embedding_backend else ""))
+    return 0
+
+
+def _embed(index: Any, library: str) -> int:
+    """Compute the vectors ``index`` lacks, with a progress bar over what the model must embed
+    (cached vectors are stored first and not counted)."""
+    from ragspine.progress import progress
+
+    with progress(desc=f"embed → {library}", unit="chunk") as bar:
+
+        def expect(n: int) -> None:
+            bar.total = n
+            if hasattr(bar, "refresh"):
+                bar.refresh()
+
+        return int(index.sync_vectors(progress=bar.update, expect=expect))
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    with stack_from_args(args) as stack:
+        known = [lib.library_id for lib in stack.libraries()]
+        names = args.library or known
+        if not names:
+            print("no libraries")
+            return 0
+        for name in names:
+            if name not in known:
+                raise CliError(f"unknown library {name!r} (see `ragspine libraries`)")
+            index = stack.pipeline(name)
+            if index.embedding_backend is None:
+                print(f"{name}: {index.mode.name} mode uses no vectors; nothing to embed (use --mode hybrid to compute them)")
+                continue
+            embedded = _embed(index, name)
+            print(f"{name}: embedded {embedded} chunk(s); every active chunk has its vector")
+    return 0
+
+
+def _parse_meta(item: str) -> tuple[str, Any]:
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise CliError(f"--meta {item!r} is not KEY=VALUE")
+    field = reserved_key(key)
+    if field is not None:  # else e.g. Sensitivity=RESTRICTED would be plain metadata
+        hint = "--sensitivity" if field == "sensitivity" else "front matter"
+        raise CliError(f"--meta {key}=... is not metadata; set {field} with {hint}")
+    return key, _json_or_text(value)
+
+
+def _json_or_text(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw

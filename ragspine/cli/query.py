@@ -1,0 +1,127 @@
+"""``ragspine query``, ``ragspine libraries`` and ``ragspine stats``.
+
+    ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--top-k N] [--strict-filters] [--json]
+                   [--reranker R] [--rerank-depth N] [--postprocessor A,B] [--fusion-weights LEG=W,...] [--llm SPEC]
+                   [--query-transform T] [--decompose D] [--adaptive A] [--corrective] [--fanout N] [--trace] [--raptor]
+    ragspine libraries                       list libraries
+    ragspine stats                           counts and the resolved stack
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ragspine.cli.common import CliError, positive_int, settings_from_args, stack_from_args
+from ragspine.cli.filtering import add_filter_flag, describe_filter, filter_from_args
+from ragspine.cli.raptor import add_raptor_flag, raptor_changes
+from ragspine.cli.reasoning import add_reasoning_flags, print_reasoning, reasoning_changes
+from ragspine.config import filter_limits
+from ragspine.registries import LLM_PROVIDERS, POSTPROCESSORS, RERANKERS
+
+__all__ = ["add_library_commands", "add_query_command", "cmd_libraries", "cmd_query", "cmd_stats"]
+
+
+def add_query_command(sub: Any) -> None:
+    """Add ``query`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
+    query = sub.add_parser("query", help="retrieve cited snippets")
+    query.add_argument("query")
+    query.add_argument("--library", action="append", help="library to search (repeatable; default: all)")
+    add_filter_flag(query)
+    query.add_argument("--top-k", type=int, default=5)
+    query.add_argument(
+        "--strict-filters", action="store_true",
+        help="when nothing matches the filters, return nothing (default: search once more without them, and say so)",
+    )
+    query.add_argument("--json", action="store_true", help="print the snippets as JSON")
+    query.add_argument("--reranker", type=str.lower, choices=RERANKERS.names() + list(RERANKERS.aliases),
+                       help="reorder the fused head (default: RAGSPINE_RERANKER)")
+    query.add_argument("--rerank-depth", type=positive_int, metavar="N",
+                       help="fused candidates the reranker and postprocessors see (default: RAGSPINE_RERANK_DEPTH)")
+    query.add_argument("--postprocessor", metavar="A,B", help=f"chain after rerank: {POSTPROCESSORS.choices(', ')} (default: RAGSPINE_POSTPROCESSOR)")
+    query.add_argument("--fusion-weights", metavar="LEG=W,...",
+                       help="weighted RRF, e.g. bm25=1,vector=0.5; adaptive; zscore (score fusion) (default: RAGSPINE_FUSION_WEIGHTS)")
+    query.add_argument(
+        "--llm", metavar="SPEC", help=f"language model of the listwise judge, LLM router and LLM filter extractor: {LLM_PROVIDERS.choices('|')}"
+        " or an OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (default: RAGSPINE_LLM)",
+    )
+    add_reasoning_flags(query)
+    add_raptor_flag(query)
+
+
+def add_library_commands(sub: Any) -> None:
+    """Add ``libraries`` and ``stats``."""
+    sub.add_parser("libraries", help="list libraries")
+    sub.add_parser("stats", help="counts and the resolved stack")
+
+
+def _ranking_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """``ragspine query``'s ranking flags as setting changes, checked (a bad one names itself)."""
+    from ragspine.retrieval.ranking import Ranking
+
+    settings = settings_from_args(args)
+    ranking = Ranking.of(
+        args.reranker or settings.reranker, args.postprocessor or settings.postprocessor,
+        args.fusion_weights if args.fusion_weights is not None else settings.fusion_weights,
+        args.rerank_depth or settings.rerank_depth,
+    )
+    changes = {"reranker": ranking.reranker, "postprocessor": ranking.postprocessor, "fusion_weights": ranking.fusion_weights,
+               "rerank_depth": ranking.rerank_depth}
+    if getattr(args, "llm", None):
+        from ragspine.config import check_llm
+
+        changes["llm"] = check_llm(args.llm)
+    return changes
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    if args.top_k <= 0:
+        raise CliError(f"--top-k must be positive, got {args.top_k}")
+    filters = filter_from_args(args.filter, filter_limits(settings_from_args(args)))
+    with stack_from_args(args, **_ranking_changes(args), **reasoning_changes(args), **raptor_changes(args)) as stack:
+        retriever = stack.retriever(args.library, retry_without_filters=not args.strict_filters)
+        answer = retriever.search(args.query, filters=filters, top_k=args.top_k)
+    print_reasoning(answer, args)
+    snippets = answer.snippets
+    if answer.filters_dropped and filters:
+        print(f"ragspine: note: no snippet matched the filters ({describe_filter(filters)}); these results ignore them "
+              "(--strict-filters returns none instead)", file=sys.stderr)
+    for library, coverage in sorted(answer.dense_incomplete.items()):
+        print(f"ragspine: note: library {library!r}: {coverage.missing} of {coverage.total} chunk(s) have no vector yet; "
+              f"this answer is BM25 plus the vectors that exist (run `ragspine embed --library {library}`)", file=sys.stderr)
+    if args.json:
+        print(json.dumps(snippets, ensure_ascii=False, indent=2))
+        return 0
+    if not snippets:
+        print("no matching snippets")
+    for rank, s in enumerate(snippets, 1):
+        sc = s["scores"]
+        print(f"{rank}. [{s['library_id']}] {s['title']}  ({s['doc_id']})")
+        rerank = f"  rerank {sc['rerank']:.3f}" if "rerank" in sc else ""
+        print(f"   cite: {s['source_locator']}   fused {sc['fused']:.4f}  bm25 {sc['bm25']:.3f}  vector {sc['vector']:.3f}{rerank}")
+        print("   " + " ".join(s["text"].split())[:300])
+    return 0
+
+
+def cmd_libraries(args: argparse.Namespace) -> int:
+    with stack_from_args(args, retrieval_mode="economy") as stack:
+        libs = stack.libraries()
+    if not libs:
+        print("no libraries yet: ragspine ingest PATH --library NAME")
+    for lib in libs:
+        print(f"{lib.library_id}\t{lib.documents} docs\t{lib.chunks} chunks\t{lib.description}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with stack_from_args(args) as stack:
+        libs = stack.libraries()
+        stored = sum(stack.db.chunk_store(lib.library_id).count(include_inactive=True) for lib in libs)
+        for role, value in stack.describe():
+            print(f"{role + ':':19s}{value}")
+        print(f"{'libraries:':19s}{len(libs)}")
+        print(f"{'documents:':19s}{sum(lib.documents for lib in libs)} active")
+        print(f"{'chunks:':19s}{sum(lib.chunks for lib in libs)} active, {stored} stored (all versions)")
+    return 0
