@@ -27,6 +27,7 @@ from ragspine.retrieval.vector.store import InProcessVectorStore
 from ragspine.retrieval.vector.vector_store import VectorRecord
 from tests import backends
 from tests.corpora import sample_queries, stdlib_docstrings_corpus
+from tests.helpers import needs
 
 DIM = 128
 LIBRARY_DOCS = 1_100
@@ -41,6 +42,7 @@ def vector_store_factory(request: Any) -> Any:
         yield lambda library_id: InProcessVectorStore(library_id=library_id, dim=DIM)
         return
     if request.param == "pgvector-hnsw":
+        needs("sqlalchemy", "psycopg", "pgvector")
         from ragspine.stores.pgvector.store import PgVectorStore
         from ragspine.stores.postgres.database import PostgresDatabase
 
@@ -52,6 +54,7 @@ def vector_store_factory(request: Any) -> Any:
                                                schema=schema, exact=False, ef_search=10, hnsw_m=4, hnsw_ef_construction=8)
         db.close()
         return
+    needs("qdrant_client")
     from ragspine.stores.qdrant.store import QdrantVectorStore
 
     client = request.getfixturevalue("qdrant_local_client")
