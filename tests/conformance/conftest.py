@@ -19,6 +19,7 @@ from ragspine.retrieval.narrative_index import NarrativeIndex
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.stores.sqlite import SQLiteDatabase
 from ragspine.testing.llm import ScriptedLLMProvider
+from tests.helpers import needs
 
 #: The query every pack asks; the RESTRICTED document is its best lexical match.
 QUERY = "gearbox supply delays"
@@ -181,6 +182,38 @@ def assert_no_restricted(
     for prompt in prompts:
         for word in secrets:
             assert word not in prompt.lower(), f"RESTRICTED text {word!r} reached a prompt"
+
+
+#: the chunk-store backends every chunk-store pack runs on (tests/backends.py provides the servers)
+CHUNK_BACKENDS = ("sqlite", "postgresql18", "postgresql15")
+
+
+def open_chunk_database(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A migrated chunk database of ``kind``; opening it again in the same test (same
+    ``request`` and ``tmp_path``) opens the same file or schema."""
+    if kind == "sqlite":
+        database: Any = SQLiteDatabase(tmp_path / "chunks.db")
+    else:
+        needs("sqlalchemy", "psycopg")
+        from ragspine.stores.postgres.database import PostgresDatabase
+
+        url, schema = request.getfixturevalue("pg_schema" if kind == "postgresql18" else "pg15_schema")
+        database = PostgresDatabase(url, schema=schema)
+    database.init_schema()
+    return database
+
+
+@pytest.fixture(params=CHUNK_BACKENDS)
+def chunk_backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def chunk_db(chunk_backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A chunk database (the catalog of libraries and their chunk stores) on each backend."""
+    database = open_chunk_database(chunk_backend, request, tmp_path)
+    yield database
+    database.close()
 
 
 @pytest.fixture

@@ -24,26 +24,14 @@ from ragspine.testing import (
     VectorStoreConformance,
 )
 from tests import backends
+from tests.conformance.conftest import open_chunk_database
 from tests.corpora import stdlib_docstrings_corpus
+from tests.helpers import needs
 
 
-def open_chunk_database(kind, request, tmp_path):
-    if kind == "sqlite":
-        db = SQLiteDatabase(tmp_path / "chunks.db")
-    else:
-        from ragspine.stores.postgres.database import PostgresDatabase
-
-        url, schema = request.getfixturevalue("pg_schema" if kind == "postgresql18" else "pg15_schema")
-        db = PostgresDatabase(url, schema=schema)
-    db.init_schema()
-    return db
-
-
-@pytest.fixture(params=["sqlite", "postgresql18", "postgresql15"])
-def chunk_store_factory(request, tmp_path):
-    db = open_chunk_database(request.param, request, tmp_path)
-    yield db.chunk_store
-    db.close()
+@pytest.fixture
+def chunk_store_factory(chunk_db):
+    return chunk_db.chunk_store
 
 
 class TestChunkStoreBackends(ChunkStoreConformance):
@@ -89,6 +77,7 @@ def vector_store_factory(request):
         yield lambda library_id, dim: InProcessVectorStore(library_id=library_id, dim=dim)
         return
     if request.param == "pgvector":
+        needs("sqlalchemy", "psycopg", "pgvector")
         from ragspine.stores.pgvector.store import PgVectorStore
         from ragspine.stores.postgres.database import PostgresDatabase
 
@@ -100,6 +89,7 @@ def vector_store_factory(request):
         )
         db.close()
         return
+    needs("qdrant_client")
     from ragspine.stores.qdrant.client import make_qdrant_client
     from ragspine.stores.qdrant.store import QdrantVectorStore
 
@@ -129,6 +119,7 @@ def embedding_cache(request, tmp_path):
         yield SQLiteEmbeddingCache(db)
         db.close()
     else:
+        needs("redis")
         from ragspine.stores.redis_cache import RedisEmbeddingCache
 
         url, prefix = request.getfixturevalue("redis_namespace")

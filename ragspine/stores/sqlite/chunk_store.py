@@ -188,6 +188,8 @@ class SQLiteChunkStore:
 
     def iter_active(self, batch_size: int = 5000) -> Iterator[StoredChunk]:
         """All active chunks, streamed in pages of ``batch_size`` (keyset pagination)."""
+        if batch_size <= 0:  # LIMIT 0 would end the stream at once, as if the store were empty
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.init_schema()
         last: tuple[str, int, str] = ("", -1, "")
         while True:
@@ -205,6 +207,8 @@ class SQLiteChunkStore:
     def active_versions(self, batch_size: int = 50_000) -> Iterator[tuple[Sequence[str], Sequence[int], Sequence[str]]]:
         """Pages of the active chunks' ``(chunk_ids, versions, sensitivities)`` (keyset
         pagination on the active chunk-id index; no text read)."""
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.init_schema()
         last = None
         while True:
