@@ -86,11 +86,15 @@ def test_the_demo_reads_the_profile_too(capsys) -> None:
     assert code == 2 and "unknown profile 'nosuch'" in err
 
 
-def test_ask_runs_on_the_profile(db, capsys, seen) -> None:
-    code, out, err = run(capsys, "--db", db, "ask", "What was Kestrel's revenue in Q3 2024?", "--json", "--profile", "economy")
-    assert code == 0, err
-    assert json.loads(out)["route"] == "structured"
+def test_ask_runs_on_the_profile(db, capsys, seen, tmp_path) -> None:
+    question = "Why did Kestrel's Q3 revenue fall?"
+    code, _, err = run(capsys, "--db", db, "ask", question, "--profile", "economy")
+    assert code == 2 and "it was built with chunk_chars=480, and this query asks for 1500" in err  # the economy recipe
     assert seen and set(seen) == {"economy"}
+    assert run(capsys, "--db", db, "--profile", "economy", "ingest", str(tmp_path / "results.md"), "--library", "eco")[0] == 0
+    code, out, err = run(capsys, "--db", db, "ask", question, "--library", "eco", "--json", "--profile", "economy")
+    assert code == 0, err
+    assert [s["doc_id"] for s in json.loads(out)["sources"]] == ["kestrel/q3-2024-results"]
 
 
 @pytest.mark.parametrize("argv", [
@@ -107,11 +111,15 @@ def test_fact_commands_run_on_the_profile(db, capsys, seen, argv) -> None:
     assert seen and set(seen) == {None}
 
 
-def test_raptor_runs_on_the_profile(db, capsys, seen) -> None:
+def test_raptor_runs_on_the_profile(db, capsys, seen, monkeypatch) -> None:
     code, out, err = run(capsys, "--db", db, "raptor", "build", "--profile", "economy")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
-    assert "economy" in err  # the library was built hybrid; the economy recipe has no vectors for RAPTOR
-    assert set(seen) == {"economy"}
+    assert "it was built with chunk_chars=480, and this query asks for 1500" in err  # the economy recipe
+    assert seen and set(seen) == {"economy"}
+    monkeypatch.setenv("RAGSPINE_CHUNK_CHARS", "480")  # a variable overrides its field of the profile:
+    monkeypatch.setenv("RAGSPINE_CONTEXTUAL", "none")  # what the library stores matches, economy mode stays
+    code, out, err = run(capsys, "--db", db, "raptor", "build", "--profile", "economy")
+    assert code == 2 and "RAPTOR needs chunk vectors, and library 'kb' runs in economy mode" in err, (out, err)
     code, out, err = run(capsys, "--db", db, "raptor", "build")
     assert code == 0 and out.startswith("kb: "), err
 
