@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import replace
+from functools import cached_property
 from collections import OrderedDict
 from typing import Any, Callable, Mapping, Sequence
 
@@ -425,7 +426,7 @@ class Stack:
         return make_lexical_index(self.settings.lexical_index, store, settings=self.settings, auto=auto, index_text=index_text)
 
     # -- a library's recipe -------------------------------------------------------------------
-    @property
+    @cached_property
     def profile(self) -> Profile:
         """The configured recipe: ``RAGSPINE_PROFILE``'s, under the variables (and this stack's
         ``mode``) that override it."""

@@ -55,10 +55,8 @@ class ServiceContext:
 
     def index(self, library: Library, mode: str | None = None) -> Any:
         """The library's index in ``mode`` (default: the library's own mode)."""
-        pipeline = self.stack.pipeline(
-            library.library_id, mode=mode or library.retrieval_mode, embedding=library.embedding,
-            chunker=library.chunker, contextual=library.contextual, ranking=library.ranking, raptor=library.raptor,
-        )
+        recipe = library.recipe(self.stack.profile)  # its choices over the server's
+        pipeline = self.stack.pipeline(library.library_id, recipe.override(mode=mode) if mode else recipe)
         if self.metrics is not None and pipeline.rerank_observer is None:
             histogram = self.metrics.rerank_latency
             pipeline.rerank_observer = lambda reranker, seconds: histogram.labels(getattr(reranker, "name", type(reranker).__name__)).observe(seconds)

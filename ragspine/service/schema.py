@@ -8,8 +8,10 @@ PostgreSQL the Alembic revision ``0003_service`` creates them. Times are Unix se
 * ``ragspine_api_key`` — a tenant's keys: the SHA-256 of the key and its display prefix
   (the key itself is never stored); ``revoked_at`` / ``expires_at`` end it;
 * ``ragspine_service_library`` — which tenant owns which catalog library, under which
-  external name, with its embedding backend, retrieval mode, chunking, ranking, and its own
-  query-time reasoning and RAPTOR switch where it chose them (revision ``0012_library_reasoning``);
+  external name, and its recipe in one JSON column, ``profile``: the choices of
+  :class:`~ragspine.profile.Profile` it made — embedding backend, retrieval mode, chunking,
+  ranking, and its own query-time reasoning and RAPTOR switch where it chose them (revision
+  ``0013_library_profile``, which converted the fourteen columns that held them before);
 * ``ragspine_job`` — ingestion jobs: state, progress, error, and the running job's heartbeat
   (``heartbeat_at``, ``worker``: revision ``0006_job_heartbeat``; an older SQLite file gets
   the two columns when the service opens it);
@@ -52,24 +54,10 @@ service_library = sa.Table(
     sa.Column("tenant_id", sa.String(64), nullable=False),
     sa.Column("name", sa.String(64), nullable=False),
     sa.Column("description", sa.Text, nullable=False, server_default=""),
-    sa.Column("embedding", sa.Text, nullable=False, server_default="none"),
-    sa.Column("retrieval_mode", sa.Text, nullable=False, server_default="auto"),
     sa.Column("created_at", sa.Float, nullable=False),
-    # chosen when the library is created (NULL in rows older than the columns: default / none)
-    sa.Column("chunker", sa.Text, nullable=True),
-    sa.Column("contextual", sa.Text, nullable=True),
-    # its ranking (NULL in older rows: none / 50 / none / no weights)
-    sa.Column("reranker", sa.Text, nullable=True),
-    sa.Column("rerank_depth", sa.Integer, nullable=True),
-    sa.Column("postprocessor", sa.Text, nullable=True),
-    sa.Column("fusion_weights", sa.Text, nullable=True),
-    # its query-time reasoning and RAPTOR switch (revision 0012; NULL: the server's setting)
-    sa.Column("query_transform", sa.Text, nullable=True),
-    sa.Column("decompose", sa.Text, nullable=True),
-    sa.Column("adaptive", sa.Text, nullable=True),
-    sa.Column("corrective", sa.Boolean, nullable=True),
-    sa.Column("query_fanout", sa.Integer, nullable=True),
-    sa.Column("raptor", sa.Boolean, nullable=True),
+    # its recipe: the Profile choices it made, as JSON (revision 0013_library_profile; a choice it
+    # left out — its query-time reasoning, RAPTOR — is the server's at each search)
+    sa.Column("profile", sa.Text, nullable=True),
     sa.UniqueConstraint("tenant_id", "name", name="ragspine_service_library_name"),
 )
 

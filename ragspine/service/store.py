@@ -9,8 +9,9 @@ current — ``ragspine migrate`` — or applies it with ``RAGSPINE_AUTO_MIGRATE=
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
@@ -18,7 +19,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from ragspine.errors import BackendError
+from ragspine.profile import Profile
 from ragspine.retrieval.ranking import Ranking
+from ragspine.service.recipe import from_columns, recipe_json
 from ragspine.service.schema import (
     api_key,
     job,
@@ -71,7 +74,7 @@ class ApiKey:
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
 
 
-#: A library's reasoning columns (and API fields) → ``ReasoningOptions.override``'s keywords.
+#: A library's reasoning fields (API) → ``ReasoningOptions.override``'s keywords (and the Profile's choices).
 REASONING_FIELDS = {"query_transform": "transform", "decompose": "decompose", "adaptive": "adaptive",
                     "corrective": "corrective", "query_fanout": "fanout"}
 
@@ -82,32 +85,73 @@ class Library:
     tenant_id: str
     name: str
     description: str
-    embedding: str
-    retrieval_mode: str
     created_at: float
-    chunker: str = "default"
-    contextual: str = "none"
-    reranker: str = "none"
-    rerank_depth: int = 50
-    postprocessor: str = "none"
-    fusion_weights: str | None = None
-    # its own query-time reasoning and RAPTOR switch; None: the server's setting
-    query_transform: str | None = None
-    decompose: str | None = None
-    adaptive: str | None = None
-    corrective: bool | None = None
-    query_fanout: int | None = None
-    raptor: bool | None = None
+    #: its recipe: the Profile choices it made, as JSON (ragspine/service/recipe.py); what it
+    #: leaves out (its reasoning, RAPTOR, where it chose none) is the server's at each search
+    profile: str = "{}"
+
+    @classmethod
+    def create(cls, library_id: str, tenant_id: str, name: str, description: str, created_at: float, *, embedding: str,
+               retrieval_mode: str, chunker: str, contextual: str, ranking: Ranking, reasoning: Mapping[str, Any],
+               raptor: bool | None) -> Library:
+        """A new library with its choices (``reasoning``: API field -> value, ``None`` where it chose none)."""
+        choices: dict[str, Any] = {
+            "mode": retrieval_mode, "embedding": embedding, "chunker": chunker, "contextual": contextual,
+            "ranking": {"reranker": ranking.reranker, "rerank_depth": ranking.rerank_depth, "postprocessor": ranking.postprocessor,
+                        "fusion_weights": ranking.fusion_weights},
+        }
+        chosen = {REASONING_FIELDS[field]: value for field, value in reasoning.items() if value is not None}
+        if chosen:
+            choices["reasoning"] = chosen
+        if raptor is not None:
+            choices["raptor"] = bool(raptor)
+        return cls(library_id, tenant_id, name, description, created_at, recipe_json(choices))
+
+    @property
+    def choices(self) -> dict[str, Any]:
+        return dict(json.loads(self.profile or "{}"))
+
+    def recipe(self, server: Profile) -> Profile:
+        """The recipe a search of it runs: its choices over the server's (``server``)."""
+        return Profile.from_json(self.choices, base=server)
+
+    def _choice(self, where: str, key: str, default: Any) -> Any:
+        holder = self.choices.get(where, {}) if where else self.choices
+        return holder.get(key, default)
+
+    @property
+    def embedding(self) -> str:
+        return str(self._choice("", "embedding", "none"))
+
+    @property
+    def retrieval_mode(self) -> str:
+        return str(self._choice("", "mode", "auto"))
+
+    @property
+    def chunker(self) -> str:
+        return str(self._choice("", "chunker", "default"))
+
+    @property
+    def contextual(self) -> str:
+        return str(self._choice("", "contextual", "none"))
 
     @property
     def ranking(self) -> Ranking:
-        return Ranking(self.reranker, self.postprocessor, self.fusion_weights, self.rerank_depth)
+        ranking = self.choices.get("ranking", {})
+        return Ranking(ranking.get("reranker", "none"), ranking.get("postprocessor", "none"), ranking.get("fusion_weights"),
+                       int(ranking.get("rerank_depth", 50)))
+
+    @property
+    def raptor(self) -> bool | None:
+        value = self._choice("", "raptor", None)
+        return None if value is None else bool(value)
 
     @property
     def reasoning(self) -> dict[str, Any]:
         """The reasoning it chose, as :meth:`~ragspine.retrieval.reasoning.ReasoningOptions.override`'s
         keywords (``None``: the server's)."""
-        return {option: getattr(self, column) for column, option in REASONING_FIELDS.items()}
+        chosen = self.choices.get("reasoning", {})
+        return {option: chosen.get(option) for option in REASONING_FIELDS.values()}
 
 
 @dataclass(frozen=True)
@@ -138,6 +182,7 @@ class ServiceStore:
         if create:
             metadata.create_all(engine)
             _add_missing_columns(engine)
+            _convert_old_recipes(engine)
 
     @classmethod
     def for_stack(cls, stack: Any) -> ServiceStore:
@@ -377,6 +422,20 @@ def _add_missing_columns(engine: Any) -> None:
             for column in missing:  # our own tables and columns, quoted; nullable, so no default needed
                 kind = column.type.compile(dialect=engine.dialect)
                 conn.execute(sa.text(f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column.name)} {kind}"))
+
+
+def _convert_old_recipes(engine: Any) -> None:
+    """A SQLite file made before the recipe column: each library's old columns become its
+    ``profile`` JSON (:func:`~ragspine.service.recipe.from_columns`), once; the old columns stay
+    (unread), as SQLite drops no column cheaply."""
+    present = {c["name"] for c in sa.inspect(engine).get_columns(service_library.name)}
+    if "retrieval_mode" not in present:
+        return
+    with engine.connect().execution_options(ragspine_write=True) as conn, conn.begin():
+        rows = conn.execute(sa.text("SELECT * FROM ragspine_service_library WHERE profile IS NULL")).mappings().all()
+        for row in rows:  # our own table; values bound
+            conn.execute(sa.text("UPDATE ragspine_service_library SET profile = :profile WHERE library_id = :library_id"),
+                         {"profile": recipe_json(from_columns(row)), "library_id": row["library_id"]})
 
 
 def sqlite_engine(path: str) -> Any:

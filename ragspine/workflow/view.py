@@ -14,7 +14,7 @@ picture drawn from it (:mod:`ragspine.workflow.dify`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ragspine.errors import ConfigError, RagspineError
 
@@ -59,11 +59,12 @@ class PipelineView:
 
         mode = _mode(str(library.retrieval_mode), str(library.embedding))
         embedding = _name(EMBEDDING_BACKENDS, library.embedding) if mode != "economy" else "none"
+        ranking = library.ranking
         return replace(
             self, chunker=_name(CHUNKERS, library.chunker), contextual=_contextual(library.contextual), mode=mode, embedding=embedding,
-            vector_store=self.vector_store if embedding != "none" else "none", reranker=_name(RERANKERS, library.reranker),
-            rerank_depth=int(library.rerank_depth), postprocessors=_postprocessors(library.postprocessor),
-            fusion_weights=_weights(library.fusion_weights), query_reasoning=_library_reasoning(self.query_reasoning, library),
+            vector_store=self.vector_store if embedding != "none" else "none", reranker=_name(RERANKERS, ranking.reranker),
+            rerank_depth=int(ranking.rerank_depth), postprocessors=_postprocessors(ranking.postprocessor),
+            fusion_weights=_weights(ranking.fusion_weights), query_reasoning=_library_reasoning(self.query_reasoning, library.reasoning),
         )
 
 
@@ -150,12 +151,12 @@ def _reasoning_of(transform: object, decompose: object, adaptive: object, correc
     return (*on, *(["corrective"] if corrective else []))
 
 
-def _library_reasoning(current: tuple[str, ...], library: Any) -> tuple[str, ...]:
-    """``current`` (the server's reasoning) with each step a service library chose for itself."""
+def _library_reasoning(current: tuple[str, ...], chosen: Mapping[str, Any]) -> tuple[str, ...]:
+    """``current`` (the server's reasoning) with each step a service library chose for itself
+    (``chosen``: ``ReasoningOptions.override``'s keywords, ``None`` = the server's)."""
     server = {part.split(" ")[0]: part.partition(" ")[2] for part in current}
-    own = (getattr(library, "query_transform", None), getattr(library, "decompose", None), getattr(library, "adaptive", None))
     transform, decompose, adaptive = (
-        value if value is not None else server.get(what, "none") for what, value in zip(("transform", "decompose", "adaptive"), own, strict=True)
+        chosen.get(what) if chosen.get(what) is not None else server.get(what, "none") for what in ("transform", "decompose", "adaptive")
     )
-    corrective = getattr(library, "corrective", None)
+    corrective = chosen.get("corrective")
     return _reasoning_of(transform, decompose, adaptive, "corrective" in server if corrective is None else corrective)

@@ -11,7 +11,7 @@ from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.service.context import ServiceContext, tenant_text
 from ragspine.service.errors import NotFound
 from ragspine.service.models import JobOut, KeyOut, LibraryOut
-from ragspine.service.store import ApiKey, Job, Library
+from ragspine.service.store import REASONING_FIELDS, ApiKey, Job, Library
 
 _bearer = HTTPBearer(auto_error=False, description="a tenant API key (rsk_...) or, for /v1/admin, RAGSPINE_ADMIN_TOKEN")
 
@@ -43,12 +43,13 @@ def library_or_404(ctx: ServiceContext, tenant: str, name: str) -> Library:
 
 
 def library_out(library: Library, counts: LibraryInfo | None = None) -> LibraryOut:
+    ranking = library.ranking
     return LibraryOut(
         name=library.name, description=library.description, embedding_model=library.embedding,
         retrieval_mode=library.retrieval_mode, chunker=library.chunker, contextual=library.contextual,
-        reranker=library.reranker, rerank_depth=library.rerank_depth, postprocessor=library.postprocessor,
-        fusion_weights=library.fusion_weights, query_transform=library.query_transform, decompose=library.decompose,
-        adaptive=library.adaptive, corrective=library.corrective, query_fanout=library.query_fanout, raptor=library.raptor,
+        reranker=ranking.reranker, rerank_depth=ranking.rerank_depth, postprocessor=ranking.postprocessor,
+        fusion_weights=ranking.fusion_weights, raptor=library.raptor,
+        **{field: library.reasoning[option] for field, option in REASONING_FIELDS.items()},
         created_at=iso(library.created_at) or "",
         documents=counts.documents if counts is not None else 0, chunks=counts.chunks if counts is not None else 0,
     )

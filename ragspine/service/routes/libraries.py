@@ -159,9 +159,10 @@ def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tena
     chunker, contextual = resolve_chunking(ctx, body.chunker, body.contextual, embedding, mode, body.name)
     ranking = resolve_ranking(ctx, body.reranker, body.postprocessor, body.fusion_weights, body.rerank_depth)
     reasoning = resolve_reasoning(ctx, body, mode)
-    library = Library(
-        catalog_id(tenant, body.name), tenant, body.name, body.description, embedding, mode, time.time(), chunker, contextual,
-        ranking.reranker, ranking.rerank_depth, ranking.postprocessor, ranking.fusion_weights, **reasoning,
+    raptor = reasoning.pop("raptor")
+    library = Library.create(
+        catalog_id(tenant, body.name), tenant, body.name, body.description, time.time(), embedding=embedding, retrieval_mode=mode,
+        chunker=chunker, contextual=contextual, ranking=ranking, reasoning=reasoning, raptor=raptor,
     )
     ctx.stack.preflight(library.library_id, mode=mode, embedding=embedding)  # a stack that cannot store it: 503, nothing made
     try:

@@ -11,6 +11,8 @@ from ragspine import cli
 from ragspine.config import load_settings
 from ragspine.workflow import DIFY_DSL_VERSION, check_dify_graph, dify_preview, pipeline_view, render
 from ragspine.workflow.dify import DIFY_NODE_TYPES, NOTE_NODE
+from ragspine.retrieval.ranking import Ranking
+from ragspine.service.store import Library
 from ragspine.workflow.view import PipelineView
 
 #: Dify's workflow node types (api/core/workflow/nodes/enums.py, NodeType): what its importer's
@@ -92,12 +94,19 @@ def test_nothing_secret_leaks_in_json_or_yaml() -> None:
     assert set(vars(view)) == set(PipelineView.__dataclass_fields__)  # names, kinds and numbers only
 
 
+def _library(*, reranker: str = "none", rerank_depth: int = 50, postprocessor: str = "none", fusion_weights: str | None = None,
+             reasoning: dict | None = None, name: str = "lib", description: str = "", **fields: str) -> Library:
+    """A service library as the store keeps it (its recipe one JSON value)."""
+    return Library.create(f"t/{name}", "t", name, description, 0.0, ranking=Ranking(reranker, postprocessor, fusion_weights, rerank_depth),
+                          reasoning=reasoning or {}, raptor=None, **fields)
+
+
 def test_a_value_that_is_no_registry_name_is_drawn_as_custom() -> None:
-    view = PipelineView().with_library(type("Lib", (), {
-        "retrieval_mode": "hybrid", "embedding": "https://user:pw@embed.example/v1", "chunker": "../../etc/passwd", "contextual": "x",
-        "reranker": "none", "rerank_depth": 5, "postprocessor": "mmr,https://evil", "fusion_weights": "bm25=1",
-        "name": "globex-vault", "description": "secret plans",
-    })())
+    view = PipelineView().with_library(_library(
+        retrieval_mode="hybrid", embedding="https://user:pw@embed.example/v1", chunker="../../etc/passwd", contextual="x",
+        reranker="none", rerank_depth=5, postprocessor="mmr,https://evil", fusion_weights="bm25=1",
+        name="globex-vault", description="secret plans",
+    ))
     text = render(dify_preview(view))
     assert view.embedding == "custom" and view.chunker == "custom" and view.postprocessors == ("mmr", "custom")
     assert not any(s in text for s in ("user:pw", "embed.example", "passwd", "evil", "globex-vault", "secret plans"))
@@ -144,12 +153,11 @@ def test_the_cli_prints_or_writes_the_preview(capsys, tmp_path, monkeypatch) -> 
 def test_a_librarys_own_reasoning_is_drawn_over_the_servers() -> None:
     server = pipeline_view(load_settings({"RAGSPINE_EMBEDDING": "deterministic", "RAGSPINE_QUERY_TRANSFORM": "hyde", "RAGSPINE_CORRECTIVE": "1"}))
     assert server.query_reasoning == ("transform hyde", "corrective")
-    fields = {"retrieval_mode": "hybrid", "embedding": "deterministic", "chunker": "default", "contextual": "none", "reranker": "none",
-              "rerank_depth": 50, "postprocessor": "none", "fusion_weights": None}
-    own = server.with_library(type("Lib", (), {**fields, "query_transform": "step_back", "decompose": "llm", "adaptive": None,
-                                               "corrective": False})())
+    fields = {"retrieval_mode": "hybrid", "embedding": "deterministic", "chunker": "default", "contextual": "none"}
+    own = server.with_library(_library(**fields, reasoning={"query_transform": "step_back", "decompose": "llm", "adaptive": None,
+                                                            "corrective": False}))
     assert own.query_reasoning == ("transform step_back", "decompose llm")
-    unset = server.with_library(type("Lib", (), {**fields, "query_transform": None, "decompose": None, "adaptive": None, "corrective": None})())
+    unset = server.with_library(_library(**fields, reasoning={"query_transform": None, "decompose": None, "adaptive": None, "corrective": None}))
     assert unset.query_reasoning == server.query_reasoning
 
 
