@@ -362,7 +362,7 @@ class Stack:
 
     def stages(self, ranking: Ranking) -> Stages:
         """``ranking``'s reranker (shared, built once per name) and postprocessor chain, built:
-        a request's override (:func:`~ragspine.retrieval.ranking.request_stages`)."""
+        a request's override (a :class:`~ragspine.retrieval.request.SearchRequest`'s ``stages``)."""
         return Stages(self.reranker(ranking.reranker), ranking.rerank_depth, self.postprocessor(ranking.postprocessor))
 
     def postprocessor(self, spec: str | None = None) -> Postprocessor | None:
@@ -628,6 +628,7 @@ class Stack:
         descriptions: dict[str, str] | None = None,
         retry_without_filters: bool = True,
         reasoning: ReasoningOptions | Mapping[str, ReasoningOptions] | None = None,
+        raptor: bool | None = None,
     ) -> NarrativeRetriever:
         """The link exit over ``pipelines`` (library id → pipeline): one library's exit, or the
         routed, fused multi-library one (the retry without filters then applies to the fused
@@ -636,10 +637,11 @@ class Stack:
         options; a mapping gives each library its own, the configured ones where it has none)
         the exit is wrapped in a :class:`ReasoningRetriever` — or, when the libraries' options
         differ, each library reasons for itself (:class:`PerLibraryReasoning`); with neither
-        it is the plain exit, byte for byte."""
+        it is the plain exit, byte for byte. ``raptor``: the request's RAPTOR choice (``None``: each
+        library's own), checked here — RAPTOR without vectors is refused."""
         for library_id, pipeline in pipelines.items():
-            default = getattr(pipeline, "raptor_default", None)
-            if raptor_requested(self.settings.raptor if default is None else default):
+            default = pipeline.raptor_default
+            if raptor_requested(self.settings.raptor if default is None else default, raptor):
                 check_raptor({library_id: pipeline}, needs_leg=True)  # RAPTOR without vectors is refused, never silently left out
         per_library = self._options_per_library(pipelines, reasoning)
         gate = self.security_gate

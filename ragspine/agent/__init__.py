@@ -7,7 +7,7 @@ and/or the cited-snippet path separately, and merges their texts and source list
 
     layout: base.py (roles, answer types) · spotting.py + reading.py (the question, read
     deterministically) · router.py (deterministic | llm) · structured.py · narrative.py ·
-    messages.py (fixed texts) · agent.py (answer) · factory.py (make_agent) · cli.py (ragspine ask)
+    messages.py (fixed texts) · agent.py (answer) · factory.py (make_agent) · render.py (printing an answer; `ragspine ask` is ragspine/cli/agent.py)
 """
 
 from ragspine.agent.agent import REFUSED, Agent

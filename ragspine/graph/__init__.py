@@ -11,7 +11,7 @@ model-derived, unverified and never cited.
 
     layout: base.py (GraphStore Protocol, Node, Edge) · memory.py (InProcessGraphStore) ·
     build.py (the graph, make_graph_store) · queries.py + results.py (the utilities) ·
-    mentions.py · extractors/ (cooccurrence, llm) · cli.py; the networkx adapter is
+    mentions.py · extractors/ (cooccurrence, llm) (`ragspine graph`: ragspine/cli/graph.py); the networkx adapter is
     ``ragspine.stores.networkx_graph``.
 """
 

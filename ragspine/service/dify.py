@@ -17,7 +17,7 @@ each item trimmed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from ragspine.service.models import DifyMetadataCondition
 
@@ -98,7 +98,7 @@ def map_condition(condition: DifyMetadataCondition | None) -> list[dict[str, Any
     return out
 
 
-def record(snippet: dict[str, Any], score: float, library_name: str) -> dict[str, Any]:
+def record(snippet: Mapping[str, Any], score: float, library_name: str) -> dict[str, Any]:
     """One Dify record: non-empty content and title, metadata an object with ``document_id``."""
     metadata = {k: v for k, v in (snippet.get("metadata") or {}).items() if k not in RESERVED_METADATA}
     metadata.update(
@@ -111,7 +111,7 @@ def record(snippet: dict[str, Any], score: float, library_name: str) -> dict[str
     return {"content": snippet["text"], "score": score, "title": snippet.get("title") or snippet["doc_id"], "metadata": metadata}
 
 
-def records(snippets: list[dict[str, Any]], best: float, *, top_k: int, threshold: float, library_name: str) -> list[dict[str, Any]]:
+def records(snippets: Sequence[Mapping[str, Any]], best: float, *, top_k: int, threshold: float, library_name: str) -> list[dict[str, Any]]:
     out = []
     for snippet in snippets:
         if not str(snippet.get("text", "")).strip():

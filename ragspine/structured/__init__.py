@@ -8,7 +8,7 @@ fixed refusal without numerals) or ``unrecognized_param`` (which inputs did not 
 
     layout: base.py (FactStore Protocol, Fact) · glossary.py · calendar.py + periods.py (period
     keys) · channel.py (query_metric) · result.py (the three statuses) · prose.py · ingest.py
-    (CSV/JSON, all or nothing) · factory.py (make_fact_store) · cli.py; the adapters are
+    (CSV/JSON, all or nothing) · factory.py (make_fact_store) (`ragspine facts`/`metric`: ragspine/cli/structured.py); the adapters are
     ``ragspine.stores.sqlite.fact_store`` and ``ragspine.stores.postgres.fact_store``.
 """
 

@@ -23,6 +23,7 @@ from ragspine.retrieval.chunking.chunk_store import (
 )
 from ragspine.retrieval.chunking.chunking import Chunk, chunk_id_for, make_locator
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
+from ragspine.retrieval.snippet import Snippet
 
 
 class FullChunkStore(FollowableStore, BulkWrites, Fingerprints, Protocol):
@@ -303,7 +304,7 @@ class ChunkStoreExpansionTests:
     locator, the parent block goes once into ``prompt_text``, and no expansion carries the
     text of a RESTRICTED sibling."""
 
-    def _search(self, store: ChunkStore, query: str) -> list[dict[str, Any]]:
+    def _search(self, store: ChunkStore, query: str) -> list[Snippet]:
         from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
         from ragspine.retrieval.pipeline import LibraryPipeline
 
@@ -435,7 +436,7 @@ class ChunkStoreSensitivityTests:
     snippet, no parent text, a span in ``restricted_spans``."""
 
     @staticmethod
-    def _served(store: ChunkStore, query: str) -> list[dict[str, Any]]:
+    def _served(store: ChunkStore, query: str) -> list[Snippet]:
         from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
         from ragspine.retrieval.pipeline import LibraryPipeline
 

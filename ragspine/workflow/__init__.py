@@ -7,7 +7,7 @@ prompts, datasets, credentials or variables because the :class:`PipelineView` it
 from holds none.
 
     layout: view.py (PipelineView: names and numbers only) · dify.py (the DSL projection and
-    its structural check) · cli.py
+    its structural check) (`ragspine workflow`: ragspine/cli/workflow.py)
 """
 
 from ragspine.workflow.dify import DIFY_DSL_VERSION, check_dify_graph, dify_preview, render

@@ -34,10 +34,10 @@ from ragspine.retrieval.raptor import (
     make_raptor_retriever,
     make_raptor_store,
     rebuild,
-    request_raptor,
 )
 from ragspine.retrieval.raptor.retriever import raptor_leg
 from ragspine.retrieval.raptor.summarize import LLMSummarizer
+from ragspine.retrieval.request import SearchRequest
 from ragspine.retrieval.rerank.listwise_rerank import ListwiseReranker
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
@@ -126,13 +126,12 @@ def raptor_hits(index: Any, query: str = QUERY) -> list[Any]:
     assert leg is not None
     via = {leaf.chunk_id for node, _ in leg.nodes_for(query) for leaf in node.leaves}
     assert any(node is not None for _, _, node in leg.collapse(query, None, 20)), "no synthesis hit (vacuous)"
-    with request_raptor(True):
-        results = index.search_once(query, 20, None).items
+    results = index.search_once(SearchRequest(query, raptor=True), 20, None).items
     return [r for r in results if r.chunk_id in via]
 
 
-def search_json(retriever: Any, query: str = QUERY) -> str:
-    return json.dumps(retriever.search(query, top_k=10).snippets, sort_keys=True, ensure_ascii=False)
+def search_json(retriever: Any, query: str = QUERY, raptor: bool | None = None) -> str:
+    return json.dumps(retriever.search(SearchRequest(query, top_k=10, raptor=raptor)).snippets, sort_keys=True, ensure_ascii=False)
 
 
 # -- deterministic -------------------------------------------------------------------------------------
@@ -243,8 +242,7 @@ def test_raptor_off_is_byte_identical(database: Any, tmp_path: Any) -> None:
     built(a)
     attach_raptor(a, make_raptor_store("lib-a", database=database))  # attached, off by default
     assert search_json(NarrativeIndexRetriever(a)) == plain
-    with request_raptor(False):
-        assert search_json(NarrativeIndexRetriever(a)) == plain
+    assert search_json(NarrativeIndexRetriever(a), raptor=False) == plain
     assert search_json(make_raptor_retriever(a)) != plain, "RAPTOR on changes nothing (vacuous)"
 
 

@@ -4,7 +4,7 @@
     request's switch is read) · cluster.py (deterministic threshold clustering) · summarize.py
     (extractive and LLM synthesis texts) · build.py (a tree from a library; rebuild) · leg.py
     (the query-time leg: node hits resolved to leaves) · retriever.py (make_raptor_retriever,
-    make_raptor_store) · codec.py (rows) · cli.py (``ragspine raptor``); the tables' I/O is in
+    make_raptor_store) · codec.py (rows) (``ragspine raptor``: ragspine/cli/raptor.py); the tables' I/O is in
     ``ragspine/stores/{sqlite,postgres}/raptor_store.py``.
 
 A synthesis node is a probe, never evidence: a hit on it resolves to its member leaves, which

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, cast
+from typing import Any
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
@@ -73,5 +73,5 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
         log.info("library %s: dense leg incomplete (%s); run `ragspine embed`", library.name,
                  ", ".join(f"{c.missing} of {c.total} chunks without a vector" for c in answer.dense_incomplete.values()))
     best = index.max_fused_score(body.query)
-    records = dify.records(cast("list[dict[str, Any]]", snippets), best, top_k=top_k, threshold=threshold, library_name=library.name)
+    records = dify.records(snippets, best, top_k=top_k, threshold=threshold, library_name=library.name)
     return JSONResponse({"records": records})

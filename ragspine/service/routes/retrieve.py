@@ -74,6 +74,7 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
         descriptions={lib.library_id: lib.description for lib in libraries},
         retry_without_filters=body.retry_without_filters,
         reasoning=reasoning,
+        raptor=body.raptor,
     )
     stages, weights = request_ranking(ctx, body)
     request = SearchRequest(body.query, filter=metadata_filter, top_k=body.top_k, stages=stages, weights=weights, raptor=body.raptor,

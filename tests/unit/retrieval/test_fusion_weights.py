@@ -8,8 +8,9 @@ import pytest
 from ragspine.config import load_settings
 from ragspine.errors import ConfigError
 from ragspine.retrieval.fusion import rrf_fuse
-from ragspine.retrieval.fusion.weights import format_weights, parse_weights, request_weights
+from ragspine.retrieval.fusion.weights import format_weights, parse_weights
 from ragspine.retrieval.pipeline import LibraryPipeline
+from ragspine.retrieval.request import SearchRequest
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
 from ragspine.stores.sqlite import SQLiteChunkStore
 
@@ -63,8 +64,8 @@ def pipeline(tmp_path):
     return make
 
 
-def fused(pipe, query="alpha beta gamma"):
-    return {r.chunk.doc_id: r.scores["fused"] for r in pipe.retrieve(query, top_k=3)}
+def fused(pipe, query="alpha beta gamma", weights=None):
+    return {r.chunk.doc_id: r.scores["fused"] for r in pipe.retrieve(SearchRequest(query, weights=weights), top_k=3)}
 
 
 def test_the_pipeline_fuses_with_the_library_weights_and_a_request_overrides_them(pipeline) -> None:
@@ -81,10 +82,10 @@ def test_the_pipeline_fuses_with_the_library_weights_and_a_request_overrides_the
 
     assert seed == pytest.approx(by_hand(1, 1))
     assert fused(pipeline({"vector": 3.0})) == pytest.approx(by_hand(1, 3))
-    with request_weights({"bm25": 0.0, "vector": 1.0}):
-        assert fused(plain) == pytest.approx(by_hand(0, 1))  # the request wins over the library's none
-        assert plain.max_fused_score("alpha beta gamma") == pytest.approx(1 / 61)
-    assert fused(plain) == seed  # and only within its block
+    request = {"bm25": 0.0, "vector": 1.0}
+    assert fused(plain, weights=request) == pytest.approx(by_hand(0, 1))  # the request wins over the library's none
+    assert plain.max_fused_score(SearchRequest("alpha beta gamma", weights=request)) == pytest.approx(1 / 61)
+    assert fused(plain) == seed  # and only in that request
     assert plain.max_fused_score("alpha beta gamma") == pytest.approx(2 / 61)
 
 
@@ -164,9 +165,8 @@ def test_zscore_fusion_through_the_pipeline_and_a_request(pipeline) -> None:
     assert got == pytest.approx({cid.split("#")[0]: v for cid, v in expected.items() if cid.split("#")[0] in got})
     assert list(got) == [cid.split("#")[0] for cid, _ in sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))][:3]
     assert zs.max_fused_score("alpha beta gamma") == 2.0 and plain.max_fused_score("alpha beta gamma") == pytest.approx(2 / 61)
-    with request_weights(ZSCORE):
-        assert fused(plain) == pytest.approx(got)
-    assert fused(plain) != pytest.approx(got)  # the seed's RRF outside the block
+    assert fused(plain, weights=ZSCORE) == pytest.approx(got)
+    assert fused(plain) != pytest.approx(got)  # the seed's RRF in a request without weights
 
 
 def test_ragspine_config_names_the_fusion() -> None:

@@ -13,12 +13,12 @@ from ragspine.retrieval.raptor import (
     make_raptor_retriever,
     make_raptor_store,
     rebuild,
-    request_raptor,
 )
 from ragspine.retrieval.raptor.build import describe_tree
 from ragspine.retrieval.raptor.codec import NODE_COLUMNS, TREE_COLUMNS, info_row, node_row, row_to_info, row_to_node
 from ragspine.retrieval.raptor.retriever import raptor_leg
 from ragspine.retrieval.raptor.summarize import LLMSummarizer
+from ragspine.retrieval.request import SearchRequest
 from ragspine.retrieval.vector.embedding_backends import DeterministicEmbeddingBackend
 from ragspine.testing.llm import ScriptedLLMProvider
 from ragspine.testing.raptor_store import sample_tree
@@ -95,8 +95,7 @@ def test_the_leg_keeps_to_the_filter_and_the_top_nodes(index) -> None:
     found = leg.search("gearbox castings", north, 10)
     assert found.hits == [(cid, score) for cid, score, _ in ranked]
     assert found.coverage.complete and found.coverage.total >= 2  # the dense leg's own coverage, with the ranking
-    with request_raptor(True):
-        page = index.search_once("gearbox castings", 10, parse_filter({"region": "south"}))
+    page = index.search_once(SearchRequest("gearbox castings", raptor=True), 10, parse_filter({"region": "south"}))
     assert {r.chunk.doc_id for r in page.items} <= {"g2", "w1"}
     assert page.dense_coverage is not None and page.dense_coverage.complete  # RAPTOR's search says it as the dense leg does
 
