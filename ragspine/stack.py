@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from dataclasses import replace
 from functools import cached_property
-from collections import OrderedDict
 from typing import Any, Callable, Mapping, Sequence
 
 from ragspine.config import Settings, load_settings
@@ -30,9 +30,9 @@ from ragspine.profile import UNSET, Profile, named_profile, read_recipe, recipe_
 from ragspine.registries import CHUNK_STORES, CHUNKERS, RERANKERS
 from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker, bounds_parents, make_chunker
-from ragspine.retrieval.chunking.domain_presets import default_parent_chars
 from ragspine.retrieval.chunking.chunk_store import ChunkDatabase, ChunkStore, LibraryInfo, StoredChunk
-from ragspine.retrieval.contextual import make_index_text_fn, parse_contextual
+from ragspine.retrieval.chunking.domain_presets import default_parent_chars
+from ragspine.retrieval.contextual import make_index_text_fn
 from ragspine.retrieval.filtering.automatic import FilterExtractor, load_vocabulary, make_filter_extractor
 from ragspine.retrieval.fusion.weights import parse_weights
 from ragspine.retrieval.lexical.base import LexicalIndex, ResidentIndex, default_index_text, make_lexical_index

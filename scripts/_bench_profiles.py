@@ -78,7 +78,7 @@ def section(data_root: Path, profiles: list[str], sets: list[str], log: Callable
             def score(qid: str, snippets: list[dict[str, Any]]) -> Any:
                 return list(dict.fromkeys(s["doc_id"] for s in snippets))[:DEPTH]
 
-            def figures(results: dict[str, Any], asked: dict[str, str] = asked) -> dict[str, float]:
+            def figures(results: dict[str, Any], asked: dict[str, str] = asked, qrels: dict[str, set[str]] = qrels) -> dict[str, float]:
                 return evaluate(results, {q: qrels[q] for q in asked})
         else:
             articles, span_queries, gold = load_articles(data)

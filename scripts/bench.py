@@ -814,6 +814,7 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
         print("\n".join(_bench_chunking.table(results["chunkers"])))
     if args.profiles:
         import _bench_profiles
+
         from ragspine.profile import PROFILES
 
         root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)

@@ -39,7 +39,7 @@ def upgrade() -> None:
     conn = op.get_bind()
     for row in conn.execute(sa.text("SELECT * FROM ragspine_service_library")).mappings().all():
         conn.execute(sa.text("UPDATE ragspine_service_library SET profile = :profile WHERE library_id = :library_id"),
-                     {"profile": recipe_json(from_columns(row)), "library_id": row["library_id"]})
+                     {"profile": recipe_json(from_columns(dict(row))), "library_id": row["library_id"]})
     for column in OLD_COLUMNS:
         op.drop_column("ragspine_service_library", column)
 

@@ -49,8 +49,8 @@ def ingest_demo_facts(stack: Any) -> int:
 
 def run_agent_demo(stack: Any, *, echo: Callable[[str], None] = print) -> list[tuple[AgentQuestion, Any]]:
     """Ingest the fact table and ask :data:`QUESTIONS`; each question with its answer."""
-    from ragspine.agent.render import source_line
     from ragspine.agent.factory import make_agent
+    from ragspine.agent.render import source_line
 
     facts = ingest_demo_facts(stack)
     agent = make_agent(stack)

@@ -9,10 +9,10 @@ import yaml
 
 from ragspine import cli
 from ragspine.config import load_settings
-from ragspine.workflow import DIFY_DSL_VERSION, check_dify_graph, dify_preview, pipeline_view, render
-from ragspine.workflow.dify import DIFY_NODE_TYPES, NOTE_NODE
 from ragspine.retrieval.ranking import Ranking
 from ragspine.service.store import Library
+from ragspine.workflow import DIFY_DSL_VERSION, check_dify_graph, dify_preview, pipeline_view, render
+from ragspine.workflow.dify import DIFY_NODE_TYPES, NOTE_NODE
 from ragspine.workflow.view import PipelineView
 
 #: Dify's workflow node types (api/core/workflow/nodes/enums.py, NodeType): what its importer's
