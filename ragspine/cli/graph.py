@@ -160,11 +160,11 @@ def _extraction(args: argparse.Namespace, settings: Any, glossary: Any, database
     if name == "none":
         return None, []
     provider = gate = None
-    if name == "llm":
-        from ragspine.llm.base import llm_options, make_llm_provider
+    if "llm" in RELATION_EXTRACTORS.needs(name):  # its registry line says it asks the model (and so is gated)
+        from ragspine.llm.base import make_llm_provider
         from ragspine.security.gate import security_gate_for
 
-        provider = make_llm_provider(settings.llm, **llm_options(settings))
+        provider = make_llm_provider(settings=settings)
         gate = security_gate_for(settings, glossary)
     extractor = make_relation_extractor(name, glossary=glossary, provider=provider, gate=gate)
     return extractor, database.chunk_store(args.library).iter_chunks()

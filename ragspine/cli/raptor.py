@@ -82,7 +82,7 @@ def _build(args: argparse.Namespace) -> int:
             pipeline = stack.pipeline(name)
             if pipeline.embedding_backend is None:
                 raise economy_refusal(name, pipeline.mode.name)
-        summarizer = make_summarizer(options.summarizer, provider=stack.provider if options.summarizer == "llm" else None)
+        summarizer = make_summarizer(options.summarizer, **stack.needs(RAPTOR_SUMMARIZERS, options.summarizer))
         for name in names:
             tree, outcome = rebuild(stack.pipeline(name), stack.raptor_store(name), options=options, summarizer=summarizer,
                                     force=args.force)
