@@ -199,8 +199,8 @@ def retrieve_ok(client, headers) -> bool:
 
 
 def _worker(env: dict, log_path) -> subprocess.Popen:
-    log = open(log_path, "w")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen([sys.executable, "-m", "ragspine.cli", "worker"], env=env, stdout=log, stderr=log)
+    with open(log_path, "w") as log:  # the worker writes to its own copy of the descriptor
+        return subprocess.Popen([sys.executable, "-m", "ragspine.cli", "worker"], env=env, stdout=log, stderr=log)
 
 
 def _stops_promptly(worker: subprocess.Popen, log_path, within: float = 10.0) -> None:

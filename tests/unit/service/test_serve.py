@@ -51,3 +51,5 @@ def test_serve_and_worker_processes(tmp_path, private_redis) -> None:
     finally:
         server.terminate()
         server.wait(15)
+        if server.stdout:
+            server.stdout.close()

@@ -53,3 +53,5 @@ def test_sigterm_drains_the_request_in_flight_then_exits(tmp_path: Path) -> None
         if server.poll() is None:
             server.kill()
             server.wait()
+        if server.stdout:
+            server.stdout.close()
