@@ -155,7 +155,7 @@ class Resources:
         from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
 
         spec = self.settings.embedding
-        backend = make_embedding_backend(spec)
+        backend = make_embedding_backend(spec, settings=self.settings)
         if backend is None and self.mode.requires_embeddings:
             if spec == "auto":
                 raise MissingDependencyError("fastembed", "embed-onnx", f"retrieval mode {self.mode.name!r}")
@@ -179,7 +179,7 @@ class Resources:
             if spec not in self._backends:
                 from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
 
-                self._backends[spec] = make_embedding_backend(spec)
+                self._backends[spec] = make_embedding_backend(spec, settings=self.settings)
             return self._backends[spec]
 
     @property

@@ -34,16 +34,13 @@ DEFAULT_GLOSSARY_SOURCE = "ragspine/structured/data/glossary.yaml"
 _SECTIONS = {"entities": "entity", "metrics": "metric", "channels": "channel", "periods": "period"}
 
 
-def make_graph_store(spec: str | None = None) -> GraphStore:
-    """The graph store named ``spec`` (default ``RAGSPINE_GRAPH_STORE``): ``memory`` (in-process,
+def make_graph_store(spec: str = "memory") -> GraphStore:
+    """The graph store named ``spec`` (the caller's ``RAGSPINE_GRAPH_STORE``; default ``memory``,
+    the seed's): ``memory`` (in-process,
     no dependency) or ``networkx`` (the ``[graph]`` extra: a missing networkx is a
     ``MissingDependencyError`` naming it)."""
     from ragspine.registries import GRAPH_STORES
 
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().graph_store
     store: GraphStore = GRAPH_STORES.build(spec)
     return store
 

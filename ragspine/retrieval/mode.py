@@ -50,14 +50,10 @@ class RetrievalMode:
 RETRIEVAL_MODES = tuple(_CANONICAL)
 
 
-def make_retrieval_mode(spec: "str | RetrievalMode | None" = None) -> RetrievalMode:
-    """Resolve a mode name (default: ``RAGSPINE_RETRIEVAL_MODE``, else ``auto``)."""
+def make_retrieval_mode(spec: str | RetrievalMode = "auto") -> RetrievalMode:
+    """Resolve a mode name (the caller's ``RAGSPINE_RETRIEVAL_MODE``; default ``auto``, the seed's)."""
     if isinstance(spec, RetrievalMode):
         return spec
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().retrieval_mode
     name = str(spec).strip().lower()
     if name not in _CANONICAL:
         raise ConfigError(f"unknown retrieval mode {spec!r}; choose one of {', '.join(RETRIEVAL_MODES)}")

@@ -64,18 +64,14 @@ def endpoint_gate(gate: object) -> EndpointGate | None:
 
 
 def make_relation_extractor(
-    spec: str | None = None, *, glossary: Any = None, provider: Any = None, gate: object = None,
+    spec: str = "none", *, glossary: Any = None, provider: Any = None, gate: object = None,
 ) -> RelationExtractor | None:
-    """The extractor named ``spec`` (default ``RAGSPINE_RELATION_EXTRACTOR``); ``None`` for
-    ``none``. Both extractors read ``glossary`` (default: the shipped one); ``llm`` needs an LLM
+    """The extractor named ``spec`` (the caller's ``RAGSPINE_RELATION_EXTRACTOR``; default
+    ``none``, the seed's); ``None`` for ``none``. Both extractors read ``glossary`` (default: the shipped one); ``llm`` needs an LLM
     ``provider`` and checks each edge's endpoints with ``gate`` (:func:`endpoint_gate`; default:
     no deny list)."""
     from ragspine.registries import RELATION_EXTRACTORS
 
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().relation_extractor
     name = RELATION_EXTRACTORS.canonical(spec)
     if name == "none":
         return None

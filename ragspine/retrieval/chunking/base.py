@@ -37,15 +37,12 @@ class Chunker(Protocol):
         ...
 
 
-def make_chunker(spec: str | None = None, **options: object) -> Chunker:
-    """The chunker named ``spec`` (default ``RAGSPINE_CHUNKER``), built with ``options``
-    (e.g. ``max_chars``, ``overlap_chars``); names and errors come from the registry."""
+def make_chunker(spec: str = "default", **options: object) -> Chunker:
+    """The chunker named ``spec`` (the caller's ``RAGSPINE_CHUNKER``; default ``default``, the
+    seed's paragraph chunker), built with ``options`` (e.g. ``max_chars``, ``overlap_chars``);
+    names and errors come from the registry."""
     from ragspine.registries import CHUNKERS
 
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().chunker
     chunker: Chunker = CHUNKERS.build(spec, **options)
     return chunker
 

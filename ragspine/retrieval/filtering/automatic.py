@@ -131,16 +131,13 @@ def load_vocabulary(path: str) -> dict[str, dict[str, list[str]]]:
 
 
 def make_filter_extractor(
-    spec: str | None = None, *, vocabulary: Vocabulary | None = None, provider: Any = None
+    spec: str = "none", *, vocabulary: Vocabulary | None = None, provider: Any = None
 ) -> FilterExtractor | None:
-    """The extractor named ``spec`` (default ``RAGSPINE_FILTER_EXTRACTOR``); ``None`` for
-    ``none``. ``controlled_vocab`` needs ``vocabulary``; ``llm`` needs ``provider``."""
+    """The extractor named ``spec`` (the caller's ``RAGSPINE_FILTER_EXTRACTOR``; default ``none``,
+    the seed's); ``None`` for ``none``. ``controlled_vocab`` needs ``vocabulary``; ``llm`` needs
+    ``provider``."""
     from ragspine.registries import FILTER_EXTRACTORS
 
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().filter_extractor
     name = FILTER_EXTRACTORS.canonical(spec)
     if name == "llm" and provider is None:
         raise ConfigError("the llm filter extractor needs an LLM provider (RAGSPINE_LLM)")

@@ -30,12 +30,15 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.base import LexicalHit, LexicalIndex
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ class WarmingLexicalIndex:
         self.state = "cold"
 
     @classmethod
-    def from_config(cls, store: Any, settings: Any = None) -> WarmingLexicalIndex:
+    def from_config(cls, store: Any, settings: Settings | None = None) -> WarmingLexicalIndex:
         """``RAGSPINE_LEXICAL_INDEX=warm`` (the registry's factory): a PostgreSQL chunk store and
         a writable ``RAGSPINE_LEXICAL_DIR``."""
         from ragspine.stores.postgres.chunk_store import PostgresChunkStore
@@ -72,7 +75,7 @@ class WarmingLexicalIndex:
                 "RAGSPINE_LEXICAL_INDEX=warm keeps the in-process index's files under RAGSPINE_LEXICAL_DIR, which is none:"
                 " set it to a writable directory, or use RAGSPINE_LEXICAL_INDEX=postgres"
             )
-        follower = InMemoryLexicalIndex(store, kernel=getattr(settings, "lexical_kernel", "auto"))
+        follower = InMemoryLexicalIndex(store, kernel=settings.lexical_kernel if settings is not None else "auto")
         return cls(follower, PostgresLexicalIndex(store))
 
     def __repr__(self) -> str:

@@ -46,16 +46,12 @@ class PostprocessorChain:
         return results
 
 
-def make_postprocessor(spec: str | None = None, **options: object) -> Postprocessor | None:
-    """The chain named by ``spec`` — comma-separated registry names (default
-    ``RAGSPINE_POSTPROCESSOR``); ``None`` when every name is ``none``. ``options`` go to every
+def make_postprocessor(spec: str = "none", **options: object) -> Postprocessor | None:
+    """The chain named by ``spec`` — comma-separated registry names (the caller's
+    ``RAGSPINE_POSTPROCESSOR``; default ``none``, the seed's); ``None`` when every name is ``none``. ``options`` go to every
     stage (each takes the ones it knows: ``mmr_lambda``, ``context_chars``, ``compression_chars``)."""
     from ragspine.registries import POSTPROCESSORS
 
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().postprocessor
     names = [POSTPROCESSORS.canonical(part) for part in str(spec).split(",") if part.strip()]
     stages = [stage for name in names if (stage := POSTPROCESSORS.build(name, **options)) is not None]
     if not stages:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.llm.base import LLMProvider
@@ -69,7 +69,7 @@ def glossary_entities(path: str | None = None) -> dict[str, list[str]]:
 class HeuristicComplexityClassifier:
     """See the module docstring. ``entities``: ``{key: [forms]}`` (default: the shipped glossary's)."""
 
-    def __init__(self, entities: Mapping[str, Sequence[str]] | None = None, **_: Any) -> None:
+    def __init__(self, entities: Mapping[str, Sequence[str]] | None = None) -> None:
         self.entities = TermMatcher(glossary_entities() if entities is None else entities)
 
     def signals(self, question: str) -> tuple[str, ...]:
@@ -92,7 +92,7 @@ class HeuristicComplexityClassifier:
 class LLMComplexityClassifier:
     """Asks the model SIMPLE or COMPLEX (one short call); failure or an unreadable answer is single-shot."""
 
-    def __init__(self, provider: LLMProvider | None = None, *, max_tokens: int | None = None, **_: Any) -> None:
+    def __init__(self, provider: LLMProvider | None = None, *, max_tokens: int | None = None) -> None:
         if provider is None:
             raise ConfigError("RAGSPINE_ADAPTIVE=llm needs an LLM provider (set RAGSPINE_LLM), or use RAGSPINE_ADAPTIVE=heuristic")
         self.provider = provider

@@ -83,38 +83,26 @@ class Complexity:
         return self.route == "decompose"
 
 
-def make_query_transform(spec: str | None = None, **options: Any) -> QueryTransform | None:
-    """The transform named ``spec`` (default ``RAGSPINE_QUERY_TRANSFORM``); ``None`` for ``none``.
+def make_query_transform(spec: str = "none", **options: Any) -> QueryTransform | None:
+    """The transform named ``spec`` (the caller's ``RAGSPINE_QUERY_TRANSFORM``; default ``none``, the seed's); ``None`` for ``none``.
     ``options``: ``provider=`` (required by every transform), ``fanout=``."""
     from ragspine.registries import QUERY_TRANSFORMS
 
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().query_transform
     transform: QueryTransform | None = QUERY_TRANSFORMS.build(spec, **options)
     return transform
 
 
-def make_query_decomposer(spec: str | None = None, **options: Any) -> QueryDecomposer | None:
-    """The decomposer named ``spec`` (default ``RAGSPINE_QUERY_DECOMPOSE``); ``None`` for ``none``."""
+def make_query_decomposer(spec: str = "none", **options: Any) -> QueryDecomposer | None:
+    """The decomposer named ``spec`` (the caller's ``RAGSPINE_QUERY_DECOMPOSE``; default ``none``, the seed's); ``None`` for ``none``."""
     from ragspine.registries import QUERY_DECOMPOSERS
 
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().query_decompose
     decomposer: QueryDecomposer | None = QUERY_DECOMPOSERS.build(spec, **options)
     return decomposer
 
 
-def make_complexity_classifier(spec: str | None = None, **options: Any) -> ComplexityClassifier | None:
-    """The classifier named ``spec`` (default ``RAGSPINE_ADAPTIVE``); ``None`` for ``none``."""
+def make_complexity_classifier(spec: str = "none", **options: Any) -> ComplexityClassifier | None:
+    """The classifier named ``spec`` (the caller's ``RAGSPINE_ADAPTIVE``; default ``none``, the seed's); ``None`` for ``none``."""
     from ragspine.registries import COMPLEXITY_CLASSIFIERS
 
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().adaptive
     classifier: ComplexityClassifier | None = COMPLEXITY_CLASSIFIERS.build(spec, **options)
     return classifier

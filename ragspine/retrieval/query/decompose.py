@@ -15,7 +15,6 @@ deterministic rewrite keeps the question's content words (no stopwords, no punct
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ragspine.errors import ConfigError
 from ragspine.llm.base import LLMProvider
@@ -29,8 +28,7 @@ __all__ = ["LLMQueryDecomposer", "QueryRewrite", "keyword_query"]
 class LLMQueryDecomposer:
     """See the module docstring."""
 
-    def __init__(self, provider: LLMProvider | None = None, *, fanout: int = DEFAULT_FANOUT, max_tokens: int | None = None,
-                 **_: Any) -> None:
+    def __init__(self, provider: LLMProvider | None = None, *, fanout: int = DEFAULT_FANOUT, max_tokens: int | None = None) -> None:
         if provider is None:
             raise ConfigError("RAGSPINE_QUERY_DECOMPOSE=llm (and RAGSPINE_ADAPTIVE) needs an LLM provider: set RAGSPINE_LLM")
         if not 1 <= fanout <= MAX_FANOUT:

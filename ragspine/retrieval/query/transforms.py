@@ -58,8 +58,7 @@ class _Transform:
     #: the answer's length this transform asks for, in tokens (at most RAGSPINE_LLM_MAX_TOKENS)
     tokens = 64
 
-    def __init__(self, provider: LLMProvider | None = None, *, max_tokens: int | None = None, fanout: int = DEFAULT_FANOUT,
-                 **_: Any) -> None:
+    def __init__(self, provider: LLMProvider | None = None, *, max_tokens: int | None = None, fanout: int = DEFAULT_FANOUT) -> None:
         if provider is None:
             raise ConfigError(f"RAGSPINE_QUERY_TRANSFORM={self.name} needs an LLM provider (set RAGSPINE_LLM)")
         if not 1 <= fanout <= MAX_FANOUT:

@@ -57,9 +57,6 @@ class ExtractiveSummarizer:
 
     name = "extractive"
 
-    def __init__(self, **_: Any) -> None:
-        pass
-
     def summarize(self, members: Sequence[str], *, max_chars: int) -> tuple[str, str]:
         if max_chars <= 0:
             raise ConfigError(f"max_chars must be positive, got {max_chars}")
@@ -127,7 +124,7 @@ class LLMSummarizer:
 
     name = "llm"
 
-    def __init__(self, provider: Any = None, **_: Any) -> None:
+    def __init__(self, provider: Any = None) -> None:
         if provider is None:
             raise ConfigError("RAGSPINE_RAPTOR_SUMMARIZER=llm needs a language model: set RAGSPINE_LLM (or use extractive)")
         self.provider = provider
@@ -151,7 +148,9 @@ class LLMSummarizer:
 
 
 def make_summarizer(name: str, *, provider: Any = None) -> Any:
-    """The summarizer ``name`` (``RAGSPINE_RAPTOR_SUMMARIZER``) of the registry."""
+    """The summarizer ``name`` (``RAGSPINE_RAPTOR_SUMMARIZER``) of the registry; ``provider`` goes
+    to one whose registry line needs an LLM."""
     from ragspine.registries import RAPTOR_SUMMARIZERS
 
-    return RAPTOR_SUMMARIZERS.build(name, provider=provider)
+    needs = {"provider": provider} if "llm" in RAPTOR_SUMMARIZERS.needs(name) else {}
+    return RAPTOR_SUMMARIZERS.build(name, **needs)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragspine.errors import RagspineError
 from ragspine.llm.base import LLMProvider
+from ragspine.registries import COMPLEXITY_CLASSIFIERS
 from ragspine.retrieval.query.adaptive import glossary_entities
 from ragspine.retrieval.query.base import make_complexity_classifier, make_query_decomposer, make_query_transform
 from ragspine.retrieval.query.decompose import QueryRewrite
@@ -31,10 +32,11 @@ def reasoning_parts(options: ReasoningOptions, settings: Settings, provider: LLM
     llm: dict[str, Any] = {"provider": provider, "max_tokens": settings.llm_max_tokens}
     entities = glossary_entities(settings.fact_glossary) if options.adaptive == "heuristic" else None  # the structured channel's
     decompose = "llm" if options.adaptive != "none" else options.decompose
+    classify = llm if "llm" in COMPLEXITY_CLASSIFIERS.needs(options.adaptive) else {"entities": entities}  # what its registry line needs
     return {
         "transform": make_query_transform(options.transform, fanout=options.fanout, **llm),
         "decomposer": make_query_decomposer(decompose, fanout=options.fanout, **llm),
-        "classifier": make_complexity_classifier(options.adaptive, entities=entities, **llm),
+        "classifier": make_complexity_classifier(options.adaptive, **classify),
         "corrective": options.corrective,
         "rewrite": QueryRewrite(provider, max_tokens=settings.llm_max_tokens) if options.corrective else None,
     }

@@ -86,14 +86,11 @@ def rerank_open_subset(
     return merged + tail
 
 
-def make_reranker(spec: str | None = None, **options: Any) -> Reranker | None:
-    """The reranker named ``spec`` (default ``RAGSPINE_RERANKER``); ``None`` for ``none``.
-    ``options`` go to its factory (e.g. ``provider=`` for ``listwise``)."""
+def make_reranker(spec: str = "none", **options: Any) -> Reranker | None:
+    """The reranker named ``spec`` (the caller's ``RAGSPINE_RERANKER``; default ``none``, the
+    seed's: no reranker); ``None`` for ``none``. ``options`` go to its factory (``provider=``
+    for ``listwise``; ``settings=`` for the model rerankers' directories)."""
     from ragspine.registries import RERANKERS
 
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().reranker
     reranker: Reranker | None = RERANKERS.build(spec, **options)
     return reranker

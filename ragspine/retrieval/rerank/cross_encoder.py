@@ -12,11 +12,14 @@ start; ``auto`` is the cross-encoder when a directory is configured, else no rer
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.rerank.onnx_model import DEFAULT_MAX_TOKENS, OnnxTextModel
 from ragspine.retrieval.rerank.scored import ScoreReranker
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 NO_MODEL = (
     "RAGSPINE_RERANKER=cross_encoder needs a model: set RAGSPINE_CROSS_ENCODER_DIR to a directory with model.onnx "
@@ -38,23 +41,19 @@ class CrossEncoderScorer:
         return scores
 
 
-def _model_dir(model_dir: str | os.PathLike[str] | None, settings: Any) -> str | None:
+def _model_dir(model_dir: str | os.PathLike[str] | None, settings: Settings | None) -> str | None:
     if model_dir is not None:
         return str(model_dir)
-    if settings is None:
-        from ragspine.config import load_settings
-
-        settings = load_settings()
-    directory: str | None = settings.cross_encoder_dir
-    return directory
+    return settings.cross_encoder_dir if settings is not None else None
 
 
 def cross_encoder_reranker(
-    *, model_dir: str | os.PathLike[str] | None = None, settings: Any = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-    batch_size: int = 32, threads: int | None = None, **_: Any,
+    *, model_dir: str | os.PathLike[str] | None = None, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+    batch_size: int = 32, threads: int | None = None,
 ) -> ScoreReranker:
     """The registry's ``cross_encoder`` factory (see the module docstring); the directory is
-    ``model_dir``, else ``settings`` (default: the environment's) ``cross_encoder_dir``."""
+    ``model_dir``, else ``settings.cross_encoder_dir`` (the caller's; none given: no directory,
+    refused)."""
     path = _model_dir(model_dir, settings)
     if not path:
         raise ConfigError(NO_MODEL)
@@ -62,7 +61,13 @@ def cross_encoder_reranker(
     return ScoreReranker(CrossEncoderScorer(model), name="cross_encoder")
 
 
-def auto_reranker(*, model_dir: str | os.PathLike[str] | None = None, settings: Any = None, **options: Any) -> ScoreReranker | None:
-    """``RAGSPINE_RERANKER=auto``: the cross-encoder when a model directory is configured, else none."""
+def auto_reranker(
+    *, model_dir: str | os.PathLike[str] | None = None, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+    batch_size: int = 32, threads: int | None = None,
+) -> ScoreReranker | None:
+    """``RAGSPINE_RERANKER=auto``: the cross-encoder when a model directory is given (``model_dir``,
+    else ``settings.cross_encoder_dir``), else none."""
     path = _model_dir(model_dir, settings)
-    return cross_encoder_reranker(model_dir=path, **options) if path else None
+    if not path:
+        return None
+    return cross_encoder_reranker(model_dir=path, max_tokens=max_tokens, batch_size=batch_size, threads=threads)

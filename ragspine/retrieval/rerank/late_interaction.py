@@ -15,7 +15,7 @@ fused order.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from ragspine.retrieval.rerank.maxsim import maxsim_many
 from ragspine.retrieval.rerank.onnx_model import DEFAULT_MAX_TOKENS, OnnxTextModel
 from ragspine.retrieval.rerank.scored import ScoreReranker
 from ragspine.retrieval.rerank.text_cache import TextCache
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 #: Bytes of candidates' token vectors kept per process. They are kept as float16 (a 256-token
 #: candidate of a 384-dim model is ≈ 0.2 MB), so 400 MB hold about 2,000 such candidates — and
@@ -65,22 +68,19 @@ class MaxSimScorer:
 
 
 def colbert_reranker(
-    *, model_dir: str | os.PathLike[str] | None = None, settings: Any = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-    batch_size: int = 32, threads: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES, **_: Any,
+    *, model_dir: str | os.PathLike[str] | None = None, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+    batch_size: int = 32, threads: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
 ) -> ScoreReranker:
     """The registry's ``colbert`` factory (see the module docstring); the encoder is
-    ``model_dir``, else ``settings`` (default: the environment's) ``colbert_dir``, else the
-    packaged MiniLM — English, gated like the dense leg."""
+    ``model_dir``, else ``settings.colbert_dir`` (the caller's), else the packaged MiniLM
+    (assembled under ``settings.cache_dir``; no settings: the default cache dir) — English,
+    gated like the dense leg."""
     languages: tuple[str, ...] | None = None
     if model_dir is None:
-        if settings is None:
-            from ragspine.config import load_settings
-
-            settings = load_settings()
-        model_dir = settings.colbert_dir
+        model_dir = settings.colbert_dir if settings is not None else None
         if not model_dir:
             from ragspine.retrieval.vector.onnx_backend import packaged_model_dir
 
-            model_dir, languages = packaged_model_dir(settings.cache_dir), ("en",)
+            model_dir, languages = packaged_model_dir(settings.cache_dir if settings is not None else None), ("en",)
     model = OnnxTextModel(model_dir, max_tokens=max_tokens, batch_size=batch_size, threads=threads)
     return ScoreReranker(MaxSimScorer(model, cache_bytes=cache_bytes, languages=languages), name="colbert")

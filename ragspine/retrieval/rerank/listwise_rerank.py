@@ -25,6 +25,7 @@ from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY
 from ragspine.retrieval.types import RetrievalResult
 
 if TYPE_CHECKING:
+    from ragspine.config import Settings
     from ragspine.llm.base import LLMProvider
 
 log = logging.getLogger(__name__)
@@ -127,8 +128,9 @@ class ListwiseReranker:
         return listwise_rerank(query, results, self.judge, top_n=self.top_n)
 
 
-def listwise_reranker(*, provider: Any = None, top_n: int = DEFAULT_TOP_N, **_: Any) -> ListwiseReranker:
-    """``RAGSPINE_RERANKER=listwise`` (the registry's factory): the judge is ``provider``."""
+def listwise_reranker(*, provider: Any = None, top_n: int = DEFAULT_TOP_N, settings: Settings | None = None) -> ListwiseReranker:
+    """``RAGSPINE_RERANKER=listwise`` (the registry's factory): the judge is ``provider``.
+    ``settings`` (every reranker factory is given the stack's) is not read: the judge is all it needs."""
     if provider is None:
         raise ConfigError("the listwise reranker needs an LLM provider (RAGSPINE_LLM)")
     return ListwiseReranker(ProviderListwiseJudge(provider), top_n=top_n)

@@ -44,6 +44,7 @@ from ragspine.retrieval.rerank.scored import IndexingScoreReranker
 from ragspine.retrieval.rerank.text_cache import Codec, TextCache
 
 if TYPE_CHECKING:
+    from ragspine.config import Settings
     from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
 
 DEFAULT_MAX_TOKENS = 256
@@ -270,17 +271,14 @@ class SpladeScorer:
 
 
 def splade_reranker(
-    *, model_dir: str | os.PathLike[str] | None = None, settings: Any = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-    cache_size: int = DEFAULT_CACHE, cache: EmbeddingCache | None = None, **_: Any,
+    *, model_dir: str | os.PathLike[str] | None = None, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+    cache_size: int = DEFAULT_CACHE, cache: EmbeddingCache | None = None,
 ) -> IndexingScoreReranker:
-    """The registry's ``splade`` factory (see the module docstring); ``cache``: where expansions
-    are stored by content hash (none: this process only)."""
+    """The registry's ``splade`` factory (see the module docstring); the model is ``model_dir``,
+    else ``settings.splade_dir`` (the caller's), else the packaged SPLADE-tiny; ``cache``: where
+    expansions are stored by content hash (none: this process only)."""
     if model_dir is None:
-        if settings is None:
-            from ragspine.config import load_settings
-
-            settings = load_settings()
-        model_dir = settings.splade_dir or packaged_model_dir()
+        model_dir = (settings.splade_dir if settings is not None else None) or packaged_model_dir()
     if not model_dir:
         raise ConfigError(NO_MODEL)
     return IndexingScoreReranker(SpladeScorer(SpladeModel(model_dir, max_tokens=max_tokens), cache_size=cache_size, store=cache), name="splade")

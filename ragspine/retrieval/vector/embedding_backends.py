@@ -1,6 +1,6 @@
 """Embedding backends and ``make_embedding_backend``.
 
-Spec (case-insensitive; ``None`` reads ``RAGSPINE_EMBEDDING_BACKEND`` through the settings):
+Spec (case-insensitive; the caller passes its configured one, e.g. ``RAGSPINE_EMBEDDING``):
 
 =====================================  ==============================================
 ``None`` / ``"none"``                  ``None`` — pure BM25 + RRF, the zero-dep default
@@ -11,6 +11,12 @@ Spec (case-insensitive; ``None`` reads ``RAGSPINE_EMBEDDING_BACKEND`` through th
 ``"qwen3"`` / ``"st"`` / ``"sentence-transformers"``  :class:`SentenceTransformerEmbeddingBackend`
 =====================================  ==============================================
 
+A backend that reads settings (its model directory, cache directory, threads) has a
+``from_settings(settings, **options)`` classmethod: ``make_embedding_backend(spec,
+settings=...)`` calls it, so the values come from the caller's :class:`~ragspine.config.Settings`
+(the Stack's, the CLI's); without ``settings`` a backend is built from its explicit arguments
+and their defaults, never from the environment.
+
 Backends are imported only when chosen (the registry in ``ragspine/registries.py`` holds
 import strings), so ``import ragspine`` never loads onnxruntime, fastembed, openai or torch.
 """
@@ -20,12 +26,15 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.errors import ConfigError, MissingDependencyError
 from ragspine.registries import EMBEDDING_BACKENDS as _REGISTRY
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.vector.embedding import EmbeddingBackend
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 __all__ = [
     "EmbeddingBackend",
@@ -46,25 +55,45 @@ def onnx_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in _ONNX_MODULES)
 
 
-def make_embedding_backend(spec: str | None = None, **kwargs: Any) -> EmbeddingBackend | None:
-    """Build the backend named by ``spec`` (see the module docstring)."""
-    if spec is None:
-        from ragspine.config import load_settings
-
-        spec = load_settings().embedding_backend
+def make_embedding_backend(
+    spec: str | None = None, *, settings: Settings | None = None, **kwargs: Any
+) -> EmbeddingBackend | None:
+    """Build the backend named by ``spec`` (see the module docstring; ``None``: no backend, the
+    library default). With ``settings``, a backend that reads them is built by its
+    ``from_settings(settings, **kwargs)``; the others ignore them."""
     if spec is None:
         return None
-    backend: EmbeddingBackend | None = EMBEDDING_BACKENDS.build(spec, **kwargs)
+    factory = EMBEDDING_BACKENDS.load(spec)
+    if factory is None:
+        return None
+    from_settings = getattr(factory, "from_settings", None) if settings is not None else None
+    backend: EmbeddingBackend | None = from_settings(settings, **kwargs) if from_settings is not None else factory(**kwargs)
     return backend
 
 
-def auto_backend(**kwargs: Any) -> EmbeddingBackend | None:
-    """``auto``: the ONNX backend when the ``[embed-onnx]`` extra imports, else ``None``."""
-    if not onnx_available():
-        return None
-    from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
+class _AutoBackend:
+    """``auto``: the ONNX backend when the ``[embed-onnx]`` extra imports, else ``None`` (the
+    registry's factory: called with options, or ``from_settings(settings, **options)``)."""
 
-    return OnnxEmbeddingBackend(**kwargs)
+    def __repr__(self) -> str:
+        return "auto_backend"
+
+    def __call__(self, **kwargs: Any) -> EmbeddingBackend | None:
+        if not onnx_available():
+            return None
+        from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
+
+        return OnnxEmbeddingBackend(**kwargs)
+
+    def from_settings(self, settings: Settings, **kwargs: Any) -> EmbeddingBackend | None:
+        if not onnx_available():
+            return None
+        from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
+
+        return OnnxEmbeddingBackend.from_settings(settings, **kwargs)
+
+
+auto_backend = _AutoBackend()
 
 
 def require_onnx() -> None:

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ragspine.errors import BackendError, ConfigError
 from ragspine.retrieval.vector.embedding_backends import require_onnx
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 NO_MODEL = "RAGSPINE_EMBEDDING=fastembed_model needs RAGSPINE_FASTEMBED_MODEL: a fastembed model name, e.g. BAAI/bge-small-en-v1.5"
 
@@ -31,16 +34,9 @@ class FastEmbedModelBackend:
 
     def __init__(
         self, model_name: str | None = None, *, model_dir: str | os.PathLike[str] | None = None,
-        languages: Sequence[str] | None = None, threads: int | None = None, batch_size: int = 64, **_: Any,
+        languages: Sequence[str] | None = None, threads: int | None = None, batch_size: int = 64,
     ) -> None:
         require_onnx()
-        if model_name is None:
-            from ragspine.config import load_settings
-
-            s = load_settings()
-            model_name, model_dir = s.fastembed_model, model_dir or s.fastembed_dir
-            if languages is None and s.fastembed_languages:
-                languages = [x.strip() for x in s.fastembed_languages.split(",") if x.strip()]
         if not model_name:
             raise ConfigError(NO_MODEL)
         self.model_name = model_name
@@ -52,6 +48,21 @@ class FastEmbedModelBackend:
         self.dim: int | None = self._described_dim()
         self._model: Any = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, model_name: str | None = None, *, model_dir: str | os.PathLike[str] | None = None,
+        languages: Sequence[str] | None = None, threads: int | None = None, batch_size: int = 64,
+    ) -> FastEmbedModelBackend:
+        """The backend of ``settings`` when ``model_name`` is not given: ``RAGSPINE_FASTEMBED_MODEL``,
+        ``RAGSPINE_FASTEMBED_DIR`` (unless ``model_dir``) and ``RAGSPINE_FASTEMBED_LANGUAGES``
+        (unless ``languages``)."""
+        if model_name is None:
+            s = settings
+            model_name, model_dir = s.fastembed_model, model_dir or s.fastembed_dir
+            if languages is None and s.fastembed_languages:
+                languages = [x.strip() for x in s.fastembed_languages.split(",") if x.strip()]
+        return cls(model_name, model_dir=model_dir, languages=languages, threads=threads, batch_size=batch_size)
 
     def __repr__(self) -> str:
         return f"FastEmbedModelBackend({self.model_name!r})"

