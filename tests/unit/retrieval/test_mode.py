@@ -52,13 +52,14 @@ def test_a_mode_passes_through():
     assert make_retrieval_mode(mode) is mode
 
 
-def test_default_reads_the_environment(monkeypatch):
+def test_default_is_auto_and_reads_no_environment(monkeypatch):
+    """The seed's ``auto``; the caller passes its settings' ``retrieval_mode`` (the Stack does)."""
     assert make_retrieval_mode().name == "auto"
     monkeypatch.setenv("RAGSPINE_RETRIEVAL_MODE", "Lexical")
-    assert make_retrieval_mode().name == "economy"
-    monkeypatch.setenv("RAGSPINE_RETRIEVAL_MODE", "bogus")
+    assert make_retrieval_mode().name == "auto"
+    assert make_retrieval_mode("Lexical").name == "economy"
     with pytest.raises(ConfigError):
-        make_retrieval_mode()
+        make_retrieval_mode("bogus")
 
 
 @pytest.mark.parametrize(

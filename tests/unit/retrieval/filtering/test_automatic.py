@@ -147,7 +147,9 @@ def test_make_filter_extractor_errors():
         assert name in str(info.value)
 
 
-def test_make_filter_extractor_default_reads_the_environment(monkeypatch):
+def test_make_filter_extractor_default_is_none_and_reads_no_environment(monkeypatch):
+    """The seed's ``none``; the caller passes its settings' ``filter_extractor`` (the Stack does)."""
     assert make_filter_extractor() is None
     monkeypatch.setenv("RAGSPINE_FILTER_EXTRACTOR", "controlled_vocab")
-    assert isinstance(make_filter_extractor(vocabulary=VOCAB), ControlledVocabFilterExtractor)
+    assert make_filter_extractor(vocabulary=VOCAB) is None
+    assert isinstance(make_filter_extractor("controlled_vocab", vocabulary=VOCAB), ControlledVocabFilterExtractor)

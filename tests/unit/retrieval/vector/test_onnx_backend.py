@@ -123,7 +123,7 @@ def test_vectors_are_normalized_deterministic_and_batch_independent(onnx_backend
     for i in (0, 4, len(SHORT) - 1):
         np.testing.assert_allclose(onnx_backend.embed_array([SHORT[i]])[0], short_vectors[i], atol=1e-6)
     np.testing.assert_allclose(short_vectors[0], short_vectors[1], atol=1e-6)  # uncased
-    small = OnnxEmbeddingBackend(batch_size=2)  # the batch size does not change any vector
+    small = OnnxEmbeddingBackend(onnx_backend.model_dir, batch_size=2)  # the batch size does not change any vector
     np.testing.assert_allclose(small.embed_array(SHORT[:5]), short_vectors[:5], atol=1e-6)
 
 
@@ -197,12 +197,19 @@ def test_model_dir_lacking_files_is_a_config_error(tmp_path):
         backend.embed_texts(["x"])
 
 
-def test_model_dir_from_the_environment(tmp_path, monkeypatch):
+def test_model_and_cache_dirs_from_the_settings(tmp_path, monkeypatch):
+    """``from_settings`` (what the Stack builds) reads RAGSPINE_ONNX_MODEL_DIR and RAGSPINE_CACHE_DIR
+    from the caller's settings; the constructor reads no environment."""
     needs(*ONNX_MODULES)
-    monkeypatch.setenv("RAGSPINE_ONNX_MODEL_DIR", str(tmp_path))
-    backend = OnnxEmbeddingBackend()
+    from ragspine.config import load_settings
+
+    backend = OnnxEmbeddingBackend.from_settings(load_settings({"RAGSPINE_ONNX_MODEL_DIR": str(tmp_path)}))
     with pytest.raises(ConfigError, match=str(tmp_path)):
         _ = backend.model_dir
+    packaged = OnnxEmbeddingBackend.from_settings(load_settings({"RAGSPINE_CACHE_DIR": str(tmp_path / "cache")}), batch_size=2)
+    assert packaged.model_dir == tmp_path / "cache" / "models" / MODEL_ID and packaged.batch_size == 2
+    monkeypatch.setenv("RAGSPINE_ONNX_MODEL_DIR", str(tmp_path))
+    assert OnnxEmbeddingBackend(cache_dir=tmp_path / "cache").model_dir == packaged.model_dir
 
 
 def test_a_corrupt_model_file_is_a_backend_error(tmp_path):
@@ -238,8 +245,9 @@ try:
     network = True
 except Exception:
     pass
+from ragspine.config import load_settings
 from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
-backend = OnnxEmbeddingBackend()
+backend = OnnxEmbeddingBackend.from_settings(load_settings())
 vec = backend.embed_texts([sys.argv[1]])[0]
 print(json.dumps({"network": network, "vector": vec, "model_dir": str(backend.model_dir)}))
 """
