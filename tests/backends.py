@@ -49,6 +49,10 @@ def unavailable(name: str, reason: str) -> NoReturn:
 
 @functools.lru_cache(maxsize=1)
 def docker_available() -> bool:
+    """A Docker daemon answers (testcontainers can start a backend). Without ``DOCKER_HOST`` and
+    without the default socket there is none to ask (docker-py would leak the failed socket)."""
+    if not os.environ.get("DOCKER_HOST") and not os.path.exists("/var/run/docker.sock"):
+        return False
     try:
         import docker
 
@@ -343,9 +347,9 @@ class TcpProxy:
         for s in conns:
             try:
                 s.shutdown(socket.SHUT_RDWR)
-                s.close()
-            except OSError:
+            except OSError:  # the other side closed it already
                 pass
+            s.close()
 
     def url(self, url: str) -> str:
         """``url`` (a postgresql:// or redis:// URL on the target) rewritten to go through the proxy."""

@@ -92,19 +92,10 @@ class ChunkStore(Protocol):
         raises, the previous version stays active."""
         ...
 
-    def iter_chunks(
-        self,
-        *,
-        doc_id: str | None = None,
-        topic: str | None = None,
-        entity: str | None = None,
-        geography: str | None = None,
-        period: str | None = None,
-        language: str | None = None,
-        include_inactive: bool = False,
-    ) -> list[StoredChunk]:
-        """An AND pre-filter over the active rows (every row with ``include_inactive``) on the
-        seed's five fields, ordered by ``(doc_id, ordinal, version)``."""
+    def iter_chunks(self, *, doc_id: str | None = None, include_inactive: bool = False) -> list[StoredChunk]:
+        """The active rows (every stored version with ``include_inactive``), of one document
+        when ``doc_id`` is given, ordered by ``(doc_id, ordinal, version)``. Selecting by
+        metadata is the retrievers' job (``MetadataFilter``), not the store's."""
         ...
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:

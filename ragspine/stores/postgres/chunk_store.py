@@ -32,20 +32,12 @@ from ragspine.retrieval.chunking.chunk_store import (
     check_library_id,
 )
 from ragspine.retrieval.chunking.chunking import Chunk
-from ragspine.retrieval.metadata import STANDARD_FIELDS
 from ragspine.stores.postgres.converters import CHUNK_COLUMNS, pg_storable, row_to_stored
 from ragspine.stores.postgres.database import PostgresDatabase
 from ragspine.stores.postgres.engine import redact
 
 _SELECT = "SELECT " + ", ".join(CHUNK_COLUMNS) + " FROM ragspine_chunk"
 _ORDER = ' ORDER BY doc_id COLLATE "C", ordinal, version, chunk_id COLLATE "C"'
-#: A standard field as ``iter_chunks`` compares it: the metadata value as SQLite's text
-#: column holds it (``str(value)``: ``True`` → ``'True'``, missing or null → ``''``).
-_FIELD_TEXT = (
-    "CASE jsonb_typeof(metadata -> CAST(:{k} AS text))"
-    " WHEN 'boolean' THEN initcap(metadata ->> CAST(:{k} AS text))"
-    " ELSE COALESCE(metadata ->> CAST(:{k} AS text), '') END"
-)
 
 _FINGERPRINTS = (  # the latest change of each document, if the document has active rows
     "SELECT DISTINCT ON (g.doc_id) g.doc_id, g.fingerprint FROM ragspine_change g"
@@ -119,17 +111,7 @@ class PostgresChunkStore:
         rows = self.db.read(sa.text(_FINGERPRINTS), {"library_id": self.library_id, "doc_ids": wanted})
         return {doc_id: fp for doc_id, fp in rows if fp}
 
-    def iter_chunks(
-        self,
-        *,
-        doc_id: str | None = None,
-        topic: str | None = None,
-        entity: str | None = None,
-        geography: str | None = None,
-        period: str | None = None,
-        language: str | None = None,
-        include_inactive: bool = False,
-    ) -> list[StoredChunk]:
+    def iter_chunks(self, *, doc_id: str | None = None, include_inactive: bool = False) -> list[StoredChunk]:
         import sqlalchemy as sa
 
         self.init_schema()
@@ -140,11 +122,6 @@ class PostgresChunkStore:
         if doc_id is not None:
             clauses.append("doc_id = :doc_id")
             params["doc_id"] = doc_id
-        values = dict(zip(STANDARD_FIELDS, (topic, entity, geography, period, language), strict=True))
-        for i, (name, value) in enumerate(values.items()):
-            if value is not None:  # field names and values are both bound, never interpolated
-                clauses.append(_FIELD_TEXT.format(k=f"f{i}") + f" = :v{i}")
-                params[f"f{i}"], params[f"v{i}"] = name, value
         rows = self.db.read(sa.text(f"{_SELECT} WHERE {' AND '.join(clauses)}{_ORDER}"), params)
         return [row_to_stored(row) for row in rows]
 

@@ -34,25 +34,20 @@ def _scenario(db: Any) -> list[tuple[str, Any]]:
         "all": lambda: a.iter_chunks(),
         "all+inactive": lambda: a.iter_chunks(include_inactive=True),
         "doc B": lambda: a.iter_chunks(doc_id="B", include_inactive=True),
-        "entity ACME": lambda: a.iter_chunks(entity="ACME"),
-        "entity ''": lambda: a.iter_chunks(entity=""),
         "get": lambda: a.get_chunks(["中#0", "a9#0", "B#0", "nope", "b#1", "中#0"]),
         "doc_ids": a.doc_ids,
         "count": a.count,
         "count+inactive": lambda: a.count(include_inactive=True),
         "changes": lambda: a.changes_since(0)[1],
-        "b": lambda: b.iter_chunks(topic="sales"),
+        "b": lambda: b.iter_chunks(),
         "active set": lambda: sorted(c.chunk_id for c in a.iter_active(batch_size=4)),
         "libraries": lambda: [(i.library_id, i.description, i.documents, i.chunks) for i in db.list_libraries()],
         "libraries named": lambda: [(i.library_id, i.documents, i.chunks) for i in db.list_libraries(["lib-c", "nope", "lib-a", "lib-a"])],
         "libraries named none": lambda: db.list_libraries([]),
         "descriptions": lambda: sorted(db.descriptions(["lib-c", "lib-a", "nope", "lib-b", "lib-a"]).items()),
     }
-    for value in STANDARD_VALUES:
-        if isinstance(value, str):
-            queries[f"topic {value!r}"] = lambda v=value: a.iter_chunks(topic=v)
-    for text in ("True", "False", "5", "-3", "2.5", "1.0", "None"):  # how non-strings compare
-        queries[f"topic as text {text}"] = lambda v=text: a.iter_chunks(topic=v)
+    for doc_id in DOC_IDS:
+        queries[f"doc {doc_id!r}"] = lambda d=doc_id: a.iter_chunks(doc_id=d)
     for name, query in queries.items():
         out.append((name, _plain(query())))
     return out
