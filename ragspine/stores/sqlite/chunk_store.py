@@ -136,15 +136,33 @@ class SQLiteChunkStore:
         return out
 
     # -- reads --------------------------------------------------------------------------------
-    def iter_chunks(self, *, doc_id: str | None = None, include_inactive: bool = False) -> list[StoredChunk]:
+    def iter_chunks(  # the seed's signature: its five metadata fields as an AND pre-filter (SQLite's own)
+        self,
+        *,
+        doc_id: str | None = None,
+        topic: str | None = None,
+        entity: str | None = None,
+        geography: str | None = None,
+        period: str | None = None,
+        language: str | None = None,
+        include_inactive: bool = False,
+    ) -> list[StoredChunk]:
         self.init_schema()
         clauses = ["library_id = ?"]
         params: list[Any] = [self.library_id]
         if not include_inactive:
             clauses.append("active = 1")
-        if doc_id is not None:
-            clauses.append("doc_id = ?")
-            params.append(doc_id)
+        for column, value in (
+            ("doc_id", doc_id),
+            ("topic", topic),
+            ("entity", entity),
+            ("geography", geography),
+            ("period", period),
+            ("language", language),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
         rows = self.db.query(
             f"{SELECT_CHUNKS} WHERE {' AND '.join(clauses)} ORDER BY doc_id, ordinal, version, chunk_id", params
         )

@@ -1,5 +1,6 @@
-"""What only the SQLite ChunkStore has: its read-only SQL guard, opening from a path, the additive
-migration of an old table, several connections writing one file. The behaviours every backend
+"""What only the SQLite ChunkStore has: the seed's ``iter_chunks`` pre-filter on its five metadata
+fields, its read-only SQL guard, opening from a path, the additive migration of an old table,
+several connections writing one file. The behaviours every backend
 shares run on each of them in tests/conformance/test_chunk_store_conformance.py."""
 
 from __future__ import annotations
@@ -22,6 +23,20 @@ def _active(store: SQLiteChunkStore, doc_id: str | None = None) -> list[tuple[st
 
 def _doc(doc_id: str, *texts: str, **fields) -> list[Chunk]:
     return [make_chunk(doc_id, i, t, **fields) for i, t in enumerate(texts)]
+
+
+def test_iter_chunks_is_the_seeds_and_prefilter_on_five_fields(store: SQLiteChunkStore) -> None:
+    """The seed's ``iter_chunks(*, doc_id, topic, entity, geography, period, language,
+    include_inactive)`` (SPEC, seed: retrieval) stays on the seed's own store, SQLite's."""
+    store.replace_doc_chunks("a", [make_chunk("a", 0, "x", metadata={"entity": "ACME", "period": "2024-Q3", "language": "en"})])
+    store.replace_doc_chunks("b", [make_chunk("b", 0, "y", metadata={"entity": "ACME", "period": "2024-Q2"})])
+    store.replace_doc_chunks("c", [make_chunk("c", 0, "z", metadata={"entity": "OTHER", "topic": "t", "geography": "EU"})])
+    assert [c.doc_id for c in store.iter_chunks(entity="ACME")] == ["a", "b"]
+    assert [c.doc_id for c in store.iter_chunks(entity="ACME", period="2024-Q3")] == ["a"]
+    assert [c.doc_id for c in store.iter_chunks(topic="t", geography="EU")] == ["c"]
+    assert [c.doc_id for c in store.iter_chunks(language="en")] == ["a"]
+    assert store.iter_chunks(entity="ACME", topic="t") == []
+    assert store.iter_chunks(entity="' OR 1=1 --") == []
 
 
 def test_execute_read_returns_rows(store: SQLiteChunkStore) -> None:
