@@ -111,7 +111,8 @@ class Stack(Resources):
         if resolved.requires_embeddings and not self.mode.uses_embeddings:
             raise ConfigError(f"retrieval mode {resolved.name!r} needs embeddings, but this stack runs in economy mode")
         spec = self._embedding_spec(profile.embedding)
-        backend = self.embedding_backend_for(spec) if resolved.uses_embeddings else None  # None in an economy stack
+        asks = resolved.uses_embeddings or resolved.name == self.mode.name  # the stack's own mode asks its backend as ever
+        backend = self.embedding_backend_for(spec) if asks else None  # None in an economy stack
         if backend is None and resolved.requires_embeddings:
             raise ConfigError(f"retrieval mode {resolved.name!r} needs an embedding backend, but the embedding is {spec!r}")
         recipe = replace(profile, reasoning=ReasoningOptions())  # reasoning wraps the exit, not the pipeline

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import math
+import os
 from typing import TYPE_CHECKING, Any
 
 from ragspine.errors import ConfigError, MissingDependencyError
@@ -58,9 +59,14 @@ def onnx_available() -> bool:
 def make_embedding_backend(
     spec: str | None = None, *, settings: Settings | None = None, **kwargs: Any
 ) -> EmbeddingBackend | None:
-    """Build the backend named by ``spec`` (see the module docstring; ``None``: no backend, the
-    library default). With ``settings``, a backend that reads them is built by its
-    ``from_settings(settings, **kwargs)``; the others ignore them."""
+    """Build the backend named by ``spec`` (see the module docstring). ``None``: the seed's
+    default, ``RAGSPINE_EMBEDDING_BACKEND`` (SPEC: "default from env"; unset: no backend, pure
+    BM25) — read here, as the seed's one documented exception to "the environment is read at the
+    edges"; ``settings.embedding_backend`` when ``settings`` are given. With ``settings``, a
+    backend that reads them is built by its ``from_settings(settings, **kwargs)``; the others
+    ignore them."""
+    if spec is None:
+        spec = settings.embedding_backend if settings is not None else (os.environ.get("RAGSPINE_EMBEDDING_BACKEND") or "").strip() or None
     if spec is None:
         return None
     factory = EMBEDDING_BACKENDS.load(spec)

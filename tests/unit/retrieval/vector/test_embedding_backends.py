@@ -129,14 +129,21 @@ def test_registry_covers_the_spec_names():
     assert set(SPEC_NAMES) <= set(eb.EMBEDDING_BACKENDS)
 
 
-def test_default_spec_is_none_and_reads_no_environment(monkeypatch):
-    assert make_embedding_backend() is None  # the library default is no backend
+def test_default_spec_comes_from_the_environment(monkeypatch):
+    assert make_embedding_backend() is None  # unset: the library default is no backend
     monkeypatch.setenv("RAGSPINE_EMBEDDING_BACKEND", "deterministic")
-    assert make_embedding_backend() is None  # the caller passes its spec (the Stack: RAGSPINE_EMBEDDING)
-    assert isinstance(make_embedding_backend("deterministic"), DeterministicEmbeddingBackend)
-    assert make_embedding_backend("none") is None
+    assert isinstance(make_embedding_backend(), DeterministicEmbeddingBackend)
+    monkeypatch.setenv("RAGSPINE_EMBEDDING_BACKEND", "None")
+    assert make_embedding_backend() is None
+    monkeypatch.setenv("RAGSPINE_EMBEDDING_BACKEND", "nope")
     with pytest.raises(ConfigError):
-        make_embedding_backend("nope")
+        make_embedding_backend()
+    # an explicit spec wins over the environment
+    assert make_embedding_backend("none") is None
+
+
+# -- DeterministicEmbeddingBackend -------------------------------------------------------------
+TEXTS = ["Quarterly revenue grew 12%", "供应链中断导致交付延迟", "", "the the the cat", "日本語のテキスト"]
 
 
 class ReadsSettings:
