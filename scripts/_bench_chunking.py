@@ -178,9 +178,10 @@ def section(
     """Every (chunker, budget, contextual, mode) on every set found under ``data_root``."""
     backend = None
     if any(m != "economy" for m in modes):
+        from ragspine.config import load_settings
         from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
 
-        backend = make_embedding_backend("auto")
+        backend = make_embedding_backend("auto", settings=load_settings())
         if backend is None:
             raise SystemExit("hybrid runs need the [embed-onnx] extra: scripts/install embed-onnx,test")
     configs = [(c, b, h, m) for m in modes for c in chunkers for b in (budgets or [480]) for h in headers

@@ -127,23 +127,25 @@ def section(
     so other fusion rules can be tried without embedding again; ``load``: such a folder, whose
     legs are used instead of running the pipeline (the embedding backend is not loaded);
     ``max_queries``: only each set's first queries (in file order) are scored and reranked."""
+    from ragspine.config import load_settings
     from ragspine.retrieval.chunking.chunk_store import StoredChunk
     from ragspine.retrieval.rerank.base import make_reranker
     from ragspine.retrieval.types import RetrievalResult
     from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
 
     out: dict[str, Any] = {}
+    from ragspine.registries import RERANKERS
     from ragspine.retrieval.rerank.base import IndexingReranker
     from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
-    from ragspine.stack import STORING_RERANKERS
 
     # a reranker that works at index time (splade) gets a store, as in a stack, and each set's
     # documents are indexed before its queries run: the latency is then the query-time cost
-    built = {name: make_reranker(name, **({"cache": InMemoryEmbeddingCache(max_items=10_000_000)} if name in STORING_RERANKERS else {}))
+    built = {name: make_reranker(name, settings=load_settings(),
+                                    **({"cache": InMemoryEmbeddingCache(max_items=10_000_000)} if "cache" in RERANKERS.needs(name) else {}))
              for name in rerankers}
     with tempfile.TemporaryDirectory(prefix="ragspine-fusion-") as tmp:
         for backend_name in backends:
-            backend = make_embedding_backend(backend_name) if load is None else None
+            backend = make_embedding_backend(backend_name, settings=load_settings()) if load is None else None
             if backend is None and load is None:
                 raise SystemExit(f"--fusion needs an embedding backend; {backend_name!r} gave none (scripts/install embed-onnx,test)")
             for name in sets:
@@ -211,9 +213,10 @@ def table(results: dict[str, Any]) -> list[str]:
 def throughput(data_root: Path, sets: list[str], backends: list[str], n: int, log: Callable[[str], None]) -> dict[str, Any]:
     """Texts/s of each embedding backend on the first ``n`` documents of each set, in one process,
     the backends alternating batch by batch (so machine load hits them alike)."""
+    from ragspine.config import load_settings
     from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
 
-    built = {name: make_embedding_backend(name) for name in backends}
+    built = {name: make_embedding_backend(name, settings=load_settings()) for name in backends}
     out: dict[str, Any] = {}
     for name in sets:
         corpus, _, _ = load_beir(data_root / name)

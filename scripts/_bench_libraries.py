@@ -17,6 +17,7 @@ from _benchlib import evaluate, load_beir
 
 
 def section(data_root: Path, sets: list[str], mode: str, log: Callable[[str], None]) -> dict[str, Any]:
+    from ragspine.config import load_settings
     from ragspine.retrieval.chunking.chunking import ParagraphChunker
     from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
     from ragspine.retrieval.pipeline import LibraryPipeline
@@ -24,7 +25,7 @@ def section(data_root: Path, sets: list[str], mode: str, log: Callable[[str], No
     from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
     from ragspine.stores.sqlite import SQLiteChunkStore
 
-    backend = make_embedding_backend("auto") if mode != "economy" else None
+    backend = make_embedding_backend("auto", settings=load_settings()) if mode != "economy" else None
     data = {name: load_beir(data_root / name) for name in sets if (data_root / name / "corpus.jsonl").exists()}
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="ragspine-libraries-") as tmp:

@@ -44,6 +44,7 @@ def sample(queries: dict[str, str], n: int, seed: int = 14) -> dict[str, str]:
 
 def library(corpus: dict[str, str], mode: str, folder: Path, name: str) -> Any:
     """The link exit over ``corpus`` in ``mode`` (no retry without filters)."""
+    from ragspine.config import load_settings
     from ragspine.retrieval.chunking.chunking import ParagraphChunker
     from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
     from ragspine.retrieval.pipeline import LibraryPipeline
@@ -51,7 +52,7 @@ def library(corpus: dict[str, str], mode: str, folder: Path, name: str) -> Any:
     from ragspine.stores.sqlite import SQLiteChunkStore
 
     store = SQLiteChunkStore(folder / f"{name}-{mode}.db", library_id=name)
-    backend = make_embedding_backend("onnx") if mode != "economy" else None
+    backend = make_embedding_backend("onnx", settings=load_settings()) if mode != "economy" else None
     pipe = LibraryPipeline(store, mode=mode, embedding_backend=backend, chunker=ParagraphChunker(max_chars=10**9, overlap_chars=0))
     for doc_id, text in corpus.items():
         pipe.ingest_text(doc_id, text, embed=False)

@@ -61,11 +61,12 @@ def _synthesis_share(pipe: Any, queries: dict[str, str]) -> float:
 
 
 def section(data_root: Path, sets: list[str], thresholds: list[float], n_queries: int, log: Callable[[str], None]) -> dict[str, Any]:
+    from ragspine.config import load_settings
     from ragspine.retrieval.link.narrative_link import NarrativeIndexRetriever
     from ragspine.retrieval.raptor import RaptorOptions, make_raptor_retriever, make_raptor_store, rebuild
     from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
 
-    backend = make_embedding_backend("onnx")
+    backend = make_embedding_backend("onnx", settings=load_settings())
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="ragspine-raptor-") as tmp:
         for name in sets:

@@ -151,10 +151,11 @@ def run_ragspine(corpus, queries, *, mode: str, max_chars: int, overlap: int, wo
     """Ingest ``corpus`` into a temporary SQLite library in ``mode`` and run every query through
     ``NarrativeIndexRetriever.retrieve``; a document ranks at its best chunk. Returns
     ``(runs, timing)``."""
+    from ragspine.config import load_settings
     from ragspine.retrieval.chunking.chunking import ParagraphChunker
     from ragspine.retrieval.vector.embedding_backends import make_embedding_backend
 
-    backend = make_embedding_backend("auto") if mode != "economy" else None
+    backend = make_embedding_backend("auto", settings=load_settings()) if mode != "economy" else None
     if mode != "economy" and backend is None:
         raise SystemExit("the auto/hybrid run needs the [embed-onnx] extra: scripts/install embed-onnx,test")
     store = SQLiteChunkStore(workdir / f"{mode}-{max_chars}-{os.getpid()}.db", library_id="scifact")

@@ -302,7 +302,9 @@ def section_embedding(args: argparse.Namespace, corpus: dict[str, str], queries:
     from ragspine.retrieval.vector.onnx_backend import DIM, OnnxEmbeddingBackend
 
     batch = args.embed_batch
-    ours = OnnxEmbeddingBackend(batch_size=batch)
+    from ragspine.config import load_settings
+
+    ours = OnnxEmbeddingBackend.from_settings(load_settings(), batch_size=batch)
     model_dir = ours.model_dir
     ours.embed_texts(["warm up"])
     try:  # raw fastembed: the same model file, registered by hand with the same description
