@@ -56,8 +56,12 @@ def test_0010_down_and_up_keeps_the_chunks_and_drops_only_the_facts(pg_target) -
     db.close()
     downgrade(url, "0009_library_ranking", schema=schema)
     assert current_revision(url, schema=schema) == "0009_library_ranking"
-    tables = {r[0] for r in PostgresDatabase(url, schema=schema).query(
-        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = %s", [schema])}
+    look = PostgresDatabase(url, schema=schema)
+    try:
+        tables = {r[0] for r in look.query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = %s", [schema])}
+    finally:
+        look.close()
     assert not FACT_TABLES & tables and "ragspine_chunk" in tables
     upgrade(url, "head", schema=schema)
     again = PostgresDatabase(url, schema=schema)
