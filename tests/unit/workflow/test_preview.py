@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import yaml
@@ -10,10 +11,10 @@ import yaml
 from ragspine import cli
 from ragspine.config import load_settings
 from ragspine.retrieval.ranking import Ranking
-from ragspine.service.store import Library
 from ragspine.workflow import DIFY_DSL_VERSION, check_dify_graph, dify_preview, pipeline_view, render
 from ragspine.workflow.dify import DIFY_NODE_TYPES, NOTE_NODE
 from ragspine.workflow.view import PipelineView
+from tests.helpers import needs
 
 #: Dify's workflow node types (api/core/workflow/nodes/enums.py, NodeType): what its importer's
 #: validate_graph_structure accepts as data.type (an empty type is a canvas note and is skipped).
@@ -95,8 +96,11 @@ def test_nothing_secret_leaks_in_json_or_yaml() -> None:
 
 
 def _library(*, reranker: str = "none", rerank_depth: int = 50, postprocessor: str = "none", fusion_weights: str | None = None,
-             reasoning: dict | None = None, name: str = "lib", description: str = "", **fields: str) -> Library:
+             reasoning: dict | None = None, name: str = "lib", description: str = "", **fields: str) -> Any:
     """A service library as the store keeps it (its recipe one JSON value)."""
+    needs("sqlalchemy")  # the service's store
+    from ragspine.service.store import Library
+
     return Library.create(f"t/{name}", "t", name, description, 0.0, ranking=Ranking(reranker, postprocessor, fusion_weights, rerank_depth),
                           reasoning=reasoning or {}, raptor=None, **fields)
 
