@@ -9,7 +9,6 @@ from ragspine.profile import Profile, named_profile
 from ragspine.registries import CHUNK_STORES
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.raptor.base import describe_raptor
-from ragspine.retrieval.reasoning import ReasoningOptions
 from ragspine.retrieval.reasoning.build import describe_gate
 from ragspine.stores.registry import parse_chunk_store, parse_embedding_cache, parse_vector_store
 
@@ -40,8 +39,11 @@ def describe_profile(settings: Settings, mode: RetrievalMode | str | None = None
 
 
 def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) -> list[tuple[str, str]]:
-    """The stack ``settings`` resolve to, as ``(role, value)`` rows — without connecting."""
-    resolved = make_retrieval_mode(mode if mode is not None else settings.retrieval_mode)
+    """The stack ``settings`` resolve to, as ``(role, value)`` rows — without connecting. The
+    recipe rows (chunker, header, ranking, reasoning) are read from the :class:`Profile` the
+    settings resolve to, the one a pipeline is built from."""
+    recipe = Profile.from_settings(settings)
+    resolved = make_retrieval_mode(mode if mode is not None else recipe.mode)
     chunk = parse_chunk_store(settings.chunk_store, settings.data_dir)
     vector = parse_vector_store(settings.vector_store, chunk, settings.data_dir)
     cache = parse_embedding_cache(settings.embedding_cache, chunk, settings.data_dir)
@@ -50,15 +52,17 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
     lexical = settings.lexical_index
     if lexical == "auto":
         lexical = "auto ({}: {})".format(*CHUNK_STORES.load(chunk.kind).auto_lexical_index(settings))
-    embedding, mode_name = settings.embedding, resolved.name
+    embedding, mode_name = recipe.embedding, resolved.name
     if embedding == "auto":
         from ragspine.retrieval.vector.embedding_backends import onnx_available
 
         has_onnx = onnx_available()
         embedding = "auto (onnx)" if has_onnx else "auto (none: the [embed-onnx] extra is not installed)"
     if mode_name == "auto":
-        has_backend = settings.embedding != "none" and (settings.embedding != "auto" or "(onnx)" in embedding)
+        has_backend = recipe.embedding != "none" and (recipe.embedding != "auto" or "(onnx)" in embedding)
         mode_name = "auto (hybrid)" if has_backend else "auto (economy: no embedding backend)"
+    ranking = recipe.ranking
+    packing = ", each unit its own chunk" if recipe.chunk_packing == "unit" else ""
     return [
         ("profile", describe_profile(settings, mode)),
         ("chunk store", chunk.describe()),
@@ -67,16 +71,16 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
         ("embedding", embedding if uses else off),
         ("retrieval mode", mode_name),
         ("lexical index", lexical),
-        ("chunker", settings.chunker),
-        ("contextual header", "title · entity · period · heading on the index text" if settings.contextual == "header" else "none"),
+        ("chunker", f"{recipe.chunker} ({recipe.chunk_chars:,} characters{packing})"),
+        ("contextual header", "title · entity · period · heading on the index text" if recipe.contextual == "header" else "none"),
         ("reranker", describe_reranker(settings)),
-        ("postprocessor", settings.postprocessor),
-        ("fusion", "z-score fusion (each leg's z-scored scores, weighted by its best hit's z-score)" if settings.fusion_weights == "zscore"
-         else f"RRF k={settings.rrf_k}, weights {settings.fusion_weights or 'none (every leg 1)'}"),
+        ("postprocessor", ranking.postprocessor),
+        ("fusion", "z-score fusion (each leg's z-scored scores, weighted by its best hit's z-score)" if ranking.fusion_weights == "zscore"
+         else f"RRF k={settings.rrf_k}, weights {ranking.fusion_weights or 'none (every leg 1)'}"),
         ("library router", settings.library_router),
         ("filter extractor", settings.filter_extractor),
         ("llm", describe_llm(settings)),
-        *ReasoningOptions.from_settings(settings).describe(),
+        *recipe.reasoning.describe(),
         ("raptor", describe_raptor(settings, uses)),
         ("security gate", describe_gate(settings.security_denylist)),
     ]

@@ -131,7 +131,7 @@ def test_configuration_stack_cli_and_errors_reach_the_new_backends(plugins, tmp_
     env = {"RAGSPINE_CHUNK_STORE": str(tmp_path / "toy.db"), "RAGSPINE_EMBEDDING": "deterministic",
            "RAGSPINE_VECTOR_STORE": "toy", "RAGSPINE_CHUNKER": "lines", "RAGSPINE_RETRIEVAL_MODE": "hybrid"}
     settings = load_settings(env)
-    assert dict(describe_stack(settings))["vector store"] == "toy" and dict(describe_stack(settings))["chunker"] == "lines"
+    assert dict(describe_stack(settings))["vector store"] == "toy" and dict(describe_stack(settings))["chunker"] == "lines (480 characters)"
     with Stack(settings) as stack:
         stack.ensure_library("lib")
         pipeline = stack.pipeline("lib")
