@@ -142,15 +142,16 @@ def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dic
     from ragspine.progress import progress
     from ragspine.retrieval.chunking.chunk_store import DocumentChunks
 
-    index = stack.pipeline(args.library)  # the library's recipe: a choice that would change what it stores is refused here
-    stack.record_profile(args.library)
+    recipe = stack.profile_for(args.library)  # the library's: a choice that would change what it stores is refused here
+    index = stack.pipeline(args.library, recipe)
+    stack.record_profile(args.library, recipe)
     chunkers: dict[str, Any] = {}
 
-    def chunker_for(name: str | None) -> Any:  # front matter `chunker:` picks a file's own
-        if name is None or name == stack.settings.chunker:
+    def chunker_for(name: str | None) -> Any:  # front matter `chunker:` picks a file's own, at the library's budget
+        if name is None or name == recipe.chunker:
             return index.chunker
         if name not in chunkers:
-            chunkers[name] = stack.chunker(name, index.embedding_backend)
+            chunkers[name] = stack.chunker(name, index.embedding_backend, chars=recipe.chunk_chars, packing=recipe.chunk_packing)
         return chunkers[name]
 
     def planned() -> Iterator[DocumentChunks]:  # streamed: one file in memory at a time

@@ -139,9 +139,29 @@ def test_another_named_profile_at_query_time_is_checked_against_the_library(caps
     code, by_default, err = _query(capsys, db)
     assert code == 0, err
     code, _, err = _query(capsys, db, "--profile", "seed")
-    assert code == 2 and "built with chunk_chars=1500" in err or "built with embedding='none'" in err
+    assert code == 2 and "library 'lib': it was built with embedding='none', and this query asks for 'auto'" in err
     code, again, err = _query(capsys, db, "--profile", "economy")
     assert code == 0 and again == by_default
+
+
+def test_front_matter_chunkers_cut_at_the_librarys_budget(capsys, tmp_path):
+    """A file's own ``chunker:`` is built with the library's recorded budget, not the configured one."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    long = "\n\n".join(f"Paragraph {i} of the handbook says the reactor core runs at {300 + i} kelvin in the north wing." for i in range(30))
+    (folder / "a.md").write_text(long)
+    (folder / "b.md").write_text("---\nchunker: layout\n---\n" + long)
+    db = tmp_path / "lib.db"
+    assert run_cli(capsys, "--db", str(db), "--profile", "economy", "ingest", str(folder / "a.md"), "--library", "lib")[0] == 0
+    assert run_cli(capsys, "--db", str(db), "--mode", "economy", "ingest", str(folder / "b.md"), "--library", "lib")[0] == 0
+    from ragspine.stores.sqlite import SQLiteDatabase
+
+    database = SQLiteDatabase(db)
+    try:
+        lengths = {d: max(len(c.text) for c in database.chunk_store("lib").iter_chunks(doc_id=d)) for d in ("a.md", "b.md")}
+    finally:
+        database.close()
+    assert lengths["a.md"] > 480 and lengths["b.md"] > 480  # both at the library's 1,500 characters
 
 
 def test_a_library_without_a_recorded_recipe_uses_the_configured_one(tmp_path):
