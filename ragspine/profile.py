@@ -18,13 +18,15 @@ Named profiles (:data:`PROFILES`; ``RAGSPINE_PROFILE``, ``--profile``, a service
 ``profile``) are :class:`Profile` literals: ``seed`` is every setting's default — the seed's
 pipeline, byte for byte — and stays the default; the others are documented recipes measured
 on the dev sets (``scripts/bench.py --profiles``; docs/profiles.md). A ``RAGSPINE_*`` variable
-still overrides its field of the chosen profile (:func:`profile_defaults`).
+still overrides its field of the chosen profile (``load_settings`` takes the profile's
+:meth:`Profile.settings_values` as the defaults of the settings no variable sets).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ragspine.errors import ConfigError
@@ -34,7 +36,7 @@ from ragspine.retrieval.reasoning.options import ReasoningOptions
 if TYPE_CHECKING:
     from ragspine.config import Settings
 
-__all__ = ["INDEX_FIELDS", "PROFILES", "UNSET", "NamedProfile", "Profile", "library_recipe", "named_profile", "profile_defaults", "read_recipe",
+__all__ = ["INDEX_FIELDS", "PROFILES", "UNSET", "NamedProfile", "Profile", "library_recipe", "named_profile", "read_recipe",
            "recipe_json"]
 
 
@@ -76,6 +78,13 @@ CHOICES: dict[str, tuple[str, str, str]] = {
     "fanout": ("reasoning", "fanout", "query_fanout"),
     "raptor": ("", "raptor", "raptor"),
 }
+
+def _names(where: str) -> tuple[str, ...]:
+    """The choices that live in ``where`` ("" the profile itself, "ranking", "reasoning"), in order."""
+    return tuple(name for name, (place, _, _) in CHOICES.items() if place == where)
+
+
+_TOP, _RANKING, _REASONING = _names(""), _names("ranking"), _names("reasoning")
 
 #: The choices that shape what a library stores: a query may not change them.
 INDEX_FIELDS = ("embedding", "chunker", "chunk_chars", "chunk_packing", "contextual")
@@ -130,17 +139,13 @@ class Profile:
         given = {k: v for k, v in choices.items() if v is not UNSET}
         for name in given:
             _choice(name)
-        top: dict[str, Any] = {}
-        for name in ("mode", "embedding", "chunker", "chunk_chars", "chunk_packing", "contextual", "raptor"):
-            if name in given:
-                top[name] = _check_top(name, given[name])
+        top = {name: _check_top(name, given[name]) for name in _TOP if name in given}
         ranking = self.ranking
-        ranking_given = {n: given[n] for n in ("reranker", "postprocessor", "fusion_weights", "rerank_depth") if n in given}
-        if ranking_given:
-            merged = {**{n: getattr(ranking, n) for n in ("reranker", "postprocessor", "fusion_weights", "rerank_depth")}, **ranking_given}
+        if any(name in given for name in _RANKING):
+            merged = {**{n: getattr(ranking, n) for n in _RANKING}, **{n: given[n] for n in _RANKING if n in given}}
             ranking = Ranking.of(merged["reranker"], merged["postprocessor"], merged["fusion_weights"], _int("rerank_depth", merged["rerank_depth"]))
         reasoning = self.reasoning
-        reasoning_given = {n: given[n] for n in ("transform", "decompose", "adaptive", "corrective", "fanout") if n in given}
+        reasoning_given = {n: given[n] for n in _REASONING if n in given}
         if reasoning_given:
             if "corrective" in reasoning_given:
                 reasoning_given["corrective"] = _bool("corrective", reasoning_given["corrective"])
@@ -160,14 +165,14 @@ class Profile:
         return cls().override(**values)
 
     def settings_values(self) -> dict[str, Any]:
-        """``{setting field: value}`` of every choice (what :func:`profile_defaults` feeds ``load_settings``)."""
+        """``{setting field: value}`` of every choice (the defaults ``load_settings`` takes from a named profile)."""
         return {CHOICES[name][2]: value for name, value in self.choices().items()}
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form: the top-level choices, ``ranking`` and ``reasoning`` as objects."""
-        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("ranking", "reasoning")}
-        out["ranking"] = {n: getattr(self.ranking, n) for n in ("reranker", "rerank_depth", "postprocessor", "fusion_weights")}
-        out["reasoning"] = {n: getattr(self.reasoning, n) for n in ("transform", "decompose", "adaptive", "corrective", "fanout")}
+        out: dict[str, Any] = {name: self.choice(name) for name in _TOP}
+        out["ranking"] = {name: self.choice(name) for name in _RANKING}
+        out["reasoning"] = {name: self.choice(name) for name in _REASONING}
         return out
 
     def dumps(self) -> str:
@@ -190,25 +195,31 @@ class Profile:
                 if not isinstance(value, Mapping):
                     raise ConfigError(f"profile {key!r} must be an object")
                 for inner, v in value.items():
-                    name = inner
-                    if name not in CHOICES or CHOICES[name][0] != key:
+                    if inner not in CHOICES or CHOICES[inner][0] != key:
                         raise ConfigError(f"unknown profile field {key}.{inner!r}")
-                    flat[name] = v
-            elif key in CHOICES and CHOICES[key][0] == "":
+                    flat[inner] = v
+            elif key in _TOP:
                 flat[key] = value
             else:
-                raise ConfigError(f"unknown profile field {key!r}; known: {', '.join(_top_names())}, ranking, reasoning")
+                raise ConfigError(f"unknown profile field {key!r}; known: {', '.join(_TOP)}, ranking, reasoning")
         return (base or cls()).override(**flat)
 
 
 @dataclass(frozen=True)
 class NamedProfile:
-    """A documented recipe: its name, what it is for, the extras it needs, its :class:`Profile`."""
+    """A documented recipe: its name, what it is for, its :class:`Profile`."""
 
     name: str
     use: str
-    needs: tuple[str, ...]
     profile: Profile
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The pip extras its recipe needs (its models' and reranker's registry lines say which)."""
+        from ragspine.registries import EMBEDDING_BACKENDS, RERANKERS
+
+        extras = (EMBEDDING_BACKENDS[self.profile.embedding].extra, RERANKERS[self.profile.ranking.reranker].extra)
+        return tuple(dict.fromkeys(e for e in extras if e))
 
 
 #: The named profiles, in the order the docs and ``ragspine config`` list them. Each recipe
@@ -216,17 +227,13 @@ class NamedProfile:
 PROFILES: dict[str, NamedProfile] = {
     p.name: p
     for p in (
-        NamedProfile("seed", "the seed's pipeline, every setting at its default (hybrid when the ONNX model is installed)", (),
-                     Profile()),
-        NamedProfile("economy", "no model at all: BM25 on whole paragraphs with the contextual header (any language; the best measured here on Chinese)", (),
-                     Profile(mode="economy", embedding="none", chunk_chars=1500, contextual="header")),
-        NamedProfile("quality", "English, hybrid: BM25 + the packaged MiniLM, contextual header, z-score fusion", ("embed-onnx",),
-                     Profile(mode="hybrid", embedding="onnx", contextual="header",
-                             ranking=Ranking(fusion_weights="zscore"))),
+        NamedProfile("seed", "the seed's pipeline, every setting at its default (hybrid when the ONNX model is installed)", Profile()),
+        NamedProfile("economy", "no model at all: BM25 on whole paragraphs with the contextual header (any language; the best measured here on"
+                     " Chinese)", Profile(mode="economy", embedding="none", chunk_chars=1500, contextual="header")),
+        NamedProfile("quality", "English, hybrid: BM25 + the packaged MiniLM, contextual header, z-score fusion",
+                     Profile(mode="hybrid", embedding="onnx", contextual="header", ranking=Ranking(fusion_weights="zscore"))),
         NamedProfile("multilingual", "mixed-language libraries: BM25 + the multilingual e5 leg, z-score fusion",
-                     ("embed-e5",),
-                     Profile(mode="hybrid", embedding="e5", chunk_chars=1500, contextual="header",
-                             ranking=Ranking(fusion_weights="zscore"))),
+                     Profile(mode="hybrid", embedding="e5", chunk_chars=1500, contextual="header", ranking=Ranking(fusion_weights="zscore"))),
     )
 }
 
@@ -239,18 +246,15 @@ def named_profile(name: str) -> NamedProfile:
     return PROFILES[key]
 
 
-def profile_defaults(name: str) -> dict[str, Any]:
-    """``{setting field: value}`` the named profile ``name`` gives the settings no variable sets."""
-    return named_profile(name).profile.settings_values()
-
-
 def recipe_json(profile: Profile, name: str) -> str:
     """What a library records: its recipe's JSON form and the named profile it came from."""
     return json.dumps({"name": name, **profile.to_json()}, sort_keys=True, separators=(",", ":"))
 
 
+@lru_cache(maxsize=1024)
 def read_recipe(raw: str | None) -> tuple[str, Profile] | None:
-    """``(profile name, recipe)`` of what :func:`recipe_json` wrote; ``None`` for nothing recorded."""
+    """``(profile name, recipe)`` of what :func:`recipe_json` wrote; ``None`` for nothing recorded
+    (parsed and checked once per distinct text: a CLI query reads its libraries' recipes each time)."""
     if not raw:
         return None
     data = json.loads(raw)
@@ -280,10 +284,6 @@ def library_recipe(library_id: str, recorded: tuple[str, Profile], configured: P
     if problem is not None:
         raise ConfigError(f"library {library_id!r}: {problem}")
     return wanted
-
-
-def _top_names() -> list[str]:
-    return [name for name, (where, _, _) in CHOICES.items() if where == ""]
 
 
 def _choice(name: str) -> tuple[str, str, str]:

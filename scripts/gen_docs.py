@@ -135,6 +135,8 @@ def profiles_table() -> list[str]:
         "",
         "| variable | " + " | ".join(f"`{name}`" for name in PROFILES) + " |",
         "|---|" + "---|" * len(PROFILES),
+        "| *for* | " + " | ".join(_cell(named.use) for named in PROFILES.values()) + " |",
+        "| *extras* | " + " | ".join(", ".join(f"`{e}`" for e in named.needs) or "—" for named in PROFILES.values()) + " |",
     ]
     for field in next(iter(values.values())):
         row = [_cell(str(values[name][field]).lower() if isinstance(values[name][field], bool) else

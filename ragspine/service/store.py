@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, fields
+from functools import cached_property, lru_cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -107,13 +108,14 @@ class Library:
             choices["raptor"] = bool(raptor)
         return cls(library_id, tenant_id, name, description, created_at, recipe_json(choices))
 
-    @property
+    @cached_property
     def choices(self) -> dict[str, Any]:
+        """Its recipe's JSON, parsed once per row read (every field below reads it)."""
         return dict(json.loads(self.profile or "{}"))
 
     def recipe(self, server: Profile) -> Profile:
         """The recipe a search of it runs: its choices over the server's (``server``)."""
-        return Profile.from_json(self.choices, base=server)
+        return _recipe(self.profile, server)
 
     def _choice(self, where: str, key: str, default: Any) -> Any:
         holder = self.choices.get(where, {}) if where else self.choices
@@ -152,6 +154,13 @@ class Library:
         keywords (``None``: the server's)."""
         chosen = self.choices.get("reasoning", {})
         return {option: chosen.get(option) for option in REASONING_FIELDS.values()}
+
+
+@lru_cache(maxsize=4096)
+def _recipe(profile_json: str, server: Profile) -> Profile:
+    """A library's recipe over the server's, checked once per (library recipe, server recipe):
+    every request of a library asks for it."""
+    return Profile.from_json(profile_json or "{}", base=server)
 
 
 @dataclass(frozen=True)
@@ -268,7 +277,7 @@ class ServiceStore:
     # -- libraries ----------------------------------------------------------------------
     def add_library(self, library: Library) -> Library:
         with self._write() as conn:
-            conn.execute(service_library.insert().values(**library.__dict__))
+            conn.execute(service_library.insert().values(**{f.name: getattr(library, f.name) for f in fields(Library)}))
         return library
 
     def get_library(self, tenant_id: str, name: str) -> Library | None:

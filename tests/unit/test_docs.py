@@ -74,3 +74,13 @@ def test_every_page_is_in_the_nav():
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     pages = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
     assert [p for p in pages if f": {p}" not in nav] == []
+
+
+def test_every_named_profile_needs_extras_that_exist():
+    """A profile's extras come from its models' registry lines; each is a real extra of the package."""
+    from ragspine.profile import PROFILES
+
+    extras = set(gen_docs().extras())
+    assert PROFILES["multilingual"].needs == ("multilingual",) and PROFILES["quality"].needs == ("embed-onnx",)
+    for named in PROFILES.values():
+        assert set(named.needs) <= extras, (named.name, named.needs)
