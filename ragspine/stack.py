@@ -130,10 +130,10 @@ class Stack(Resources):
     index = pipeline
 
     def _build(self, library_id: str, mode: RetrievalMode, spec: str, backend: EmbeddingBackend | None, recipe: Profile) -> LibraryPipeline:
-        index_text = make_index_text_fn(recipe.contextual)
+        store, index_text = self.db.chunk_store(library_id), make_index_text_fn(recipe.contextual)
         lexical = self._lexical.get(library_id)
         if lexical is None or self._lexical_text.get(library_id) is not index_text:
-            lexical = self._lexical[library_id] = lexical_index(self, self.db.chunk_store(library_id), index_text)
+            lexical = self._lexical[library_id] = lexical_index(self, store, index_text)
             self._lexical_text[library_id] = index_text
         vectors = None
         if backend is not None:
@@ -141,7 +141,7 @@ class Stack(Resources):
             if vectors is None:
                 vectors = self._vectors[(library_id, spec)] = self.vector_connector.open(
                     library_id, model_id=model_id_of(backend), dim=vector_dim(backend))
-        return build_pipeline(self, library_id, mode, backend, recipe, lexical=lexical, index_text=index_text, vectors=vectors)
+        return build_pipeline(self, store, mode, backend, recipe, lexical=lexical, index_text=index_text, vectors=vectors)
 
     # -- the configured stages -----------------------------------------------------------------
     def chunker(self, name: str | None = None, backend: EmbeddingBackend | None = None, *,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from _bench_chunking import DEPTH, load_articles, passage_hits, passage_scores
-from _benchlib import evaluate, load_beir, rss_mb, run_bm25s
+from _benchlib import evaluate, load_beir, run_bm25s
 
 DOCUMENT_SETS = ("scifact", "nq-open")
 
@@ -58,7 +58,7 @@ def _run_profile(name: str, workdir: Path, docs: list[tuple[str, str, str]], que
         results = {qid: score(qid, retriever.retrieve(text, top_k=DEPTH)) for qid, text in queries.items()}
         query_s = time.perf_counter() - t0
     return {"results": results, "chunks": chunks, "ingest_s": round(ingest_s, 1), "embedded": embedded, "embed_s": round(embed_s, 1),
-            "query_ms": round(1000 * query_s / max(len(queries), 1), 1), "peak_rss_mb": rss_mb().get("peak_rss_mb")}
+            "query_ms": round(1000 * query_s / max(len(queries), 1), 1)}
 
 
 def section(data_root: Path, profiles: list[str], sets: list[str], log: Callable[[str], None], *,

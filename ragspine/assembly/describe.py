@@ -35,7 +35,7 @@ def describe_profile(settings: Settings, mode: RetrievalMode | str | None = None
     overrides = configured.differences(named_profile(settings.profile or "seed").profile)
     if not overrides:
         return name
-    return f"{name}, overridden: " + ", ".join(f"{name}={asked!r}" for name, (asked, _) in overrides.items())
+    return f"{name}, overridden: " + ", ".join(f"{choice}={asked!r}" for choice, (asked, _) in overrides.items())
 
 
 def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) -> list[tuple[str, str]]:

@@ -34,14 +34,15 @@ _NOTICED: set[str] = set()  # the one-line notices of `auto` already logged by t
 
 
 def build_pipeline(
-    res: Resources, library_id: str, mode: RetrievalMode, backend: EmbeddingBackend | None, recipe: Profile, *,
+    res: Resources, store: ChunkStore, mode: RetrievalMode, backend: EmbeddingBackend | None, recipe: Profile, *,
     lexical: LexicalIndex, index_text: Callable[[StoredChunk], str], vectors: VectorStore | None,
 ) -> LibraryPipeline:
-    """``library_id``'s pipeline for ``recipe`` (its mode resolved to ``mode``, its embedding to
-    ``backend``) over the shared ``lexical`` index and ``vectors``: pure wiring of ``res``'s parts."""
+    """The pipeline over ``store`` (one library's) for ``recipe`` (its mode resolved to ``mode``,
+    its embedding to ``backend``) with the shared ``lexical`` index and ``vectors``: pure wiring of
+    ``res``'s parts."""
     s = res.settings
     ranking, raptor = recipe.ranking, recipe.raptor
-    store = res.db.chunk_store(library_id)
+    library_id = store.library_id
     pipeline = LibraryPipeline(
         store,
         embedding_backend=backend,

@@ -280,3 +280,17 @@ def test_failing_replace_keeps_previous_version(store: Any, why: str, chunks: li
 def test_empty_doc_id_is_refused(store: Any) -> None:
     with pytest.raises(IngestError):
         store.replace_doc_chunks("", [])
+
+
+def test_a_librarys_recorded_recipe_round_trips_and_goes_with_the_library(chunk_db: Any) -> None:
+    """``library_profile``/``set_library_profile`` on every chunk database: none until recorded,
+    the text as written, replaced by the next write, and removed with the library."""
+    assert chunk_db.library_profile("lib-r") is None
+    chunk_db.set_library_profile("lib-r", '{"name":"seed"}')  # creates the catalog row when new
+    assert chunk_db.library_profile("lib-r") == '{"name":"seed"}'
+    chunk_db.ensure_library("lib-r", "kept")
+    chunk_db.set_library_profile("lib-r", '{"name":"economy"}')
+    assert chunk_db.library_profile("lib-r") == '{"name":"economy"}' and chunk_db.get_library("lib-r").description == "kept"
+    assert chunk_db.library_profile("lib-other") is None
+    chunk_db.delete_library("lib-r")
+    assert chunk_db.library_profile("lib-r") is None
