@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.ranking import Ranking
@@ -36,8 +36,8 @@ from ragspine.retrieval.reasoning.options import ReasoningOptions
 if TYPE_CHECKING:
     from ragspine.config import Settings
 
-__all__ = ["INDEX_FIELDS", "PROFILES", "UNSET", "NamedProfile", "Profile", "library_recipe", "named_profile", "read_recipe",
-           "recipe_json"]
+__all__ = ["INDEX_FIELDS", "OPTIONS", "PROFILES", "UNSET", "NamedProfile", "Profile", "ProfileOption", "library_recipe",
+           "named_profile", "read_recipe", "recipe_json", "register_option", "unregister_option"]
 
 
 class _Unset:
@@ -90,6 +90,48 @@ _TOP, _RANKING, _REASONING = _names(""), _names("ranking"), _names("reasoning")
 INDEX_FIELDS = ("embedding", "chunker", "chunk_chars", "chunk_packing", "contextual")
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class ProfileOption:
+    """A per-library choice registered from outside the profile's own fields (a plugin's stage
+    reads it with :meth:`Profile.option`): its name (a flat choice of :meth:`Profile.override`,
+    the ``options`` object of the JSON form and of the HTTP ``recipe``), its default, ``parse``
+    (checks a value and returns its canonical, hashable form; ``ConfigError`` when bad) and
+    whether it shapes what a library stores (``index``: a query may not change it)."""
+
+    name: str
+    default: Any
+    parse: Callable[[Any], Any] = _as_is
+    help: str = ""
+    index: bool = False
+
+
+#: The registered options (:func:`register_option`), by name.
+OPTIONS: dict[str, ProfileOption] = {}
+
+
+def register_option(option: ProfileOption) -> None:
+    """Add a per-library option: one line, and it is a choice of every :class:`Profile`, kept
+    with a library (CLI and service), set per request, and checked by ``option.parse``."""
+    if option.name in CHOICES or option.name in ("ranking", "reasoning", "options"):
+        raise ValueError(f"profile option {option.name!r} would shadow a field of Profile")
+    OPTIONS[option.name] = option
+
+
+def unregister_option(name: str) -> None:
+    OPTIONS.pop(name, None)
+
+
+def _option(name: str) -> ProfileOption:
+    if name not in OPTIONS:
+        known = ", ".join(OPTIONS) or "none registered"
+        raise ConfigError(f"unknown profile option {name!r}; registered: {known}")
+    return OPTIONS[name]
+
+
 @dataclass(frozen=True)
 class Profile:
     """A library's recipe (see the module docstring). The defaults are the seed's."""
@@ -103,31 +145,40 @@ class Profile:
     ranking: Ranking = field(default_factory=Ranking)
     reasoning: ReasoningOptions = field(default_factory=ReasoningOptions)
     raptor: bool = False
+    #: the registered options (:class:`ProfileOption`) that differ from their defaults, sorted by name
+    options: tuple[tuple[str, Any], ...] = ()
 
     # -- reading --------------------------------------------------------------------------
     def choice(self, name: str) -> Any:
-        """The value of one flat choice (``"reranker"``, ``"transform"``, ``"chunker"``, ...)."""
+        """The value of one flat choice (``"reranker"``, ``"transform"``, ``"chunker"``, a registered option, ...)."""
+        if name not in CHOICES and name in OPTIONS:
+            return self.option(name)
         where, attr, _ = _choice(name)
         return getattr(getattr(self, where) if where else self, attr)
 
+    def option(self, name: str) -> Any:
+        """The value of the registered option ``name`` (its default where this profile sets none)."""
+        default = _option(name).default
+        return dict(self.options).get(name, default)
+
     def choices(self) -> dict[str, Any]:
-        """Every choice, flat, in :data:`CHOICES` order."""
-        return {name: self.choice(name) for name in CHOICES}
+        """Every choice, flat, in :data:`CHOICES` order, then the registered options."""
+        return {name: self.choice(name) for name in (*CHOICES, *OPTIONS)}
 
     def differences(self, other: Profile) -> dict[str, tuple[Any, Any]]:
         """``{choice: (self's, other's)}`` where the two differ."""
         mine, theirs = self.choices(), other.choices()
-        return {name: (mine[name], theirs[name]) for name in CHOICES if mine[name] != theirs[name]}
+        return {name: (mine[name], theirs[name]) for name in mine if mine[name] != theirs[name]}
 
     def index_mismatch(self, other: Profile) -> str | None:
         """Why a library built with ``self`` cannot be searched with ``other`` (an
-        :data:`INDEX_FIELDS` choice differs: its chunks, index text or vectors were made with
-        ``self``'s), as one line naming both values and the fix; ``None`` when it can."""
-        for name in INDEX_FIELDS:
+        :data:`INDEX_FIELDS` choice or an ``index`` option differs: its chunks, index text or
+        vectors were made with ``self``'s), as one line naming both values and the fix; ``None`` when it can."""
+        for name in (*INDEX_FIELDS, *(o.name for o in OPTIONS.values() if o.index)):
             built, asked = self.choice(name), other.choice(name)
             if built != asked:
-                setting = "RAGSPINE_" + CHOICES[name][2].upper()
-                return (f"it was built with {name}={built!r}, and this query asks for {asked!r} ({setting}, a flag or the profile):"
+                where = f"RAGSPINE_{CHOICES[name][2].upper()}, a flag or the profile" if name in CHOICES else "a profile option"
+                return (f"it was built with {name}={built!r}, and this query asks for {asked!r} ({where}):"
                         f" drop that override to use the library's own, or re-ingest the library with {name}={asked!r}")
         return None
 
@@ -137,6 +188,14 @@ class Profile:
         field as it is; ``None`` is a value only for ``fusion_weights``), each checked and
         canonical. An unknown name raises ``ConfigError`` naming the known ones."""
         given = {k: v for k, v in choices.items() if v is not UNSET}
+        options = dict(self.options)
+        for name in [n for n in given if n not in CHOICES and n in OPTIONS]:
+            option = OPTIONS[name]
+            value = option.parse(given.pop(name))
+            if value == option.default:
+                options.pop(name, None)
+            else:
+                options[name] = value
         for name in given:
             _choice(name)
         top = {name: _check_top(name, given[name]) for name in _TOP if name in given}
@@ -155,7 +214,7 @@ class Profile:
                     raise ConfigError(f"fanout must be within 1..8, got {fanout}")
                 reasoning = replace(reasoning, fanout=fanout)
             reasoning = reasoning.override(**reasoning_given)
-        return replace(self, **top, ranking=ranking, reasoning=reasoning)
+        return replace(self, **top, ranking=ranking, reasoning=reasoning, options=tuple(sorted(options.items())))
 
     # -- settings and JSON --------------------------------------------------------------------
     @classmethod
@@ -166,13 +225,15 @@ class Profile:
 
     def settings_values(self) -> dict[str, Any]:
         """``{setting field: value}`` of every choice (the defaults ``load_settings`` takes from a named profile)."""
-        return {CHOICES[name][2]: value for name, value in self.choices().items()}
+        return {setting: self.choice(name) for name, (_, _, setting) in CHOICES.items()}
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form: the top-level choices, ``ranking`` and ``reasoning`` as objects."""
         out: dict[str, Any] = {name: self.choice(name) for name in _TOP}
         out["ranking"] = {name: self.choice(name) for name in _RANKING}
         out["reasoning"] = {name: self.choice(name) for name in _REASONING}
+        if self.options:  # only where a registered option is set: the JSON of every other profile is as it was
+            out["options"] = dict(self.options)
         return out
 
     def dumps(self) -> str:
@@ -191,7 +252,13 @@ class Profile:
             raise ConfigError("a profile must be a JSON object")
         flat: dict[str, Any] = {}
         for key, value in data.items():
-            if key in ("ranking", "reasoning"):
+            if key == "options":
+                if not isinstance(value, Mapping):
+                    raise ConfigError("profile 'options' must be an object")
+                for name, v in value.items():
+                    _option(str(name))
+                    flat[str(name)] = v
+            elif key in ("ranking", "reasoning"):
                 if not isinstance(value, Mapping):
                     raise ConfigError(f"profile {key!r} must be an object")
                 for inner, v in value.items():
@@ -201,7 +268,7 @@ class Profile:
             elif key in _TOP:
                 flat[key] = value
             else:
-                raise ConfigError(f"unknown profile field {key!r}; known: {', '.join(_TOP)}, ranking, reasoning")
+                raise ConfigError(f"unknown profile field {key!r}; known: {', '.join(_TOP)}, ranking, reasoning, options")
         return (base or cls()).override(**flat)
 
 
@@ -288,7 +355,7 @@ def library_recipe(library_id: str, recorded: tuple[str, Profile], configured: P
 
 def _choice(name: str) -> tuple[str, str, str]:
     if name not in CHOICES:
-        raise ConfigError(f"unknown profile choice {name!r}; known: {', '.join(CHOICES)}")
+        raise ConfigError(f"unknown profile choice {name!r}; known: {', '.join((*CHOICES, *OPTIONS))}")
     return CHOICES[name]
 
 

@@ -14,6 +14,7 @@ from ragspine.errors import IngestError
 from ragspine.retrieval.metadata import validate_metadata
 from ragspine.retrieval.ranking import MAX_RERANK_DEPTH
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY, parse_sensitivity, reserved_key
+from ragspine.service.profile_models import RecipeIn, RecipeOut
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
 MAX_BATCH = 1000
@@ -73,6 +74,12 @@ class LibraryIn(_In):
         description="a named recipe (seed | economy | quality | multilingual; docs: Profiles) whose choices fill every field below"
         " the request leaves out (default: the server's settings)",
     )
+    recipe: RecipeIn | None = Field(
+        None,
+        description="the library's choices as a recipe (the JSON form of a Profile, sparse; docs: Profiles): what it leaves out comes"
+        " from `profile`, else the server's. The flat fields below are the same choices, kept for older clients; a choice made in both"
+        " with different values is refused",
+    )
     embedding_model: str | None = Field(None, description="an embedding backend the server offers (default: its RAGSPINE_EMBEDDING), or none")
     retrieval_mode: str | None = Field(None, description="auto | hybrid | vector | economy (default: the server's)")
     chunker: str | None = Field(None, description="how its documents are cut (a RAGSPINE_CHUNKER name; default: the server's)")
@@ -117,6 +124,7 @@ class LibraryOut(BaseModel):
     corrective: bool | None = Field(None, description="its own corrective loop switch (null: the server's)")
     query_fanout: int | None = Field(None, description="its own fan-out (null: the server's)")
     raptor: bool | None = Field(None, description="its own RAPTOR switch (null: the server's)")
+    recipe: RecipeOut = Field(description="what its searches run: its own choices over the server's, as a whole recipe (docs: Profiles)")
     created_at: str
     documents: int = 0
     chunks: int = 0
@@ -222,6 +230,11 @@ class RetrieveIn(_In):
     query_fanout: int | None = Field(None, ge=1, le=8, description="most variants / sub-questions per question, at most the server's RAGSPINE_QUERY_FANOUT")
     raptor: bool | None = Field(
         None, description="search each library's RAPTOR tree too: synthesis hits as their leaves (needs vectors and a built tree; default: RAGSPINE_RAPTOR)",
+    )
+    recipe: RecipeIn | None = Field(
+        None,
+        description="this request's choices as a sparse recipe (docs: Profiles): mode, ranking, reasoning, raptor — the same choices as the"
+        " flat fields; what a library stores (embedding, chunker, chunk_chars, chunk_packing, contextual) and its options cannot change per request",
     )
 
 

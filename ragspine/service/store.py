@@ -94,8 +94,9 @@ class Library:
     @classmethod
     def create(cls, library_id: str, tenant_id: str, name: str, description: str, created_at: float, *, embedding: str,
                retrieval_mode: str, chunker: str, contextual: str, ranking: Ranking, reasoning: Mapping[str, Any],
-               raptor: bool | None) -> Library:
-        """A new library with its choices (``reasoning``: API field -> value, ``None`` where it chose none)."""
+               raptor: bool | None, options: Mapping[str, Any] | None = None) -> Library:
+        """A new library with its choices (``reasoning``: API field -> value, ``None`` where it chose none;
+        ``options``: the registered profile options it sets)."""
         choices: dict[str, Any] = {
             "mode": retrieval_mode, "embedding": embedding, "chunker": chunker, "contextual": contextual,
             "ranking": {"reranker": ranking.reranker, "rerank_depth": ranking.rerank_depth, "postprocessor": ranking.postprocessor,
@@ -106,6 +107,8 @@ class Library:
             choices["reasoning"] = chosen
         if raptor is not None:
             choices["raptor"] = bool(raptor)
+        if options:
+            choices["options"] = dict(options)
         return cls(library_id, tenant_id, name, description, created_at, recipe_json(choices))
 
     @cached_property

@@ -1,7 +1,7 @@
 """``PipelineView``: the configured retrieval pipeline as names — redacted by construction.
 
-:func:`pipeline_view` reads :class:`~ragspine.config.Settings` (and, for one library of the
-service, that library's stored choices) into a small value holding only **registry names,
+:func:`pipeline_view` reads :class:`~ragspine.config.Settings` and a
+:class:`~ragspine.profile.Profile` (the settings' own, or the recipe one library's searches run) into a small value holding only **registry names,
 kinds and numbers**: the chunker and its budget, the retrieval mode, the lexical index, the
 embedding backend's name, the vector and chunk stores' *kinds* (``pgvector``, ``postgresql`` —
 never their URLs or paths), the fusion constant and weights, the reranker and its depth, the
@@ -14,12 +14,13 @@ picture drawn from it (:mod:`ragspine.workflow.dify`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ragspine.errors import ConfigError, RagspineError
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
+    from ragspine.profile import Profile
 
 __all__ = ["PipelineView", "pipeline_view"]
 
@@ -52,48 +53,57 @@ class PipelineView:
         """Whether the pipeline has a dense (vector) leg."""
         return self.embedding != "none" and self.mode != "economy"
 
-    def with_library(self, library: Any) -> PipelineView:
-        """This view with a service library's stored choices (embedding, mode, chunker,
-        contextual header, ranking, the query-time reasoning it chose); its name and description are not read."""
+    def with_profile(self, recipe: Profile) -> PipelineView:
+        """This view with the recipe fields of ``recipe`` (a library's, over the server's: what its
+        searches run): chunker and budget, contextual header, mode, embedding, ranking, reasoning."""
         from ragspine.registries import CHUNKERS, EMBEDDING_BACKENDS, RERANKERS
 
-        mode = _mode(str(library.retrieval_mode), str(library.embedding))
-        embedding = _name(EMBEDDING_BACKENDS, library.embedding) if mode != "economy" else "none"
-        ranking = library.ranking
+        embedding = _resolved_embedding(str(recipe.embedding))
+        mode = _mode(str(recipe.mode), embedding)
+        embedding = _name(EMBEDDING_BACKENDS, embedding) if mode != "economy" else "none"
+        ranking, reasoning = recipe.ranking, recipe.reasoning
         return replace(
-            self, chunker=_name(CHUNKERS, library.chunker), contextual=_contextual(library.contextual), mode=mode, embedding=embedding,
-            vector_store=self.vector_store if embedding != "none" else "none", reranker=_name(RERANKERS, ranking.reranker),
-            rerank_depth=int(ranking.rerank_depth), postprocessors=_postprocessors(ranking.postprocessor),
-            fusion_weights=_weights(ranking.fusion_weights), query_reasoning=_library_reasoning(self.query_reasoning, library.reasoning),
+            self, chunker=_name(CHUNKERS, recipe.chunker), chunk_chars=int(recipe.chunk_chars), contextual=_contextual(recipe.contextual),
+            mode=mode, embedding=embedding, vector_store=self.vector_store if embedding != "none" else "none",
+            reranker=_name(RERANKERS, ranking.reranker), rerank_depth=int(ranking.rerank_depth), postprocessors=_postprocessors(ranking.postprocessor),
+            fusion_weights=_weights(ranking.fusion_weights),
+            query_reasoning=_reasoning_of(reasoning.transform, reasoning.decompose, reasoning.adaptive, reasoning.corrective),
         )
 
 
-def pipeline_view(settings: Settings, mode: str | None = None) -> PipelineView:
-    """The pipeline ``settings`` configure (``mode`` overrides ``RAGSPINE_RETRIEVAL_MODE``); no I/O."""
-    from ragspine.registries import CHUNK_STORES, EMBEDDING_BACKENDS, FILTER_EXTRACTORS, LIBRARY_ROUTERS, RERANKERS
+def pipeline_view(settings: Settings, mode: str | None = None, recipe: Profile | None = None) -> PipelineView:
+    """The pipeline ``settings`` configure for ``recipe`` (default: the settings' own,
+    :meth:`Profile.from_settings`; ``mode`` overrides its mode); no I/O. The recipe fields are read
+    from the :class:`~ragspine.profile.Profile` the searches run, the rest (stores, fusion
+    constant, router, gate) from ``settings``."""
+    from ragspine.profile import Profile
+    from ragspine.registries import CHUNK_STORES, FILTER_EXTRACTORS, LIBRARY_ROUTERS
     from ragspine.stores.registry import parse_chunk_store, parse_vector_store
 
+    recipe = recipe if recipe is not None else Profile.from_settings(settings)
+    if mode is not None:
+        recipe = replace(recipe, mode=mode)
     chunk = parse_chunk_store(settings.chunk_store, settings.data_dir)
-    embedding = settings.embedding
-    if embedding == "auto":
-        from ragspine.retrieval.vector.embedding_backends import onnx_available
-
-        embedding = "onnx" if onnx_available() else "none"
-    resolved = _mode(mode if mode is not None else settings.retrieval_mode, embedding)
-    embedding = _name(EMBEDDING_BACKENDS, embedding) if resolved != "economy" else "none"
-    vector = parse_vector_store(settings.vector_store, chunk, settings.data_dir).kind if embedding != "none" else "none"
     lexical = settings.lexical_index
     if lexical == "auto":
         lexical = str(CHUNK_STORES.load(chunk.kind).auto_lexical_index(settings)[0])
-    return PipelineView(
-        chunker=settings.chunker, chunk_chars=settings.chunk_chars, overlap_chars=settings.overlap_chars,
-        contextual=_contextual(settings.contextual), chunk_store=chunk.kind, mode=resolved, lexical_index=lexical, embedding=embedding,
-        vector_store=vector, rrf_k=settings.rrf_k, fusion_weights=_weights(settings.fusion_weights),
-        reranker=_name(RERANKERS, settings.reranker), rerank_depth=settings.rerank_depth,
-        postprocessors=_postprocessors(settings.postprocessor), library_router=_name(LIBRARY_ROUTERS, settings.library_router),
-        filter_extractor=_name(FILTER_EXTRACTORS, settings.filter_extractor), security_gate=bool(settings.security_denylist),
-        query_reasoning=_reasoning(settings),
+    dense = _mode(str(recipe.mode), _resolved_embedding(str(recipe.embedding))) != "economy"
+    server = PipelineView(
+        overlap_chars=settings.overlap_chars, chunk_store=chunk.kind, lexical_index=lexical,
+        vector_store=parse_vector_store(settings.vector_store, chunk, settings.data_dir).kind if dense else "none", rrf_k=settings.rrf_k,
+        library_router=_name(LIBRARY_ROUTERS, settings.library_router), filter_extractor=_name(FILTER_EXTRACTORS, settings.filter_extractor),
+        security_gate=bool(settings.security_denylist),
     )
+    return server.with_profile(recipe)
+
+
+def _resolved_embedding(embedding: str) -> str:
+    """``auto`` as what it resolves to here: the packaged ONNX model when installed, else none."""
+    if embedding != "auto":
+        return embedding
+    from ragspine.retrieval.vector.embedding_backends import onnx_available
+
+    return "onnx" if onnx_available() else "none"
 
 
 def _mode(mode: str, embedding: str) -> str:
@@ -134,11 +144,6 @@ def _weights(spec: object) -> str:
         return "custom"
 
 
-def _reasoning(settings: Settings) -> tuple[str, ...]:
-    """The query-time reasoning switched on (query transform, decomposition, Adaptive-RAG, corrective)."""
-    return _reasoning_of(settings.query_transform, settings.query_decompose, settings.adaptive, settings.corrective)
-
-
 def _reasoning_of(transform: object, decompose: object, adaptive: object, corrective: object) -> tuple[str, ...]:
     from ragspine.registries import COMPLEXITY_CLASSIFIERS, QUERY_DECOMPOSERS, QUERY_TRANSFORMS
 
@@ -149,14 +154,3 @@ def _reasoning_of(transform: object, decompose: object, adaptive: object, correc
     ]
     on = [f"{what} {name}" for what, name in parts if name != "none"]
     return (*on, *(["corrective"] if corrective else []))
-
-
-def _library_reasoning(current: tuple[str, ...], chosen: Mapping[str, Any]) -> tuple[str, ...]:
-    """``current`` (the server's reasoning) with each step a service library chose for itself
-    (``chosen``: ``ReasoningOptions.override``'s keywords, ``None`` = the server's)."""
-    server = {part.split(" ")[0]: part.partition(" ")[2] for part in current}
-    transform, decompose, adaptive = (
-        chosen.get(what) if chosen.get(what) is not None else server.get(what, "none") for what in ("transform", "decompose", "adaptive")
-    )
-    corrective = chosen.get("corrective")
-    return _reasoning_of(transform, decompose, adaptive, "corrective" in server if corrective is None else corrective)

@@ -7,10 +7,12 @@ import datetime as dt
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from ragspine.profile import Profile
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.service.context import ServiceContext, tenant_text
 from ragspine.service.errors import NotFound
 from ragspine.service.models import JobOut, KeyOut, LibraryOut
+from ragspine.service.profile_models import recipe_out
 from ragspine.service.store import REASONING_FIELDS, ApiKey, Job, Library
 
 _bearer = HTTPBearer(auto_error=False, description="a tenant API key (rsk_...) or, for /v1/admin, RAGSPINE_ADMIN_TOKEN")
@@ -42,7 +44,8 @@ def library_or_404(ctx: ServiceContext, tenant: str, name: str) -> Library:
     return library
 
 
-def library_out(library: Library, counts: LibraryInfo | None = None) -> LibraryOut:
+def library_out(library: Library, server: Profile, counts: LibraryInfo | None = None) -> LibraryOut:
+    """``library`` as the API shows it; ``recipe`` is what its searches run over the server's recipe ``server``."""
     ranking = library.ranking
     return LibraryOut(
         name=library.name, description=library.description, embedding_model=library.embedding,
@@ -50,7 +53,7 @@ def library_out(library: Library, counts: LibraryInfo | None = None) -> LibraryO
         reranker=ranking.reranker, rerank_depth=ranking.rerank_depth, postprocessor=ranking.postprocessor,
         fusion_weights=ranking.fusion_weights, raptor=library.raptor,
         **{field: library.reasoning[option] for field, option in REASONING_FIELDS.items()},
-        created_at=iso(library.created_at) or "",
+        recipe=recipe_out(library.recipe(server)), created_at=iso(library.created_at) or "",
         documents=counts.documents if counts is not None else 0, chunks=counts.chunks if counts is not None else 0,
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from ragspine.errors import ConfigError
+from ragspine.profile import OPTIONS, Profile
 from ragspine.registries import RAPTOR_STORES
 from ragspine.retrieval.mode import RETRIEVAL_MODES, make_retrieval_mode
 from ragspine.retrieval.ranking import Ranking
@@ -128,6 +129,34 @@ PROFILE_FIELDS = {
 }
 
 
+def with_recipe(ctx: ServiceContext, body: LibraryIn) -> tuple[LibraryIn, dict[str, Any]]:
+    """``body`` with its nested ``recipe``'s choices in the flat fields, and the registered
+    profile options it sets. A choice made both ways with different values, or a chunk budget or
+    packing other than the server's (a library keeps the server's), is refused: a 400 naming it."""
+    if body.recipe is None:
+        return body, {}
+    choices = body.recipe.choices()
+    options = {name: choices.pop(name) for name in list(choices) if name in OPTIONS}
+    for choice in ("chunk_chars", "chunk_packing"):
+        if choice in choices and _canonical(choice, choices.pop(choice)) != getattr(ctx.settings, choice):
+            raise ConfigError(f"recipe {choice}: a library keeps this server's ({getattr(ctx.settings, choice)!r}); leave it out,"
+                              f" or run the server with RAGSPINE_{choice.upper()}")
+    update: dict[str, Any] = {}
+    for field, choice in PROFILE_FIELDS.items():
+        if choice not in choices:
+            continue
+        value = choices[choice]
+        if field in body.model_fields_set and getattr(body, field) is not None and \
+                _canonical(choice, getattr(body, field)) != _canonical(choice, value):
+            raise ConfigError(f"{field}={getattr(body, field)!r} and recipe {choice}={value!r} differ: send the choice once")
+        update[field] = value
+    return body.model_copy(update=update), options
+
+
+def _canonical(choice: str, value: Any) -> Any:
+    return Profile().override(**{choice: value}).choice(choice)
+
+
 def with_profile(ctx: ServiceContext, body: LibraryIn) -> LibraryIn:
     """``body`` with its named ``profile``'s choices in every field it leaves out. A profile whose
     chunk budget or packing differs from the server's is refused (a library keeps the server's):
@@ -154,6 +183,7 @@ def with_profile(ctx: ServiceContext, body: LibraryIn) -> LibraryIn:
 
 @router.post("", status_code=201, response_model=LibraryOut, summary="Create a library")
 def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
+    body, options = with_recipe(ctx, body)
     body = with_profile(ctx, body)
     embedding, mode = resolve_library_settings(ctx, body.embedding_model, body.retrieval_mode)
     chunker, contextual = resolve_chunking(ctx, body.chunker, body.contextual, embedding, mode, body.name)
@@ -162,7 +192,7 @@ def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tena
     raptor = reasoning.pop("raptor")
     library = Library.create(
         catalog_id(tenant, body.name), tenant, body.name, body.description, time.time(), embedding=embedding, retrieval_mode=mode,
-        chunker=chunker, contextual=contextual, ranking=ranking, reasoning=reasoning, raptor=raptor,
+        chunker=chunker, contextual=contextual, ranking=ranking, reasoning=reasoning, raptor=raptor, options=options,
     )
     ctx.stack.preflight(library.library_id, mode=mode, embedding=embedding)  # a stack that cannot store it: 503, nothing made
     try:
@@ -176,20 +206,20 @@ def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tena
     except Exception:
         ctx.store.delete_library(library.library_id)
         raise
-    return library_out(library, info)
+    return library_out(library, ctx.stack.profile, info)
 
 
 @router.get("", response_model=list[LibraryOut], summary="List the tenant's libraries")
 def list_libraries(ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> list[LibraryOut]:
     libraries = ctx.store.list_libraries(tenant)
     counts = {info.library_id: info for info in ctx.stack.libraries([lib.library_id for lib in libraries])} if libraries else {}
-    return [library_out(lib, counts.get(lib.library_id)) for lib in libraries]
+    return [library_out(lib, ctx.stack.profile, counts.get(lib.library_id)) for lib in libraries]
 
 
 @router.get("/{name}", response_model=LibraryOut, summary="Show a library")
 def get_library(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
     library = library_or_404(ctx, tenant, name)
-    return library_out(library, ctx.stack.library(library.library_id))
+    return library_out(library, ctx.stack.profile, ctx.stack.library(library.library_id))
 
 
 @router.delete("/{name}", summary="Delete a library: its chunks, vectors and cache entries in every store")

@@ -25,6 +25,8 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from ragspine.config import filter_limits
+from ragspine.errors import ConfigError
+from ragspine.profile import INDEX_FIELDS, OPTIONS, Profile
 from ragspine.retrieval.filtering.filters import parse_filter
 from ragspine.retrieval.fusion.weights import parse_weights
 from ragspine.retrieval.mode import make_retrieval_mode
@@ -53,8 +55,42 @@ def request_ranking(ctx: ServiceContext, body: RetrieveIn) -> tuple[Stages | Non
     return stages, parse_weights(body.fusion_weights, where="fusion_weights")
 
 
+#: RetrieveIn field -> the Profile choice it makes for one request
+REQUEST_FIELDS = {
+    "mode": "mode", "reranker": "reranker", "rerank_depth": "rerank_depth", "postprocessor": "postprocessor",
+    "fusion_weights": "fusion_weights", "query_transform": "transform", "decompose": "decompose", "adaptive": "adaptive",
+    "corrective": "corrective", "query_fanout": "fanout", "raptor": "raptor",
+}
+
+
+def with_request_recipe(body: RetrieveIn) -> RetrieveIn:
+    """``body`` with its nested ``recipe``'s choices in the flat fields. What a library stores
+    (:data:`~ragspine.profile.INDEX_FIELDS`) and its registered options are kept with the library,
+    and a choice made both ways with different values is ambiguous: each a 400 naming it."""
+    if body.recipe is None:
+        return body
+    choices = body.recipe.choices()
+    fixed = [name for name in choices if name in INDEX_FIELDS or name in OPTIONS]
+    if fixed:
+        raise ConfigError(f"recipe {fixed[0]}: a request cannot change what a library keeps ({', '.join((*INDEX_FIELDS, 'options'))});"
+                          " create the library with it")
+    update: dict[str, Any] = {}
+    for field, choice in REQUEST_FIELDS.items():
+        if choice in choices:
+            mine, theirs = getattr(body, field), choices[choice]
+            if field in body.model_fields_set and mine is not None and _canonical(choice, mine) != _canonical(choice, theirs):
+                raise ConfigError(f"{field}={mine!r} and recipe {choice}={theirs!r} differ: send the choice once")
+            update[field] = theirs
+    return body.model_copy(update=update)
+
+
+def _canonical(choice: str, value: Any) -> Any:
+    return Profile().override(**{choice: value}).choice(choice)
+
+
 @router.post("/retrieve", response_model=RetrieveOut, summary="Retrieve cited snippets")
 def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> RetrieveOut:
+    body = with_request_recipe(body)
     metadata_filter = parse_filter(body.filters, limits=filter_limits(ctx.settings))  # the one parse of this request's filter
     chosen = {"transform": body.query_transform, "decompose": body.decompose, "adaptive": body.adaptive,
               "corrective": body.corrective, "fanout": body.query_fanout}

@@ -34,9 +34,10 @@ def workflow_preview(
     ctx: ServiceContext = Depends(context),
     tenant: str = Depends(tenant_id),
 ) -> Response:
-    view = pipeline_view(ctx.settings, ctx.stack.mode.name)
-    if library is not None:
-        view = view.with_library(library_or_404(ctx, tenant, library))
+    if library is None:
+        view = pipeline_view(ctx.settings, ctx.stack.mode.name)
+    else:  # what its searches run: its recipe over the server's
+        view = pipeline_view(ctx.settings, recipe=library_or_404(ctx, tenant, library).recipe(ctx.stack.profile))
     document = dify_preview(view)
     if format == "yaml":
         return Response(render(document, "yaml"), media_type="application/yaml")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 import yaml
 
 from ragspine import cli
 from ragspine.config import load_settings
+from ragspine.profile import PROFILES, Profile
 from ragspine.retrieval.ranking import Ranking
 from ragspine.workflow import DIFY_DSL_VERSION, check_dify_graph, dify_preview, pipeline_view, render
 from ragspine.workflow.dify import DIFY_NODE_TYPES, NOTE_NODE
@@ -95,25 +95,14 @@ def test_nothing_secret_leaks_in_json_or_yaml() -> None:
     assert set(vars(view)) == set(PipelineView.__dataclass_fields__)  # names, kinds and numbers only
 
 
-def _library(*, reranker: str = "none", rerank_depth: int = 50, postprocessor: str = "none", fusion_weights: str | None = None,
-             reasoning: dict | None = None, name: str = "lib", description: str = "", **fields: str) -> Any:
-    """A service library as the store keeps it (its recipe one JSON value)."""
-    needs("sqlalchemy")  # the service's store
-    from ragspine.service.store import Library
-
-    return Library.create(f"t/{name}", "t", name, description, 0.0, ranking=Ranking(reranker, postprocessor, fusion_weights, rerank_depth),
-                          reasoning=reasoning or {}, raptor=None, **fields)
-
-
 def test_a_value_that_is_no_registry_name_is_drawn_as_custom() -> None:
-    view = PipelineView().with_library(_library(
-        retrieval_mode="hybrid", embedding="https://user:pw@embed.example/v1", chunker="../../etc/passwd", contextual="x",
-        reranker="none", rerank_depth=5, postprocessor="mmr,https://evil", fusion_weights="bm25=1",
-        name="globex-vault", description="secret plans",
-    ))
+    # a Profile built field by field (no checks): whatever it holds, the view draws names only
+    recipe = Profile(mode="hybrid", embedding="https://user:pw@embed.example/v1", chunker="../../etc/passwd", contextual="x",
+                     ranking=Ranking("none", "mmr,https://evil", "bm25=1", 5))
+    view = PipelineView().with_profile(recipe)
     text = render(dify_preview(view))
     assert view.embedding == "custom" and view.chunker == "custom" and view.postprocessors == ("mmr", "custom")
-    assert not any(s in text for s in ("user:pw", "embed.example", "passwd", "evil", "globex-vault", "secret plans"))
+    assert not any(s in text for s in ("user:pw", "embed.example", "passwd", "evil"))
 
 
 def test_yaml_is_what_dify_exports_and_reads_back() -> None:
@@ -155,14 +144,35 @@ def test_the_cli_prints_or_writes_the_preview(capsys, tmp_path, monkeypatch) -> 
 
 
 def test_a_librarys_own_reasoning_is_drawn_over_the_servers() -> None:
-    server = pipeline_view(load_settings({"RAGSPINE_EMBEDDING": "deterministic", "RAGSPINE_QUERY_TRANSFORM": "hyde", "RAGSPINE_CORRECTIVE": "1"}))
+    needs("sqlalchemy")  # the service's store
+    from ragspine.service.store import Library
+
+    settings = load_settings({"RAGSPINE_EMBEDDING": "deterministic", "RAGSPINE_QUERY_TRANSFORM": "hyde", "RAGSPINE_CORRECTIVE": "1"})
+    server_recipe = Profile.from_settings(settings)
+    server = pipeline_view(settings)
     assert server.query_reasoning == ("transform hyde", "corrective")
-    fields = {"retrieval_mode": "hybrid", "embedding": "deterministic", "chunker": "default", "contextual": "none"}
-    own = server.with_library(_library(**fields, reasoning={"query_transform": "step_back", "decompose": "llm", "adaptive": None,
-                                                            "corrective": False}))
+
+    def library(reasoning: dict) -> Library:
+        return Library.create("t/lib", "t", "lib", "", 0.0, retrieval_mode="hybrid", embedding="deterministic", chunker="default",
+                              contextual="none", ranking=Ranking(), reasoning=reasoning, raptor=None)
+
+    own = pipeline_view(settings, recipe=library({"query_transform": "step_back", "decompose": "llm", "corrective": False}).recipe(server_recipe))
     assert own.query_reasoning == ("transform step_back", "decompose llm")
-    unset = server.with_library(_library(**fields, reasoning={"query_transform": None, "decompose": None, "adaptive": None, "corrective": None}))
+    unset = pipeline_view(settings, recipe=library({}).recipe(server_recipe))
     assert unset.query_reasoning == server.query_reasoning
+    assert pipeline_view(settings, recipe=server_recipe) == server  # the server's view is its recipe's
+
+
+def test_the_view_is_the_recipe_that_runs() -> None:
+    """Every recipe field of the view comes from the Profile: a named profile's view shows its choices."""
+    settings = load_settings({"RAGSPINE_EMBEDDING": "deterministic"})
+    for named in PROFILES.values():
+        recipe = named.profile.override(embedding="deterministic") if named.profile.embedding not in ("none",) else named.profile
+        view = pipeline_view(settings, recipe=recipe)
+        assert (view.chunker, view.chunk_chars, view.contextual, view.rerank_depth) == (
+            recipe.chunker, recipe.chunk_chars, recipe.contextual, recipe.ranking.rerank_depth)
+        assert view.fusion_weights == (recipe.ranking.fusion_weights or "none")
+        assert view.mode == ("economy" if recipe.mode == "economy" or recipe.embedding == "none" else "hybrid")
 
 
 def test_zscore_fusion_is_drawn_as_what_it_is() -> None:
