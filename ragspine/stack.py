@@ -14,6 +14,7 @@ ingest, :meth:`Stack.record_profile`) under the choices this configuration makes
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import replace
 from functools import cached_property
@@ -56,11 +57,23 @@ class Stack(Resources):
         self._lexical: OrderedDict[str, LexicalIndex] = OrderedDict()  # least recently used first (RAGSPINE_LEXICAL_CACHE_ROWS)
         self._lexical_text: dict[str, Callable[..., str]] = {}  # library -> the index text its lexical index was built with
         self._vectors: dict[tuple[str, str], VectorStore] = {}  # (library, embedding)
+        self._opened_lexical: weakref.WeakSet[LexicalIndex] = weakref.WeakSet()  # evicted ones too, while alive (a build holds its own)
         self._pipeline_lock = threading.RLock()
         self.exits = Exits(self)
 
     def __enter__(self) -> Stack:
         return self
+
+    def close(self) -> None:
+        """Close the lexical indexes built (a warm one's background build reads through the
+        database's pool), then the shared resources."""
+        with self._pipeline_lock:
+            lexical = list(self._opened_lexical)
+        for index in lexical:
+            close = getattr(index, "close", None)
+            if callable(close):
+                close()
+        super().close()
 
     def describe(self) -> list[tuple[str, str]]:
         return describe_stack(self.settings, self.mode)
@@ -135,6 +148,7 @@ class Stack(Resources):
         if lexical is None or self._lexical_text.get(library_id) is not index_text:
             lexical = self._lexical[library_id] = lexical_index(self, store, index_text)
             self._lexical_text[library_id] = index_text
+            self._opened_lexical.add(lexical)
         vectors = None
         if backend is not None:
             vectors = self._vectors.get((library_id, spec))

@@ -43,7 +43,7 @@ from ragspine.retrieval.chunking.chunking import Chunk, chunk_document
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.testing.bm25_reference import IncrementalReference, Ranking
-from ragspine.testing.lexical_layouts import LexicalLayout
+from ragspine.testing.lexical_layouts import LexicalLayout, close_index
 
 _SYLLABLES = ["ka", "to", "ri", "mo", "sa", "ne", "lu", "pi", "da", "ve", "go", "shi", "ra", "en", "or", "ul"]  # prefix-free
 _TOPICS = ["sales", "supply", "legal", "hr", "product"]
@@ -240,11 +240,15 @@ class HistoryRun:
         if save is not None:
             save()
 
+    def _close_index_and_store(self) -> None:
+        close_index(self.index)  # first: a warm index's build reads through the store's pool
+        self._close()
+
     def reopen(self, expect: str | None = None, *, without_files: bool = False) -> None:
         """A new connection and a new index over the same data (a restarted process);
         ``without_files``: on a host without the saved index (a new machine, a cleared cache),
         so the index is rebuilt from the store at the library's full size."""
-        self._close()
+        self._close_index_and_store()
         if without_files:
             import shutil
 
@@ -366,7 +370,7 @@ class HistoryRun:
             self.ref.check_against_bm25_scores(self.store, self.queries(2))
             return self.report
         finally:
-            self._close()
+            self._close_index_and_store()
 
 
 def run_history(layout: LexicalLayout, plan: HistoryPlan, *, log: Callable[[str], None] | None = None) -> HistoryReport:

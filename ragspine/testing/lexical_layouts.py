@@ -62,6 +62,14 @@ class LexicalLayout:
         return out
 
 
+def close_index(index: LexicalIndex) -> None:
+    """Stop what ``index`` runs in the background (a warm index's build reads through the
+    store's connection pool): before its store's database is closed."""
+    close = getattr(index, "close", None)
+    if callable(close):
+        close()
+
+
 def _memory_index(kernel: str) -> Callable[[ChunkStore], LexicalIndex]:
     def make(store: ChunkStore) -> LexicalIndex:
         from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
@@ -143,6 +151,7 @@ def child_main(argv: Sequence[str]) -> int:
         ]
         origin = getattr(index, "origin", None)
     finally:
+        close_index(index)
         close()
     print(json.dumps({"origin": origin, "rejections": verify.saved_index_rejections(), "results": results}))
     return 0

@@ -61,7 +61,12 @@ from ragspine.retrieval.sensitivity import is_restricted
 log = logging.getLogger(__name__)
 
 
-__all__ = ["InMemoryLexicalIndex", "LexicalHit", "LexicalIndex", "VersionedIndex", "default_index_text"]
+__all__ = ["BuildStopped", "InMemoryLexicalIndex", "LexicalHit", "LexicalIndex", "VersionedIndex", "default_index_text"]
+
+
+class BuildStopped(Exception):
+    """A rebuild from the store given up because :meth:`InMemoryLexicalIndex.stop` was called
+    (the index stays unbuilt)."""
 
 
 class InMemoryLexicalIndex:
@@ -101,6 +106,7 @@ class InMemoryLexicalIndex:
         self._top_k_fn: Any = None  # the compiled kernel, once loaded
         self._unverified = False  # a base loaded from disk, not yet compared with the store
         self._origin: str | None = None
+        self._stop = threading.Event()  # set by stop(): a rebuild gives up at its next batch
         self._reset(Segment.empty())
 
     @classmethod
@@ -249,9 +255,19 @@ class InMemoryLexicalIndex:
             live = self._active
             return int(live.sum()), version_digest(hashes[live], self._versions[live])
 
+    def stop(self) -> None:
+        """Make a rebuild from the store that another thread runs give up at its next batch
+        (it raises :class:`BuildStopped` there), and every later one: the index is done."""
+        self._stop.set()
+
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise BuildStopped(f"{self.store}: the in-process lexical index was stopped while it was being built")
+
     def _rebuild_from_store(self, seq: int) -> None:
         self._unverified = False
         self._origin = "built"
+        self._seq = None  # until the rebuild is done: one given up (stopped, failed) leaves the index unbuilt
         self._reset(Segment.empty())
         store = self.store
         chunks: Iterable[StoredChunk] = store.iter_active() if isinstance(store, StreamingReads) else store.iter_chunks()
@@ -259,8 +275,10 @@ class InMemoryLexicalIndex:
         for chunk in chunks:
             batch.append(chunk)
             if len(batch) >= _ADD_BATCH:
+                self._check_stop()
                 self._add_rows(batch, collapse=False)
                 batch = []
+        self._check_stop()
         self._add_rows(batch, collapse=False)
         self._seq = seq
         self._merge()

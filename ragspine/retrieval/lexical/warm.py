@@ -20,7 +20,9 @@ never what it returns. A library whose postings are incomplete (written with
 ``RAGSPINE_PG_POSTINGS=off``) cannot be answered by the fallback: its first ``refresh()``
 builds the in-process index in the caller's thread, as ``memory`` does. A background build
 that fails is logged and tried again at a later refresh (at most once a minute); the fallback
-answers meanwhile.
+answers meanwhile. :meth:`~WarmingLexicalIndex.close` stops a build under way (at its next batch)
+and waits for it, so the store's database can be closed after it: the build reads through the
+database's connection pool.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ragspine.errors import ConfigError
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.base import LexicalHit, LexicalIndex
-from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
+from ragspine.retrieval.lexical.index import BuildStopped, InMemoryLexicalIndex
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
@@ -58,6 +60,7 @@ class WarmingLexicalIndex:
         self._switched = False  # ... and has caught up once since (then every call is its own)
         self._thread: threading.Thread | None = None
         self._failed_at: float | None = None
+        self._closed = False
         #: why the follower is not serving yet, or ``None`` once it is
         self.state = "cold"
 
@@ -103,7 +106,7 @@ class WarmingLexicalIndex:
 
     def _start(self) -> None:
         """Load the saved files now, or start the background build (called under the lock)."""
-        if self._failed_at is not None and time.monotonic() - self._failed_at < RETRY_S:
+        if self._closed or (self._failed_at is not None and time.monotonic() - self._failed_at < RETRY_S):
             return
         if not self.background or self.follower.has_saved_files():
             self.state = "loading"
@@ -116,6 +119,9 @@ class WarmingLexicalIndex:
     def _build(self) -> None:
         try:
             self.follower.refresh()
+        except BuildStopped:  # close(): nothing to log or retry
+            self.state = "closed"
+            return
         except Exception as exc:  # logged; the fallback answers and a later refresh tries again
             log.warning("%s: building the in-process lexical index failed (PostgreSQL's postings answer): %s",
                         self.follower.store, exc)
@@ -134,6 +140,17 @@ class WarmingLexicalIndex:
             self._build()  # no thread (failed, or never started): in this one
         if not self._ready.is_set():
             raise ConfigError(f"{self.follower.store}: the in-process lexical index could not be built: {self.state}")
+
+    def close(self) -> None:
+        """Stop the background build, if one runs, at its next batch and wait for it: after
+        this, nothing of this index reads the store unless called (closing the store's database
+        is then safe). No build starts after; the fallback answers what was not built."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        if thread is not None and thread.is_alive():
+            self.follower.stop()
+            thread.join()
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until the in-process index serves (``False`` on timeout)."""

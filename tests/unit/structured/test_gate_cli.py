@@ -22,9 +22,6 @@ FACTS = (
 )
 REPORT = f"---\ndoc_id: kestrel/japan-report\n---\nKestrel Japan revenue was {SECRET} million euros in the third quarter.\n"
 DENY_LISTS = {"inline": "entities:\n  KESTREL_JP:\n    en: [Kestrel Japan]\n", "inline-form": "entities:\n  RIVAL:\n    zh: [红隼日本]\n"}
-# An engine on PostgreSQL is dropped without dispose() on some path this module drives (psycopg
-# warns for each pooled connection it still held); not yet tracked down, so ignored here only.
-pytestmark = pytest.mark.filterwarnings("ignore:<psycopg\\.Connection object at 0x[0-9a-f]+> was deleted while still open:ResourceWarning")
 
 FORMS = {
     "key": "KESTREL_JP", "code": "KSTR_JP", "en": "Kestrel Japan", "zh": "红隼日本", "ja": "ケストレル・ジャパン",

@@ -22,10 +22,6 @@ from ragspine.testing.lexical_history import HistoryPlan, run_history
 from ragspine.testing.lexical_layouts import LexicalLayout, postgres_layout, sqlite_layout
 from tests.helpers import needs
 
-# An engine on PostgreSQL is dropped without dispose() on some path this module drives (psycopg
-# warns for each pooled connection it still held); not yet tracked down, so ignored here only.
-pytestmark = pytest.mark.filterwarnings("ignore:<psycopg\\.Connection object at 0x[0-9a-f]+> was deleted while still open:ResourceWarning")
-
 SLOW_CHUNKS = int(os.environ.get("RAGSPINE_TEST_DIFFERENTIAL_CHUNKS") or 0)
 LAYOUTS = ["memory-sqlite-auto", "memory-sqlite-numpy", "memory-postgres", "postgres-postings"]
 #: the warm layout is the in-process index and the postings, each run at full size above
