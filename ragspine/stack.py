@@ -192,7 +192,7 @@ class Stack(Resources):
         """Remove a library from every store: chunks, change log, vectors and embedding cache entries
         of the configured backend and each of ``embeddings`` (a shared entry goes too: a miss, not a loss)."""
         chunks: list[Any] | None = None
-        reranker = self.reranker() if "cache" in RERANKERS.needs(self.settings.reranker) else None
+        reranker = self.reranker() if "cache" in RERANKERS.needs(self.settings.ranking.reranker) else None
         if isinstance(reranker, IndexingReranker):  # its stored expansions of the library's texts go too
             chunks = self.db.chunk_store(library_id).iter_chunks(include_inactive=True)
             reranker.forget(chunks)

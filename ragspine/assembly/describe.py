@@ -15,14 +15,15 @@ from ragspine.stores.registry import parse_chunk_store, parse_embedding_cache, p
 
 def describe_reranker(settings: Settings) -> str:
     """The reranker line of ``ragspine config``: what model it runs, and at what depth."""
-    name, depth = settings.reranker, f"depth {settings.rerank_depth}"
+    ranking = settings.ranking
+    name, depth = ranking.reranker, f"depth {ranking.rerank_depth}"
     if name == "colbert":
-        model = settings.colbert_dir or "the packaged all-MiniLM-L6-v2's token states (not a trained ColBERT model)"
+        model = ranking.colbert_dir or "the packaged all-MiniLM-L6-v2's token states (not a trained ColBERT model)"
         return f"colbert: MaxSim over {model}, {depth}"
     if name in ("cross_encoder", "auto"):
-        if not settings.cross_encoder_dir:
+        if not ranking.cross_encoder_dir:
             return "none (auto: no RAGSPINE_CROSS_ENCODER_DIR)" if name == "auto" else "cross_encoder: RAGSPINE_CROSS_ENCODER_DIR is not set (refused)"
-        return f"cross_encoder: {settings.cross_encoder_dir}, {depth}"
+        return f"cross_encoder: {ranking.cross_encoder_dir}, {depth}"
     return name if name == "none" else f"{name}, {depth}"
 
 
@@ -76,7 +77,7 @@ def describe_stack(settings: Settings, mode: RetrievalMode | str | None = None) 
         ("reranker", describe_reranker(settings)),
         ("postprocessor", ranking.postprocessor),
         ("fusion", "z-score fusion (each leg's z-scored scores, weighted by its best hit's z-score)" if ranking.fusion_weights == "zscore"
-         else f"RRF k={settings.rrf_k}, weights {ranking.fusion_weights or 'none (every leg 1)'}"),
+         else f"RRF k={settings.ranking.rrf_k}, weights {ranking.fusion_weights or 'none (every leg 1)'}"),
         ("library router", settings.library_router),
         ("filter extractor", settings.filter_extractor),
         ("llm", describe_llm(settings)),

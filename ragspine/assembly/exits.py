@@ -50,7 +50,7 @@ class Exits:
         library's own), checked here — RAPTOR without vectors is refused."""
         for library_id, pipeline in pipelines.items():
             default = pipeline.raptor_default
-            if raptor_requested(self.res.settings.raptor if default is None else default, raptor):
+            if raptor_requested(self.res.settings.raptor.enabled if default is None else default, raptor):
                 check_raptor({library_id: pipeline}, needs_leg=True)  # RAPTOR without vectors is refused, never silently left out
         per_library = self._options_per_library(pipelines, reasoning)
         gate = self.res.security_gate
@@ -74,7 +74,7 @@ class Exits:
     def _reasoner(self, inner: NarrativeRetriever, options: ReasoningOptions, *, retry_without_filters: bool,
                   owns_retry: bool) -> ReasoningRetriever:
         return ReasoningRetriever(
-            inner, gate=self.res.security_gate, retry_without_filters=retry_without_filters, owns_retry=owns_retry, rrf_k=self.res.settings.rrf_k,
+            inner, gate=self.res.security_gate, retry_without_filters=retry_without_filters, owns_retry=owns_retry, rrf_k=self.res.settings.ranking.rrf_k,
             observer=self.res._llm_observer if isinstance(self.res._llm_observer, ReasoningObserver) else None,
             **self._reasoning_parts(options),
         )
@@ -122,7 +122,7 @@ class Exits:
             router=make_library_router(router, **self.res.needs(LIBRARY_ROUTERS, router)),
             filter_extractor=extractor,
             descriptions=descriptions,
-            rrf_k=self.res.settings.rrf_k,
+            rrf_k=self.res.settings.ranking.rrf_k,
             retry_without_filters=retry_without_filters,
             library_fusion=self.res.settings.library_fusion,
         )

@@ -16,6 +16,7 @@ from ragspine.profile import Profile
 from ragspine.registries import CHUNKERS
 from ragspine.retrieval.chunking.base import Chunker, bounds_parents, make_chunker
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
+from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.chunking.domain_presets import default_parent_chars
 from ragspine.retrieval.fusion.weights import parse_weights
 from ragspine.retrieval.lexical.base import LexicalIndex, ResidentIndex, default_index_text, make_lexical_index
@@ -25,6 +26,7 @@ from ragspine.retrieval.postprocess.base import Postprocessor, make_postprocesso
 from ragspine.retrieval.ranking import Ranking
 from ragspine.retrieval.raptor.leg import attach_raptor
 from ragspine.retrieval.raptor.retriever import raptor_store_kind
+from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 from ragspine.retrieval.vector.embedding import EmbeddingBackend
 from ragspine.retrieval.vector.gate import DenseGate
 from ragspine.retrieval.vector.vector_store import VectorStore
@@ -58,14 +60,14 @@ def build_pipeline(
         chunker=chunker_or_refusal(s, recipe, backend),
         index_text=index_text,
         dense_gate=DenseGate(backend, max_unknown_share=s.dense_max_unknown_share) if backend else None,
-        rrf_k=s.rrf_k,
-        candidate_k=s.candidate_k,
+        rrf_k=s.ranking.rrf_k,
+        candidate_k=s.ranking.candidate_k,
         embed_batch_size=s.embed_batch_size,
         chunk_cache=res.chunk_cache,
     )
     pipeline.raptor_default = raptor
     if backend is not None and raptor_store_kind(res.db) is not None:  # RAPTOR: only when RAGSPINE_RAPTOR or a request turns it on
-        attach_raptor(pipeline, res.raptor_store(library_id), default=raptor, top_nodes=s.raptor_top_nodes)
+        attach_raptor(pipeline, res.raptor_store(library_id), default=raptor, top_nodes=s.raptor.top_nodes)
     return pipeline
 
 
@@ -135,19 +137,19 @@ def ranking_of(
     rerank_depth: int | None = None,
 ) -> Ranking:
     """A :class:`Ranking` checked and in canonical form; what is not given is the configured one."""
-    s = settings
+    r = settings.ranking
     return Ranking.of(
-        s.reranker if reranker is None else reranker, s.postprocessor if postprocessor is None else postprocessor,
-        s.fusion_weights if fusion_weights is None else fusion_weights, s.rerank_depth if rerank_depth is None else rerank_depth,
+        r.reranker if reranker is None else reranker, r.postprocessor if postprocessor is None else postprocessor,
+        r.fusion_weights if fusion_weights is None else fusion_weights, r.rerank_depth if rerank_depth is None else rerank_depth,
     )
 
 
 def postprocessor_of(settings: Settings, spec: str | None = None) -> Postprocessor | None:
     """The chain ``spec`` (default ``RAGSPINE_POSTPROCESSOR``) with the configured options."""
-    s = settings
+    r = settings.ranking
     return make_postprocessor(
-        s.postprocessor if spec is None else spec,
-        mmr_lambda=s.mmr_lambda, context_chars=s.context_chars, compression_chars=s.compression_chars,
+        r.postprocessor if spec is None else spec,
+        mmr_lambda=r.mmr_lambda, context_chars=r.context_chars, compression_chars=r.compression_chars,
     )
 
 
@@ -157,5 +159,8 @@ class RefusingChunker:
     def __init__(self, error: ConfigError) -> None:
         self.error = error
 
-    def chunk(self, text: str, doc_id: str, **_: Any) -> list[Any]:
+    def chunk(
+        self, text: str, doc_id: str, *, title: str = "", metadata: Mapping[str, object] | None = None,
+        sensitivity: str = DEFAULT_SENSITIVITY, source: str | None = None, source_offset: int = 0,
+    ) -> list[Chunk]:
         raise ConfigError(str(self.error))

@@ -121,8 +121,8 @@ class Resources:
 
     def _guard(self, provider: LLMProvider) -> GuardedLLMProvider:
         name = getattr(provider, "name", None) or type(provider).__name__  # "openai", "local", or a passed-in class
-        return GuardedLLMProvider(provider, max_calls=self.settings.llm_max_calls, name=str(name), observer=self._llm_observer,
-                                  reserve=self.settings.llm_reserve)
+        return GuardedLLMProvider(provider, max_calls=self.settings.llm.max_calls, name=str(name), observer=self._llm_observer,
+                                  reserve=self.settings.llm.reserve)
 
     def observe_llm(self, observer: LLMObserver | None) -> None:
         """Report every LLM call and malformed answer to ``observer`` (the service's metrics)."""
@@ -218,7 +218,7 @@ class Resources:
     def reranker(self, name: str | None = None) -> Reranker | None:
         """``name`` (default ``RAGSPINE_RERANKER``): ``listwise`` judges with the stack's LLM
         provider; the model rerankers are built once per stack and shared by its pipelines."""
-        name = RERANKERS.canonical(name) if name is not None else self.settings.reranker
+        name = RERANKERS.canonical(name) if name is not None else self.settings.ranking.reranker
         if name == "none":
             return None
         with self._lock:

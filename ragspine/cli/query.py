@@ -18,8 +18,8 @@ from ragspine.cli.common import CliError, positive_int, settings_from_args, stac
 from ragspine.cli.filtering import add_filter_flag, describe_filter, filter_from_args
 from ragspine.cli.raptor import add_raptor_flag, raptor_changes
 from ragspine.cli.reasoning import add_reasoning_flags, print_reasoning, reasoning_changes
-from ragspine.config import filter_limits
 from ragspine.registries import LLM_PROVIDERS, POSTPROCESSORS, RERANKERS
+from ragspine.retrieval.filtering.filters import FilterLimits
 
 __all__ = ["add_library_commands", "add_query_command", "cmd_libraries", "cmd_query", "cmd_stats"]
 
@@ -61,16 +61,16 @@ def _ranking_changes(args: argparse.Namespace) -> dict[str, Any]:
     """``ragspine query``'s ranking flags as setting changes, checked (a bad one names itself)."""
     from ragspine.retrieval.ranking import Ranking
 
-    settings = settings_from_args(args)
+    configured = settings_from_args(args).ranking
     ranking = Ranking.of(
-        args.reranker or settings.reranker, args.postprocessor or settings.postprocessor,
-        args.fusion_weights if args.fusion_weights is not None else settings.fusion_weights,
-        args.rerank_depth or settings.rerank_depth,
+        args.reranker or configured.reranker, args.postprocessor or configured.postprocessor,
+        args.fusion_weights if args.fusion_weights is not None else configured.fusion_weights,
+        args.rerank_depth or configured.rerank_depth,
     )
     changes = {"reranker": ranking.reranker, "postprocessor": ranking.postprocessor, "fusion_weights": ranking.fusion_weights,
                "rerank_depth": ranking.rerank_depth}
     if getattr(args, "llm", None):
-        from ragspine.config import check_llm
+        from ragspine.llm.spec import check_llm
 
         changes["llm"] = check_llm(args.llm)
     return changes
@@ -79,7 +79,7 @@ def _ranking_changes(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_query(args: argparse.Namespace) -> int:
     if args.top_k <= 0:
         raise CliError(f"--top-k must be positive, got {args.top_k}")
-    filters = filter_from_args(args.filter, filter_limits(settings_from_args(args)))
+    filters = filter_from_args(args.filter, FilterLimits.from_settings(settings_from_args(args)))
     with stack_from_args(args, **_ranking_changes(args), **reasoning_changes(args), **raptor_changes(args)) as stack:
         retriever = stack.retriever(args.library, retry_without_filters=not args.strict_filters)
         answer = retriever.search(args.query, filters=filters, top_k=args.top_k)

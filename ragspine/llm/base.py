@@ -16,7 +16,6 @@ e.g. ``http://localhost:11434/v1``) and ``local`` (offline llama.cpp, a plumbing
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -54,7 +53,7 @@ class LLMProviderClass(Protocol):
     """What an LLM registry line names: a provider class (its classmethods, seen on the class)."""
 
     def from_settings(self, settings: Settings) -> LLMProvider:
-        """The provider, its options read from ``settings`` (``settings.llm`` selected it); no I/O."""
+        """The provider, its options read from ``settings.llm`` (whose ``provider`` selected it); no I/O."""
         ...
 
     def describe(self, settings: Settings) -> str:
@@ -78,22 +77,22 @@ def llm_provider_class(spec: str) -> LLMProviderClass | None:
 
 
 def make_llm_provider(spec: str | None = None, /, *, settings: Settings | None = None, **options: object) -> LLMProvider | None:
-    """The provider ``spec`` names (default ``settings.llm``); ``None`` for ``none``.
+    """The provider ``spec`` names (default ``settings.llm.provider``); ``None`` for ``none``.
 
     With ``settings``: built by its class's ``from_settings`` (``spec``, when given, replaces
-    ``settings.llm``). Without: its constructor called with ``options`` (a base URL ``spec``
+    ``settings.llm.provider``). Without: its constructor called with ``options`` (a base URL ``spec``
     adds ``base_url``); an option it does not take is a ``TypeError``, never swallowed. The
     environment is never read here: settings come in from the edge (:func:`ragspine.config.load_settings`).
     """
     if spec is None:
         if settings is None:
             raise TypeError("make_llm_provider needs a RAGSPINE_LLM value or settings (it never reads the environment)")
-        spec = settings.llm
+        spec = settings.llm.provider
     if settings is not None:
         if options:
             raise TypeError(f"make_llm_provider: pass settings or constructor options, not both (got {sorted(options)})")
-        if spec != settings.llm:
-            settings = dataclasses.replace(settings, llm=spec)
+        if spec != settings.llm.provider:
+            settings = settings.replace(llm=spec)
         provider_class = llm_provider_class(spec)
         return None if provider_class is None else provider_class.from_settings(settings)
     name, base_url = parse_llm_spec(spec)
@@ -104,7 +103,7 @@ def make_llm_provider(spec: str | None = None, /, *, settings: Settings | None =
 
 
 def llm_options(settings: Settings) -> dict[str, Settings]:
-    """What ``make_llm_provider(settings.llm, **llm_options(settings))`` needs: the settings,
+    """What ``make_llm_provider(settings.llm.provider, **llm_options(settings))`` needs: the settings,
     from which the provider's class builds itself. Kept for that call's form; prefer
     ``make_llm_provider(settings=settings)``."""
     return {"settings": settings}
@@ -121,12 +120,12 @@ def redact_url(url: str) -> str:
 
 def describe_limits(settings: Settings) -> str:
     """The limits every provider's line ends with (the guard applies them to any provider)."""
-    return f"timeout {settings.llm_timeout:g} s, at most {settings.llm_max_calls} calls per request"
+    return f"timeout {settings.llm.timeout:g} s, at most {settings.llm.max_calls} calls per request"
 
 
 def describe_llm(settings: Settings) -> str:
     """The ``llm`` line of ``ragspine config``: the configured provider's own ``describe``."""
-    name, _ = parse_llm_spec(settings.llm)
+    name, _ = parse_llm_spec(settings.llm.provider)
     try:
         provider_class = LLM_PROVIDERS.load(name)
     except MissingDependencyError as exc:  # a plugin whose module imports its SDK at the top

@@ -79,12 +79,14 @@ class LlamaCppLLMProvider:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Self:
-        return cls(model=settings.llm_model, timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens)
+        """``RAGSPINE_LLM_MODEL``, ``_TIMEOUT`` and ``_MAX_TOKENS`` (``settings.llm``)."""
+        llm = settings.llm
+        return cls(model=llm.model, timeout=llm.timeout, max_tokens=llm.max_tokens)
 
     @classmethod
     def describe(cls, settings: Settings) -> str:
         """Which model, without loading it (nor importing xllamacpp)."""
-        return f"local: {describe_model(settings.llm_model)} on llama.cpp (xllamacpp), 1 thread, {describe_limits(settings)}"
+        return f"local: {describe_model(settings.llm.model)} on llama.cpp (xllamacpp), 1 thread, {describe_limits(settings)}"
 
     def chat(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
         server = self._load()

@@ -93,18 +93,16 @@ class OpenAICompatibleLLMProvider:
     def from_settings(cls, settings: Settings) -> Self:
         """``RAGSPINE_LLM`` (its base URL, if it is one), ``_MODEL``, ``_API_KEY``, ``_TIMEOUT``,
         ``_RETRIES`` and ``_MAX_TOKENS``."""
-        _, base_url = parse_llm_spec(settings.llm)
-        return cls(
-            model=settings.llm_model, base_url=base_url, api_key=settings.llm_api_key, timeout=settings.llm_timeout,
-            retries=settings.llm_retries, max_tokens=settings.llm_max_tokens,
-        )
+        llm = settings.llm
+        _, base_url = parse_llm_spec(llm.provider)
+        return cls(model=llm.model, base_url=base_url, api_key=llm.api_key, timeout=llm.timeout, retries=llm.retries, max_tokens=llm.max_tokens)
 
     @classmethod
     def describe(cls, settings: Settings) -> str:
-        _, base_url = parse_llm_spec(settings.llm)
+        _, base_url = parse_llm_spec(settings.llm.provider)
         where = redact_url(base_url) if base_url else "the OpenAI API"
-        model = settings.llm_model or "no model (set RAGSPINE_LLM_MODEL)"
-        return f"openai-compatible: {model} at {where}, {describe_limits(settings)}, {settings.llm_retries} retries"
+        model = settings.llm.model or "no model (set RAGSPINE_LLM_MODEL)"
+        return f"openai-compatible: {model} at {where}, {describe_limits(settings)}, {settings.llm.retries} retries"
 
     def chat(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
         import openai

@@ -1,7 +1,8 @@
 """What a ``RAGSPINE_LLM`` value names: an LLM provider's registry name, or a base URL.
 
 Pure and light: it reads the LLM registry's lines and imports no provider and nothing of
-:mod:`ragspine.config`, so the config module checks ``RAGSPINE_LLM`` with it at import time.
+:mod:`ragspine.config`; :func:`check_llm` is ``RAGSPINE_LLM``'s checker (named by the setting,
+imported when the settings are loaded).
 A base URL selects the entry whose ``accepts`` covers ``http:``/``https:`` (the
 OpenAI-compatible adapter), which is then built with ``base_url=``.
 """
@@ -13,7 +14,7 @@ from urllib.parse import urlsplit
 from ragspine.errors import ConfigError
 from ragspine.registries import LLM_PROVIDERS
 
-__all__ = ["is_llm_url", "parse_llm_spec"]
+__all__ = ["check_llm", "is_llm_url", "parse_llm_spec"]
 
 
 def is_llm_url(spec: str) -> bool:
@@ -34,3 +35,9 @@ def parse_llm_spec(spec: str) -> tuple[str, str | None]:
     if value.lower() not in LLM_PROVIDERS:
         raise ConfigError(f"{LLM_PROVIDERS.unknown(spec)}, or a base URL (http(s)://host:port/v1)")
     return LLM_PROVIDERS.canonical(value), None
+
+
+def check_llm(value: str) -> str:
+    """A ``RAGSPINE_LLM`` value in canonical form: a provider's name, or a base URL as given."""
+    name, base_url = parse_llm_spec(value)
+    return base_url if base_url is not None else name

@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ragspine.errors import ConfigError
-
-#: The deepest rerank a request may ask for (each candidate is a model call's worth of work).
-MAX_RERANK_DEPTH = 200
+from ragspine.limits import MAX_RERANK_DEPTH as MAX_RERANK_DEPTH  # the deepest rerank a request may ask for (re-exported)
 
 
 @dataclass(frozen=True)

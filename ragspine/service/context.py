@@ -75,7 +75,7 @@ class ServiceContext:
         for choice in (request, library.raptor):
             if choice is not None:
                 return bool(choice)
-        return bool(self.settings.raptor)
+        return self.settings.raptor.enabled
 
     def close(self) -> None:
         if self.watch is not None:

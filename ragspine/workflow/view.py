@@ -90,7 +90,7 @@ def pipeline_view(settings: Settings, mode: str | None = None, recipe: Profile |
     dense = _mode(str(recipe.mode), _resolved_embedding(str(recipe.embedding))) != "economy"
     server = PipelineView(
         overlap_chars=settings.overlap_chars, chunk_store=chunk.kind, lexical_index=lexical,
-        vector_store=parse_vector_store(settings.vector_store, chunk, settings.data_dir).kind if dense else "none", rrf_k=settings.rrf_k,
+        vector_store=parse_vector_store(settings.vector_store, chunk, settings.data_dir).kind if dense else "none", rrf_k=settings.ranking.rrf_k,
         library_router=_name(LIBRARY_ROUTERS, settings.library_router), filter_extractor=_name(FILTER_EXTRACTORS, settings.filter_extractor),
         security_gate=bool(settings.security_denylist),
     )

@@ -96,12 +96,12 @@ class EchoLLMProvider:
 
     @classmethod
     def from_settings(cls, settings) -> EchoLLMProvider:
-        return cls(model=settings.llm_model, timeout=settings.llm_timeout, max_tokens=settings.llm_max_tokens)
+        return cls(model=settings.llm.model, timeout=settings.llm.timeout, max_tokens=settings.llm.max_tokens)
 
     @classmethod
     def describe(cls, settings) -> str:
-        limits = f"timeout {settings.llm_timeout:g} s, at most {settings.llm_max_calls} calls per request"
-        return f"echo: {settings.llm_model or 'no model'} (answers 0), {limits}"
+        limits = f"timeout {settings.llm.timeout:g} s, at most {settings.llm.max_calls} calls per request"
+        return f"echo: {settings.llm.model or 'no model'} (answers 0), {limits}"
 
     def chat(self, messages, **kwargs) -> str:
         self.messages.append([dict(m) for m in messages])
@@ -161,7 +161,7 @@ def test_a_new_llm_provider_takes_its_settings_names_itself_and_serves_the_stack
            "RAGSPINE_LLM": "echo", "RAGSPINE_LLM_MODEL": "echo-1", "RAGSPINE_LLM_TIMEOUT": "7", "RAGSPINE_LLM_MAX_TOKENS": "32",
            "RAGSPINE_RERANKER": "listwise"}
     settings = load_settings(env)
-    assert settings.llm == "echo"
+    assert settings.llm.provider == "echo"
     # its own config line, not "openai-compatible"
     line = dict(describe_stack(settings))["llm"]
     assert line == "echo: echo-1 (answers 0), timeout 7 s, at most 10 calls per request"

@@ -8,7 +8,17 @@ import re
 
 import pytest
 
-from ragspine.config import SETTINGS, Settings, describe, load_settings, shown_value
+from ragspine.config import (
+    GROUPS,
+    SETTINGS,
+    LlmSettings,
+    RankingSettings,
+    RaptorSettings,
+    Settings,
+    describe,
+    load_settings,
+    shown_value,
+)
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunking import (
     DEFAULT_CHUNK_CHARS,
@@ -40,12 +50,12 @@ def test_defaults(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     settings = load_settings({})
     for name, value in DEFAULTS.items():
-        assert getattr(settings, name) == value, name
+        assert settings.value(name) == value, name
     assert settings.chunk_store == os.path.join(str(tmp_path / "data"), "ragspine", "ragspine.db")
     assert settings.cache_dir == os.path.join(str(tmp_path / "cache"), "ragspine")
     assert (settings.chunk_chars, settings.overlap_chars) == (DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS)
-    assert settings.rrf_k == DEFAULT_RRF_K
-    assert type(settings.rrf_k) is int and type(settings.dense_max_unknown_share) is float
+    assert settings.ranking.rrf_k == DEFAULT_RRF_K
+    assert type(settings.ranking.rrf_k) is int and type(settings.dense_max_unknown_share) is float
 
 
 def test_default_paths_without_xdg(monkeypatch, tmp_path) -> None:
@@ -90,24 +100,24 @@ def test_environment_overrides() -> None:
     assert s.cache_dir == "/tmp/Cache"
     assert s.glossary == "/etc/glossary.yaml"
     assert s.dense_max_unknown_share == 0.5
-    assert (s.rrf_k, s.candidate_k, s.chunk_chars, s.overlap_chars, s.embed_batch_size) == (10, 250, 800, 0, 16)
+    assert (s.ranking.rrf_k, s.ranking.candidate_k, s.chunk_chars, s.overlap_chars, s.embed_batch_size) == (10, 250, 800, 0, 16)
 
 
 def test_blank_values_mean_default() -> None:
     s = load_settings({"RAGSPINE_RRF_K": "", "RAGSPINE_VECTOR_STORE": "   "})
-    assert s.rrf_k == 60 and s.vector_store == "memory"
+    assert s.ranking.rrf_k == 60 and s.vector_store == "memory"
 
 
 def test_reads_os_environ_by_default(monkeypatch) -> None:
     monkeypatch.setenv("RAGSPINE_CANDIDATE_K", "7")
     monkeypatch.setenv("RAGSPINE_RETRIEVAL_MODE", "bm25")
     s = load_settings()
-    assert (s.candidate_k, s.retrieval_mode) == (7, "bm25")
-    assert load_settings({}).candidate_k == 100  # an explicit mapping is used instead
+    assert (s.ranking.candidate_k, s.retrieval_mode) == (7, "bm25")
+    assert load_settings({}).ranking.candidate_k == 100  # an explicit mapping is used instead
 
 
 def test_unrelated_variables_are_ignored() -> None:
-    assert load_settings({"RAGSPINE_NOT_A_SETTING": "x", "RRF_K": "3"}).rrf_k == 60
+    assert load_settings({"RAGSPINE_NOT_A_SETTING": "x", "RRF_K": "3"}).ranking.rrf_k == 60
 
 
 @pytest.mark.parametrize(
@@ -131,10 +141,13 @@ def test_bad_numbers_raise_config_error_naming_the_variable(var: str, raw: str) 
 def test_settings_are_frozen_and_replace_checks_keys() -> None:
     s = load_settings({})
     with pytest.raises(dataclasses.FrozenInstanceError):
-        s.rrf_k = 1  # type: ignore[misc]
-    t = s.replace(rrf_k=5, retrieval_mode="bm25")
-    assert (t.rrf_k, t.retrieval_mode) == (5, "bm25")
-    assert (s.rrf_k, s.retrieval_mode) == (60, "auto")  # the original is unchanged
+        s.chunk_chars = 1  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.ranking.rrf_k = 1  # type: ignore[misc]
+    t = s.replace(rrf_k=5, retrieval_mode="bm25", llm_model="m")  # flat names, wherever they nest
+    assert (t.ranking.rrf_k, t.retrieval_mode, t.llm.model) == (5, "bm25", "m")
+    assert (t.ranking.candidate_k, t.llm.provider) == (s.ranking.candidate_k, s.llm.provider)  # the rest of a group stays
+    assert (s.ranking.rrf_k, s.retrieval_mode, s.llm.model) == (60, "auto", None)  # the original is unchanged
     assert s.replace() == s
     with pytest.raises(ConfigError, match="no_such_setting"):
         s.replace(no_such_setting=1)
@@ -143,9 +156,31 @@ def test_settings_are_frozen_and_replace_checks_keys() -> None:
     assert s.as_dict()["rrf_k"] == 60
 
 
+def _leaves(cls: type, prefix: str = "") -> list[str]:
+    """``Settings``' fields, a group's as ``group.attr``."""
+    out = []
+    for f in dataclasses.fields(cls):
+        group = GROUPS.get(f.name) if not prefix else None
+        out += _leaves(group, f"{f.name}.") if group is not None else [prefix + f.name]
+    return out
+
+
+def test_every_setting_has_one_place_in_the_settings_and_value_reads_it() -> None:
+    places = [f"{s.group}.{s.attr or name}" if s.group else name for name, s in SETTINGS.items()]
+    assert sorted(places) == sorted(_leaves(Settings))  # each field is one setting's, each setting has one field
+    assert set(GROUPS) == {s.group for s in SETTINGS.values() if s.group} == {"llm", "raptor", "ranking"}
+    s = load_settings({"RAGSPINE_LLM_MODEL": "m", "RAGSPINE_RAPTOR": "on", "RAGSPINE_RERANK_DEPTH": "70", "RAGSPINE_CHUNK_CHARS": "600"})
+    assert isinstance(s.llm, LlmSettings) and isinstance(s.raptor, RaptorSettings) and isinstance(s.ranking, RankingSettings)
+    assert (s.value("llm_model"), s.value("llm"), s.value("raptor"), s.value("rerank_depth"), s.value("chunk_chars")) == (
+        "m", "none", True, 70, 600)
+    assert (s.llm.model, s.llm.provider, s.raptor.enabled, s.ranking.rerank_depth) == ("m", "none", True, 70)
+    assert s.as_dict() == {name: s.value(name) for name in SETTINGS}
+    with pytest.raises(ConfigError, match="no_such_setting"):
+        s.value("no_such_setting")
+
+
 def test_registry_and_describe_cover_every_field() -> None:
-    names = [f.name for f in dataclasses.fields(Settings)]
-    assert sorted(SETTINGS) == sorted(names)
+    names = list(SETTINGS)
     envs = [setting.env for setting in SETTINGS.values()]
     assert len(set(envs)) == len(envs) and all(e.startswith("RAGSPINE_") for e in envs)
     s = load_settings({"RAGSPINE_RRF_K": "12"})

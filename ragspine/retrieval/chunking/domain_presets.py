@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar, Iterable
 
+from ragspine.limits import PARENT_CHUNKS  # a parent holds at most this many child budgets by default
 from ragspine.retrieval.chunking.assemble import ChunkExtra, Doc
 from ragspine.retrieval.chunking.chunking import DEFAULT_CHUNK_CHARS, DEFAULT_OVERLAP_CHARS
 from ragspine.retrieval.chunking.headings import MARKDOWN, NUMBERED, NUMERALS, SP, heading_pattern, short_line
@@ -52,8 +53,6 @@ def parent_id_for(doc_id: str, start: int, end: int) -> str:
     return f"{doc_id}#sec={start},{end}"
 
 
-#: A parent holds at most this many child budgets by default (``parent_chars = 4 * max_chars``).
-PARENT_CHUNKS = 4
 
 
 def default_parent_chars(max_chars: int) -> int:

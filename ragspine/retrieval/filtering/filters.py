@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, TypeVar, runtime_checkable
 
 from ragspine.errors import FilterError
 from ragspine.retrieval.metadata import check_field_name, value_kind
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 T = TypeVar("T")
 
@@ -218,6 +221,11 @@ class FilterLimits:
 
     max_conditions: int = 64
     max_values: int = 1024  # operands of all conditions together (an ``in`` list counts each element)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> FilterLimits:
+        """The limits an edge applies to filters from outside (``RAGSPINE_MAX_FILTER_*``)."""
+        return cls(settings.max_filter_conditions, settings.max_filter_values)
 
     def check(self, metadata_filter: MetadataFilter) -> MetadataFilter:
         n = len(metadata_filter.conditions)

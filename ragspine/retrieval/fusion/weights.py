@@ -112,6 +112,14 @@ def format_weights(weights: LegWeights | None) -> str:
     return ",".join(f"{k}={v:g}" for k, v in weights.items()) if weights else "none"
 
 
+def canonical_weights(spec: str | None) -> str | None:
+    """``RAGSPINE_FUSION_WEIGHTS`` in canonical form (``"bm25=1,vector=0.5"``, ``adaptive``,
+    ``zscore``; ``None`` when unset); ``ConfigError`` as :func:`parse_weights` raises it. The
+    setting's checker (:attr:`ragspine.config.Setting.check`)."""
+    weights = parse_weights(spec)
+    return format_weights(weights) if weights is not None else None
+
+
 def effective_weights(library: LegWeights | None, request: LegWeights | None = None) -> LegWeights | None:
     """The request's weights if it has any, else ``library``'s."""
     return request if request is not None else library

@@ -161,11 +161,6 @@ class RaptorObserver(Protocol):
         ...
 
 
-#: Build options' bounds (settings and requests are checked against them).
-MAX_CLUSTER_LIMIT = 64
-MAX_LEVELS = 5
-
-
 @dataclass(frozen=True)
 class RaptorOptions:
     """The ``RAGSPINE_RAPTOR_*`` settings: how a tree is built and how a query uses it."""
@@ -181,11 +176,9 @@ class RaptorOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RaptorOptions:
-        return cls(
-            threshold=settings.raptor_threshold, max_cluster=settings.raptor_max_cluster, levels=settings.raptor_levels,
-            summary_chars=settings.raptor_summary_chars, summarizer=settings.raptor_summarizer,
-            top_nodes=settings.raptor_top_nodes, max_chunks=settings.raptor_max_chunks,
-        )
+        r = settings.raptor
+        return cls(threshold=r.threshold, max_cluster=r.max_cluster, levels=r.levels, summary_chars=r.summary_chars,
+                   summarizer=r.summarizer, top_nodes=r.top_nodes, max_chunks=r.max_chunks)
 
     def build_params(self) -> dict[str, Any]:
         """The options a tree depends on (stored with it; a build with others is a new tree)."""
@@ -214,7 +207,7 @@ def describe_raptor(settings: Settings, uses_embeddings: bool) -> str:
     o = RaptorOptions.from_settings(settings)
     build = (f"trees: {o.summarizer} text ≤{o.summary_chars} chars, threshold {o.threshold:g}, ≤{o.max_cluster} per cluster,"
              f" {o.levels} level(s), libraries ≤{o.max_chunks:,} chunks")
-    if not settings.raptor:
+    if not settings.raptor.enabled:
         return f"off (a query's --raptor / \"raptor\": true turns it on); {build}"
     if not uses_embeddings:
         return "on, but refused: economy mode has no vectors (RAGSPINE_RETRIEVAL_MODE=hybrid)"

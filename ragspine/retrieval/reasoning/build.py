@@ -29,7 +29,7 @@ def reasoning_parts(options: ReasoningOptions, settings: Settings, provider: LLM
     """:class:`~ragspine.retrieval.reasoning.ReasoningRetriever`'s keyword arguments for
     ``options``: the transform, decomposer (Adaptive-RAG decomposes with the model), classifier
     and corrective rewrite. A part that needs a model without ``provider`` raises ``ConfigError``."""
-    llm: dict[str, Any] = {"provider": provider, "max_tokens": settings.llm_max_tokens}
+    llm: dict[str, Any] = {"provider": provider, "max_tokens": settings.llm.max_tokens}
     entities = glossary_entities(settings.fact_glossary) if options.adaptive == "heuristic" else None  # the structured channel's
     decompose = "llm" if options.adaptive != "none" else options.decompose
     classify = llm if "llm" in COMPLEXITY_CLASSIFIERS.needs(options.adaptive) else {"entities": entities}  # what its registry line needs
@@ -38,7 +38,7 @@ def reasoning_parts(options: ReasoningOptions, settings: Settings, provider: LLM
         "decomposer": make_query_decomposer(decompose, fanout=options.fanout, **llm),
         "classifier": make_complexity_classifier(options.adaptive, **classify),
         "corrective": options.corrective,
-        "rewrite": QueryRewrite(provider, max_tokens=settings.llm_max_tokens) if options.corrective else None,
+        "rewrite": QueryRewrite(provider, max_tokens=settings.llm.max_tokens) if options.corrective else None,
     }
 
 

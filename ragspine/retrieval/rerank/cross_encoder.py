@@ -44,7 +44,7 @@ class CrossEncoderScorer:
 def _model_dir(model_dir: str | os.PathLike[str] | None, settings: Settings | None) -> str | None:
     if model_dir is not None:
         return str(model_dir)
-    return settings.cross_encoder_dir if settings is not None else None
+    return settings.ranking.cross_encoder_dir if settings is not None else None
 
 
 def cross_encoder_reranker(
@@ -52,7 +52,7 @@ def cross_encoder_reranker(
     batch_size: int = 32, threads: int | None = None,
 ) -> ScoreReranker:
     """The registry's ``cross_encoder`` factory (see the module docstring); the directory is
-    ``model_dir``, else ``settings.cross_encoder_dir`` (the caller's; none given: no directory,
+    ``model_dir``, else ``settings.ranking.cross_encoder_dir`` (the caller's; none given: no directory,
     refused)."""
     path = _model_dir(model_dir, settings)
     if not path:
@@ -66,7 +66,7 @@ def auto_reranker(
     batch_size: int = 32, threads: int | None = None,
 ) -> ScoreReranker | None:
     """``RAGSPINE_RERANKER=auto``: the cross-encoder when a model directory is given (``model_dir``,
-    else ``settings.cross_encoder_dir``), else none."""
+    else ``settings.ranking.cross_encoder_dir``), else none."""
     path = _model_dir(model_dir, settings)
     if not path:
         return None

@@ -72,12 +72,12 @@ def colbert_reranker(
     batch_size: int = 32, threads: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
 ) -> ScoreReranker:
     """The registry's ``colbert`` factory (see the module docstring); the encoder is
-    ``model_dir``, else ``settings.colbert_dir`` (the caller's), else the packaged MiniLM
+    ``model_dir``, else ``settings.ranking.colbert_dir`` (the caller's), else the packaged MiniLM
     (assembled under ``settings.cache_dir``; no settings: the default cache dir) — English,
     gated like the dense leg."""
     languages: tuple[str, ...] | None = None
     if model_dir is None:
-        model_dir = settings.colbert_dir if settings is not None else None
+        model_dir = settings.ranking.colbert_dir if settings is not None else None
         if not model_dir:
             from ragspine.retrieval.vector.onnx_backend import packaged_model_dir
 

@@ -275,10 +275,10 @@ def splade_reranker(
     cache_size: int = DEFAULT_CACHE, cache: EmbeddingCache | None = None,
 ) -> IndexingScoreReranker:
     """The registry's ``splade`` factory (see the module docstring); the model is ``model_dir``,
-    else ``settings.splade_dir`` (the caller's), else the packaged SPLADE-tiny; ``cache``: where
+    else ``settings.ranking.splade_dir`` (the caller's), else the packaged SPLADE-tiny; ``cache``: where
     expansions are stored by content hash (none: this process only)."""
     if model_dir is None:
-        model_dir = (settings.splade_dir if settings is not None else None) or packaged_model_dir()
+        model_dir = (settings.ranking.splade_dir if settings is not None else None) or packaged_model_dir()
     if not model_dir:
         raise ConfigError(NO_MODEL)
     return IndexingScoreReranker(SpladeScorer(SpladeModel(model_dir, max_tokens=max_tokens), cache_size=cache_size, store=cache), name="splade")

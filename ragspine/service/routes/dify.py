@@ -13,9 +13,8 @@ import time
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from ragspine.config import filter_limits
 from ragspine.errors import FilterError
-from ragspine.retrieval.filtering.filters import parse_filter
+from ragspine.retrieval.filtering.filters import FilterLimits, parse_filter
 from ragspine.retrieval.reasoning.options import ReasoningOptions
 from ragspine.retrieval.request import SearchRequest, ask
 from ragspine.service import dify
@@ -48,7 +47,7 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
     if library is None:
         return dify_error(400, dify.KNOWLEDGE_MISSING, "The knowledge does not exist.")
     try:
-        metadata_filter = parse_filter(dify.map_condition(body.metadata_condition), limits=filter_limits(ctx.settings))  # parsed once
+        metadata_filter = parse_filter(dify.map_condition(body.metadata_condition), limits=FilterLimits.from_settings(ctx.settings))  # parsed once
     except (dify.UnsupportedCondition, FilterError) as exc:
         return dify_error(400, dify.UNSUPPORTED_CONDITION, f"unsupported metadata condition: {exc}")
     setting = body.retrieval_setting

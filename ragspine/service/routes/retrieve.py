@@ -24,10 +24,9 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
-from ragspine.config import filter_limits
 from ragspine.errors import ConfigError
 from ragspine.profile import INDEX_FIELDS, OPTIONS, Profile
-from ragspine.retrieval.filtering.filters import parse_filter
+from ragspine.retrieval.filtering.filters import FilterLimits, parse_filter
 from ragspine.retrieval.fusion.weights import parse_weights
 from ragspine.retrieval.mode import make_retrieval_mode
 from ragspine.retrieval.ranking import Stages
@@ -91,7 +90,7 @@ def _canonical(choice: str, value: Any) -> Any:
 @router.post("/retrieve", response_model=RetrieveOut, summary="Retrieve cited snippets")
 def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> RetrieveOut:
     body = with_request_recipe(body)
-    metadata_filter = parse_filter(body.filters, limits=filter_limits(ctx.settings))  # the one parse of this request's filter
+    metadata_filter = parse_filter(body.filters, limits=FilterLimits.from_settings(ctx.settings))  # the one parse of this request's filter
     chosen = {"transform": body.query_transform, "decompose": body.decompose, "adaptive": body.adaptive,
               "corrective": body.corrective, "fanout": body.query_fanout}
     ctx.stack.reasoning_options(**chosen)  # a request's own query-time reasoning, checked before any I/O

@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from ragspine.config import load_settings
+from ragspine.config import LlmSettings, load_settings
 from ragspine.errors import ConfigError
 from ragspine.llm.base import describe_llm, llm_options, llm_provider_class, make_llm_provider, parse_llm_spec
 from ragspine.llm.llamacpp import LlamaCppLLMProvider
@@ -48,15 +48,14 @@ def test_a_bad_llm_value_names_the_choices_and_the_url_form(value):
 
 def test_settings_of_the_llm():
     s = load_settings({})
-    assert (s.llm, s.llm_model, s.llm_api_key, s.llm_timeout, s.llm_retries, s.llm_max_calls, s.llm_max_tokens) == (
-        "none", None, None, 20.0, 2, 10, 256)
+    assert s.llm == LlmSettings(provider="none", model=None, api_key=None, timeout=20.0, retries=2, max_calls=10, max_tokens=256, reserve=None)
     s = load_settings({"RAGSPINE_LLM": "http://h:1/v1/", "RAGSPINE_LLM_MODEL": "qwen", "RAGSPINE_LLM_API_KEY": "k",
                        "RAGSPINE_LLM_TIMEOUT": "5", "RAGSPINE_LLM_RETRIES": "0", "RAGSPINE_LLM_MAX_CALLS": "3",
                        "RAGSPINE_LLM_MAX_TOKENS": "32"})
-    assert s.llm == "http://h:1/v1"
-    assert llm_options(s) == {"settings": s}  # the old call's form: make_llm_provider(s.llm, **llm_options(s))
+    assert s.llm.provider == "http://h:1/v1"
+    assert llm_options(s) == {"settings": s}  # the old call's form: make_llm_provider(s.llm.provider, **llm_options(s))
     needs("openai")
-    for built in (make_llm_provider(settings=s), make_llm_provider(s.llm, **llm_options(s)), OpenAICompatibleLLMProvider.from_settings(s)):
+    for built in (make_llm_provider(settings=s), make_llm_provider(s.llm.provider, **llm_options(s)), OpenAICompatibleLLMProvider.from_settings(s)):
         assert isinstance(built, OpenAICompatibleLLMProvider)
         assert (built.base_url, built.model, built.timeout, built.retries, built.max_tokens) == ("http://h:1/v1", "qwen", 5.0, 0, 32)
     assert make_llm_provider(settings=load_settings({})) is None
@@ -103,7 +102,7 @@ def test_make_llm_provider_never_reads_the_environment(monkeypatch):
     provider = make_llm_provider(settings=settings)
     assert isinstance(provider, OpenAICompatibleLLMProvider)
     assert (provider.base_url, provider.model, provider.retries) == ("http://127.0.0.1:9/v1", "m", 0)
-    other = make_llm_provider("http://other:1/v1", settings=settings)  # a spec replaces settings.llm, the rest stays
+    other = make_llm_provider("http://other:1/v1", settings=settings)  # a spec replaces settings.llm.provider, the rest stays
     assert isinstance(other, OpenAICompatibleLLMProvider) and (other.base_url, other.model) == ("http://other:1/v1", "m")
 
 

@@ -39,7 +39,7 @@ def test_parse_weights() -> None:
         with pytest.raises(ConfigError, match=why):
             parse_weights(bad)
     assert format_weights({"bm25": 1.0, "vector": 0.5}) == "bm25=1,vector=0.5" and format_weights(None) == "none"
-    assert load_settings({"RAGSPINE_FUSION_WEIGHTS": "vector=0.50"}).fusion_weights == "vector=0.5"
+    assert load_settings({"RAGSPINE_FUSION_WEIGHTS": "vector=0.50"}).ranking.fusion_weights == "vector=0.5"
     with pytest.raises(ConfigError, match="RAGSPINE_FUSION_WEIGHTS"):
         load_settings({"RAGSPINE_FUSION_WEIGHTS": "vector=much"})
 
@@ -93,7 +93,7 @@ def test_adaptive_weights_follow_how_clearly_each_best_hit_stands_out() -> None:
     from ragspine.retrieval.fusion.weights import ADAPTIVE, AdaptiveWeights
 
     assert parse_weights("adaptive") is ADAPTIVE and format_weights(ADAPTIVE) == "adaptive"
-    assert load_settings({"RAGSPINE_FUSION_WEIGHTS": "Adaptive"}).fusion_weights == "adaptive"
+    assert load_settings({"RAGSPINE_FUSION_WEIGHTS": "Adaptive"}).ranking.fusion_weights == "adaptive"
     clear, flat = [10.0, 2, 2, 2, 2], [0.9, 0.89, 0.88, 0.87, 0.86]
     # z(clear) = (10 - 3.6) / 3.2 = 2; z(flat) = 0.02 / 0.01414 = 1.414: weights 2·z / Σz
     w = AdaptiveWeights().weights([clear, flat])
@@ -125,7 +125,7 @@ def test_zscore_fusion_by_hand() -> None:
     from ragspine.retrieval.fusion.zscore import zscore_fuse
 
     assert parse_weights("zscore") is ZSCORE and format_weights(ZSCORE) == "zscore"
-    assert load_settings({"RAGSPINE_FUSION_WEIGHTS": "ZScore"}).fusion_weights == "zscore"
+    assert load_settings({"RAGSPINE_FUSION_WEIGHTS": "ZScore"}).ranking.fusion_weights == "zscore"
     # BM25 is sure of "a" (z 2 over a flat tail); the dense leg barely prefers "b" over "a"
     bm25 = [("a", 10.0), ("b", 2.0), ("c", 2.0), ("d", 2.0), ("e", 2.0)]  # mean 3.6, std 3.2: z(a) = 2, the rest -0.5
     dense = [("b", 0.9), ("a", 0.8), ("c", 0.7)]  # mean 0.8, std 0.08165: z = 1.2247, 0, -1.2247
