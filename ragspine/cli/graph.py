@@ -25,11 +25,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.cli.common import settings_from_args
 from ragspine.cli.structured import add_glossary_flag, fact_glossary, gate_refusal
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 ACTIONS = ("edges", "rollup", "peers", "trace")
 _OK = {"rolled_up": 0, "compared": 0, "derived": 0, "not_derived": 0, "incomplete": 1, "not_rollable": 1, "no_peers": 1}
@@ -101,7 +104,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return _OK[result.status]
 
 
-def _refusal(args: argparse.Namespace, settings: Any, glossary: Any) -> dict[str, Any] | None:
+def _refusal(args: argparse.Namespace, settings: Settings, glossary: Any) -> dict[str, Any] | None:
     """The security gate's refusal of ``rollup`` / ``peers`` / ``trace``: its inputs, the entity
     they name, and every entity the utility would read — a roll-up's subsidiaries, the peers
     (the same parent's subsidiaries) — each by all its glossary forms; else ``None``."""
@@ -116,7 +119,7 @@ def _refusal(args: argparse.Namespace, settings: Any, glossary: Any) -> dict[str
     return refused
 
 
-def _withheld(settings: Any, glossary: Any, graph: dict[str, Any]) -> dict[str, Any]:
+def _withheld(settings: Settings, glossary: Any, graph: dict[str, Any]) -> dict[str, Any]:
     """``graph`` without the nodes of entities the security gate denies (each checked by all its
     glossary forms) and without every edge that touches one; a note on stderr counts them."""
     from ragspine.security.gate import security_gate_for
@@ -152,7 +155,7 @@ def answer_language(args: argparse.Namespace) -> str:
     return question_language(" ".join(str(v) for v in (args.metric, args.entity, args.period, args.channel) if v))
 
 
-def _extraction(args: argparse.Namespace, settings: Any, glossary: Any, database: Any) -> tuple[Any, list[Any]]:
+def _extraction(args: argparse.Namespace, settings: Settings, glossary: Any, database: Any) -> tuple[Any, list[Any]]:
     from ragspine.graph.extractors.base import make_relation_extractor
     from ragspine.registries import RELATION_EXTRACTORS
 

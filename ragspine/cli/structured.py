@@ -22,10 +22,13 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.cli.common import settings_from_args
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 LIBRARY_HELP = f"library holding the facts (default: {DEFAULT_LIBRARY_ID})"
 GLOSSARY_HELP = "controlled glossary, YAML or JSON (default: RAGSPINE_FACT_GLOSSARY, else the shipped demo glossary)"
@@ -36,14 +39,14 @@ def add_glossary_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--glossary", metavar="FILE", help=GLOSSARY_HELP)
 
 
-def glossary_path(args: argparse.Namespace, settings: Any) -> str | None:
+def glossary_path(args: argparse.Namespace, settings: Settings) -> str | None:
     """The glossary file a fact command reads: ``--glossary``, else ``RAGSPINE_FACT_GLOSSARY``
     (``None``: the shipped demo glossary)."""
     flag: str | None = getattr(args, "glossary", None)
     return flag or settings.fact_glossary
 
 
-def fact_glossary(args: argparse.Namespace, settings: Any) -> Any:
+def fact_glossary(args: argparse.Namespace, settings: Settings) -> Any:
     """The :class:`~ragspine.structured.glossary.Glossary` of :func:`glossary_path` (the agent's
     loader: one glossary per file, whichever command reads it)."""
     from ragspine.agent.spotting import load_fact_glossary
@@ -76,7 +79,7 @@ def add_structured_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     metric.add_argument("--json", action="store_true", help="print the whole result as JSON")
 
 
-def _database(settings: Any) -> Any:
+def _database(settings: Settings) -> Any:
     from ragspine.stores.registry import make_chunk_store
 
     return make_chunk_store(settings=settings)
@@ -166,7 +169,7 @@ def cmd_metric(args: argparse.Namespace) -> int:
     return 2
 
 
-def gate_refusal(settings: Any, glossary: Any, kind: str, inputs: list[str | None], language: str | None,
+def gate_refusal(settings: Settings, glossary: Any, kind: str, inputs: list[str | None], language: str | None,
                  members: list[str] | None = None) -> dict[str, Any] | None:
     """The security gate's refusal of a lookup (``RAGSPINE_SECURITY_DENYLIST`` expanded through
     ``glossary``): its inputs, each entity they name and the glossary entity keys ``members``

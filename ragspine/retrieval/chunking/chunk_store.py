@@ -21,9 +21,12 @@ offers ``BulkWrites``).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Iterator, Mapping, NamedTuple, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple, Protocol, Sequence, runtime_checkable
 
 from ragspine.retrieval.chunking.chunking import Chunk
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 DEFAULT_LIBRARY_ID = "default"
 
@@ -248,7 +251,7 @@ class ChunkDatabase(LibraryCatalog, Protocol):
     default_embedding_cache: str
 
     @classmethod
-    def auto_lexical_index(cls, settings: Any) -> tuple[str, str]:
+    def auto_lexical_index(cls, settings: Settings) -> tuple[str, str]:
         """``(registry name, why)``: the lexical index ``RAGSPINE_LEXICAL_INDEX=auto`` picks on
         this database with ``settings``, and one line saying why (``ragspine config`` shows it)."""
         ...

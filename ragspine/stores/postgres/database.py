@@ -80,12 +80,12 @@ class PostgresDatabase:
     default_embedding_cache = "memory"
 
     @classmethod
-    def auto_lexical_index(cls, settings: Any) -> tuple[str, str]:
+    def auto_lexical_index(cls, settings: Settings) -> tuple[str, str]:
         """``warm`` (the in-process index, saved per host; PostgreSQL's postings answer while a
         host builds it) when ``RAGSPINE_LEXICAL_DIR`` is writable, else ``postgres``."""
         from ragspine.retrieval.lexical.warm import writable_dir
 
-        where = getattr(settings, "lexical_dir", None)
+        where = settings.lexical_dir
         if writable_dir(where):
             return "warm", f"in-process, saved under {where}; PostgreSQL's postings answer while a host builds it"
         why = "RAGSPINE_LEXICAL_DIR is none" if not where else f"RAGSPINE_LEXICAL_DIR {where} is not writable"

@@ -63,7 +63,7 @@ class SQLiteDatabase:
     default_embedding_cache = "sqlite"
 
     @classmethod
-    def auto_lexical_index(cls, settings: Any) -> tuple[str, str]:
+    def auto_lexical_index(cls, settings: Settings) -> tuple[str, str]:
         """Always the in-process index (saved next to the file)."""
         return "memory", "in-process, saved next to the SQLite file"
 
