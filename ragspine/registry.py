@@ -34,7 +34,9 @@ class Entry:
     #: what building it takes from the stack, handed in by keyword (``Stack.needs``): "llm" (the
     #: guarded LLM provider: ``provider=``), "embedding" (the library's embedding backend:
     #: ``embedding_backend=``), "cache" (the embedding cache, for index-time work kept by content
-    #: hash: ``cache=``). The wiring reads this instead of branching on names.
+    #: hash: ``cache=``), "profile" (a postprocessor: the library's recipe, a
+    #: :class:`~ragspine.profile.Profile`, handed to its ``from_settings`` as ``profile=``). The
+    #: wiring reads this instead of branching on names.
     needs: tuple[str, ...] = ()
 
 

@@ -56,7 +56,7 @@ def build_pipeline(
         reranker=res.reranker(ranking.reranker),
         rerank_depth=ranking.rerank_depth,
         leg_weights=parse_weights(ranking.fusion_weights),
-        postprocessor=postprocessor_of(s, ranking.postprocessor),
+        postprocessor=postprocessor_of(s, ranking.postprocessor, profile=recipe),
         chunker=chunker_or_refusal(s, recipe, backend),
         index_text=index_text,
         dense_gate=DenseGate(backend, max_unknown_share=s.dense_max_unknown_share) if backend else None,
@@ -144,13 +144,11 @@ def ranking_of(
     )
 
 
-def postprocessor_of(settings: Settings, spec: str | None = None) -> Postprocessor | None:
-    """The chain ``spec`` (default ``RAGSPINE_POSTPROCESSOR``) with the configured options."""
-    r = settings.ranking
-    return make_postprocessor(
-        r.postprocessor if spec is None else spec,
-        mmr_lambda=r.mmr_lambda, context_chars=r.context_chars, compression_chars=r.compression_chars,
-    )
+def postprocessor_of(settings: Settings, spec: str | None = None, profile: Profile | None = None) -> Postprocessor | None:
+    """The chain ``spec`` (default ``RAGSPINE_POSTPROCESSOR``), each stage built from ``settings``;
+    a stage that needs the library's recipe is handed ``profile`` (default: the one ``settings``
+    resolve to)."""
+    return make_postprocessor(settings.ranking.postprocessor if spec is None else spec, settings=settings, profile=profile)
 
 
 class RefusingChunker:

@@ -9,14 +9,29 @@ only). Postprocessors see and return only non-RESTRICTED results (:func:`open_re
 exit would drop the others anyway, and dropping them first keeps an order or a budget built
 here from being cut afterwards. They are chosen by name and chained
 (``RAGSPINE_POSTPROCESSOR="a,b"``, :func:`make_postprocessor`).
+
+A registry line (:data:`ragspine.registries.POSTPROCESSORS`) names a class with a typed keyword
+constructor (its own options only, each defaulting to its setting's default) and a
+``from_settings(settings)`` classmethod reading those options from the settings. A line that
+declares ``needs=("profile",)`` is built as ``from_settings(settings, profile=...)``, handed the
+library's :class:`~ragspine.profile.Profile` (its recipe), so a stage can follow what the
+library chose.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
+from ragspine.errors import ConfigError
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
+    from ragspine.profile import Profile
+
+#: What a postprocessor's registry line may declare it ``needs`` (handed to its ``from_settings`` by keyword).
+NEEDS = ("profile",)
 
 
 @runtime_checkable
@@ -46,14 +61,44 @@ class PostprocessorChain:
         return results
 
 
-def make_postprocessor(spec: str = "none", **options: object) -> Postprocessor | None:
+def make_postprocessor(spec: str = "none", *, settings: Settings | None = None, profile: Profile | None = None) -> Postprocessor | None:
     """The chain named by ``spec`` — comma-separated registry names (the caller's
-    ``RAGSPINE_POSTPROCESSOR``; default ``none``, the seed's); ``None`` when every name is ``none``. ``options`` go to every
-    stage (each takes the ones it knows: ``mmr_lambda``, ``context_chars``, ``compression_chars``)."""
+    ``RAGSPINE_POSTPROCESSOR``; default ``none``, the seed's); ``None`` when every name is ``none``.
+
+    Each stage is built by its class's ``from_settings(settings)``; a stage whose registry line
+    needs ``"profile"`` is also handed ``profile=`` (default: the recipe ``settings`` resolve to).
+    Without ``settings``, each stage is its class's defaults (the settings' defaults)."""
     from ragspine.registries import POSTPROCESSORS
 
     names = [POSTPROCESSORS.canonical(part) for part in str(spec).split(",") if part.strip()]
-    stages = [stage for name in names if (stage := POSTPROCESSORS.build(name, **options)) is not None]
+    stages = [stage for name in names if (stage := _stage(name, settings, profile)) is not None]
     if not stages:
         return None
     return stages[0] if len(stages) == 1 else PostprocessorChain(stages)
+
+
+def _stage(name: str, settings: Settings | None, profile: Profile | None) -> Postprocessor | None:
+    """The stage ``name`` (a registry name), built as :func:`make_postprocessor` says; ``None`` for ``none``."""
+    from ragspine.registries import POSTPROCESSORS
+
+    stage_class: Any = POSTPROCESSORS.load(name)
+    if stage_class is None:
+        return None
+    needs = POSTPROCESSORS.needs(name)
+    unknown = [need for need in needs if need not in NEEDS]
+    if unknown:
+        raise ConfigError(f"the postprocessor {name!r} needs {', '.join(map(repr, unknown))}: a postprocessor may need only {', '.join(NEEDS)}")
+    if settings is None:
+        if needs:
+            raise ConfigError(f"the postprocessor {name!r} needs the library's {', '.join(needs)}: build it with settings=")
+        stage: Postprocessor = stage_class()
+        return stage
+    handed: dict[str, Any] = {}
+    if "profile" in needs:
+        if profile is None:
+            from ragspine.profile import Profile
+
+            profile = Profile.from_settings(settings)
+        handed["profile"] = profile
+    stage = stage_class.from_settings(settings, **handed)
+    return stage

@@ -15,12 +15,15 @@ withholds the parent.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ragspine.retrieval.chunking.chunking import paragraph_spans, sentence_spans
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.postprocess.base import open_results
 from ragspine.retrieval.types import RetrievalResult
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 DEFAULT_COMPRESSION_CHARS = 480
 
@@ -48,10 +51,15 @@ def compress(source: str, query_tokens: set[str], max_chars: int) -> str | None:
 class ExtractiveCompressor:
     """See the module docstring."""
 
-    def __init__(self, *, compression_chars: int = DEFAULT_COMPRESSION_CHARS, **_: Any) -> None:
+    def __init__(self, *, compression_chars: int = DEFAULT_COMPRESSION_CHARS) -> None:
         if compression_chars < 1:
             raise ValueError(f"compression_chars must be >= 1, got {compression_chars}")
         self.compression_chars = compression_chars
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ExtractiveCompressor:
+        """The budget ``RAGSPINE_COMPRESSION_CHARS`` (``settings.ranking.compression_chars``)."""
+        return cls(compression_chars=settings.ranking.compression_chars)
 
     def __repr__(self) -> str:
         return f"ExtractiveCompressor(compression_chars={self.compression_chars})"

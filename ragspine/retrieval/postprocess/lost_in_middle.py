@@ -10,10 +10,13 @@ it: its ``prompt_text`` (a compression), else its parent or window text, else it
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.retrieval.postprocess.base import open_results
 from ragspine.retrieval.types import RetrievalResult
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 
 def prompt_size(result: RetrievalResult) -> int:
@@ -31,10 +34,15 @@ def head_and_tail(items: list[Any]) -> list[Any]:
 class LostInTheMiddle:
     """See the module docstring."""
 
-    def __init__(self, *, context_chars: int = 0, **_: Any) -> None:
+    def __init__(self, *, context_chars: int = 0) -> None:
         if context_chars < 0:
             raise ValueError(f"context_chars must be >= 0, got {context_chars}")
         self.context_chars = context_chars
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LostInTheMiddle:
+        """The budget ``RAGSPINE_CONTEXT_CHARS`` (``settings.ranking.context_chars``)."""
+        return cls(context_chars=settings.ranking.context_chars)
 
     def __repr__(self) -> str:
         return f"LostInTheMiddle(context_chars={self.context_chars})"

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.postprocess.base import open_results
 from ragspine.retrieval.rerank.scored import candidate_text
 from ragspine.retrieval.types import RetrievalResult
+
+if TYPE_CHECKING:
+    from ragspine.config import Settings
 
 DEFAULT_LAMBDA = 0.5
 
@@ -60,10 +63,15 @@ def mmr_order(rel: list[float], sim: Any, top_k: int, lam: float) -> list[int]:
 class MMRPostprocessor:
     """See the module docstring."""
 
-    def __init__(self, *, mmr_lambda: float = DEFAULT_LAMBDA, **_: Any) -> None:
+    def __init__(self, *, mmr_lambda: float = DEFAULT_LAMBDA) -> None:
         if not 0.0 <= mmr_lambda <= 1.0:
             raise ValueError(f"mmr_lambda must be within [0, 1], got {mmr_lambda}")
         self.mmr_lambda = mmr_lambda
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MMRPostprocessor:
+        """λ = ``RAGSPINE_MMR_LAMBDA`` (``settings.ranking.mmr_lambda``)."""
+        return cls(mmr_lambda=settings.ranking.mmr_lambda)
 
     def __repr__(self) -> str:
         return f"MMRPostprocessor(mmr_lambda={self.mmr_lambda})"

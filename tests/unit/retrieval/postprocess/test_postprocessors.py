@@ -1,5 +1,6 @@
 """The postprocessors: MMR against a hand-computed fixture, lost-in-the-middle with a character
-budget (CJK included), extractive compression that writes prompt_text only."""
+budget (CJK included), extractive compression that writes prompt_text only; each stage built
+from its own setting, and a stage whose registry line needs the profile handed the library's."""
 
 from __future__ import annotations
 
@@ -7,13 +8,19 @@ import dataclasses
 
 import pytest
 
+from ragspine.assembly.pipelines import postprocessor_of
+from ragspine.config import Settings, load_settings
+from ragspine.errors import ConfigError
+from ragspine.profile import Profile
 from ragspine.registries import POSTPROCESSORS
+from ragspine.registry import Entry
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
 from ragspine.retrieval.postprocess.base import PostprocessorChain, make_postprocessor
 from ragspine.retrieval.postprocess.compression import ExtractiveCompressor, compress
 from ragspine.retrieval.postprocess.lost_in_middle import LostInTheMiddle, head_and_tail
 from ragspine.retrieval.postprocess.mmr import MMRPostprocessor, mmr_order, relevance
 from ragspine.retrieval.types import RetrievalResult
+from ragspine.stack import Stack
 
 
 def result(name: str, text: str, fused: float, sensitivity: str = "INTERNAL", **fields) -> RetrievalResult:
@@ -102,3 +109,73 @@ def test_a_chain_runs_left_to_right_and_none_is_off() -> None:
     assert isinstance(chain, PostprocessorChain) and [type(s).__name__ for s in chain.stages] == ["MMRPostprocessor", "LostInTheMiddle"]
     assert make_postprocessor("none") is None
     assert {"mmr", "lost_in_middle", "compression"} <= set(POSTPROCESSORS.names())
+
+
+# -- each stage from the settings, with its own option only ---------------------------------------
+def test_each_stage_is_built_from_its_own_setting_and_takes_no_other_option() -> None:
+    settings = load_settings({"RAGSPINE_MMR_LAMBDA": "0.8", "RAGSPINE_CONTEXT_CHARS": "900", "RAGSPINE_COMPRESSION_CHARS": "120"})
+    assert MMRPostprocessor.from_settings(settings).mmr_lambda == 0.8
+    assert LostInTheMiddle.from_settings(settings).context_chars == 900
+    assert ExtractiveCompressor.from_settings(settings).compression_chars == 120
+    chain = make_postprocessor("mmr,lost_in_middle,compression", settings=settings)
+    assert isinstance(chain, PostprocessorChain)
+    assert [repr(stage) for stage in chain.stages] == [
+        "MMRPostprocessor(mmr_lambda=0.8)", "LostInTheMiddle(context_chars=900)", "ExtractiveCompressor(compression_chars=120)"]
+    assert repr(make_postprocessor("mmr")) == "MMRPostprocessor(mmr_lambda=0.5)"  # no settings: the stage's defaults (the settings')
+    for stage_class, other in ((MMRPostprocessor, "context_chars"), (LostInTheMiddle, "mmr_lambda"), (ExtractiveCompressor, "mmr_lambda")):
+        with pytest.raises(TypeError, match=other):  # a misspelled or foreign option is an error, never swallowed
+            stage_class(**{other: 1})
+
+
+class _RecipeEcho:
+    """A throwaway postprocessor whose registry line needs the library's profile: it keeps the
+    results and notes the recipe it was handed."""
+
+    def __init__(self, *, chunker: str) -> None:
+        self.chunker = chunker
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, profile: Profile) -> _RecipeEcho:
+        return cls(chunker=profile.chunker)
+
+    def process(self, query: str, results: list[RetrievalResult], *, top_k: int) -> list[RetrievalResult]:
+        return results[:top_k]
+
+
+@pytest.fixture
+def recipe_echo():
+    POSTPROCESSORS.register("recipe_echo", Entry(f"{__name__}:_RecipeEcho", "notes the library's recipe", needs=("profile",)))
+    try:
+        yield "recipe_echo"
+    finally:
+        POSTPROCESSORS.unregister("recipe_echo")
+
+
+def test_a_stage_that_needs_the_profile_is_handed_the_librarys(recipe_echo) -> None:
+    settings = load_settings({"RAGSPINE_CHUNKER": "sentence_window"})
+    library = Profile.from_settings(settings).override(chunker="parent_child")
+    stage = postprocessor_of(settings, recipe_echo, profile=library)
+    assert isinstance(stage, _RecipeEcho) and stage.chunker == "parent_child"  # the library's recipe, not the server's
+    configured = postprocessor_of(settings, recipe_echo)  # no library: the recipe the settings resolve to
+    assert isinstance(configured, _RecipeEcho) and configured.chunker == "sentence_window"
+    chain = make_postprocessor(f"mmr,{recipe_echo}", settings=settings, profile=library)
+    assert isinstance(chain, PostprocessorChain) and isinstance(chain.stages[1], _RecipeEcho) and chain.stages[1].chunker == "parent_child"
+    with pytest.raises(ConfigError, match="needs the library's profile"):
+        make_postprocessor(recipe_echo)  # without settings there is nothing to hand it
+
+
+def test_a_pipeline_hands_its_recipe_to_a_stage_that_needs_it(recipe_echo, tmp_path) -> None:
+    settings = load_settings({"RAGSPINE_CHUNK_STORE": str(tmp_path / "c.db"), "RAGSPINE_RETRIEVAL_MODE": "economy",
+                              "RAGSPINE_POSTPROCESSOR": recipe_echo, "RAGSPINE_CHUNKER": "parent_child"})
+    with Stack(settings) as stack:
+        stage = stack.pipeline("lib").postprocessor
+    assert isinstance(stage, _RecipeEcho) and stage.chunker == "parent_child"
+
+
+def test_a_postprocessor_may_need_only_the_profile() -> None:
+    POSTPROCESSORS.register("needs_llm", Entry(f"{__name__}:_RecipeEcho", "needs what a postprocessor is never handed", needs=("llm",)))
+    try:
+        with pytest.raises(ConfigError, match="may need only profile"):
+            make_postprocessor("needs_llm", settings=load_settings({}))
+    finally:
+        POSTPROCESSORS.unregister("needs_llm")
