@@ -80,6 +80,11 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_PROFILE", None,
         "named recipe whose choices are the defaults of the settings below (unset: seed, the seed's defaults; see docs/profiles.md)",
     ),
+    "profile_options": Setting(
+        "RAGSPINE_PROFILE_OPTIONS", None,
+        "registered per-library options (plugins' ProfileOption; see docs/profiles.md): name=value,name=value (unset: their defaults)",
+        check="ragspine.profile:canonical_options",
+    ),
     "chunk_store": Setting(
         "RAGSPINE_CHUNK_STORE", None, "SQLite path (default: $XDG_DATA_HOME/ragspine/ragspine.db)"
     ),
@@ -433,6 +438,7 @@ class Settings:
     raptor: RaptorSettings
     ranking: RankingSettings
     profile: str | None = None  # the named profile chosen (RAGSPINE_PROFILE, --profile); None: none chosen (seed's defaults)
+    profile_options: str | None = None  # registered profile options chosen (RAGSPINE_PROFILE_OPTIONS, --option), canonical
 
     def value(self, name: str) -> Any:
         """The value of the setting keyed ``name`` in :data:`SETTINGS` (``"llm_model"``:

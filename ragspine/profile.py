@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from ragspine.config import Settings
 
 __all__ = ["INDEX_FIELDS", "OPTIONS", "PROFILES", "UNSET", "NamedProfile", "Profile", "ProfileOption", "library_recipe",
-           "named_profile", "read_recipe", "recipe_json", "register_option", "unregister_option"]
+           "canonical_options", "named_profile", "parse_options", "read_recipe", "recipe_json", "register_option",
+           "unregister_option"]
 
 
 class _Unset:
@@ -219,9 +220,10 @@ class Profile:
     # -- settings and JSON --------------------------------------------------------------------
     @classmethod
     def from_settings(cls, settings: Settings) -> Profile:
-        """The recipe the settings resolve to (a named profile under the variables that override it)."""
+        """The recipe the settings resolve to (a named profile under the variables that override
+        it, and the registered options of ``RAGSPINE_PROFILE_OPTIONS``)."""
         values = {name: settings.value(setting) for name, (_, _, setting) in CHOICES.items()}
-        return cls().override(**values)
+        return cls().override(**values, **parse_options(settings.profile_options))
 
     def settings_values(self) -> dict[str, Any]:
         """``{setting field: value}`` of every choice (the defaults ``load_settings`` takes from a named profile)."""
@@ -351,6 +353,27 @@ def library_recipe(library_id: str, recorded: tuple[str, Profile], configured: P
     if problem is not None:
         raise ConfigError(f"library {library_id!r}: {problem}")
     return wanted
+
+
+def parse_options(text: str | None) -> dict[str, Any]:
+    """``{option: value}`` of ``name=value,name=value`` (``RAGSPINE_PROFILE_OPTIONS``, ``--option``),
+    each a registered option's value checked by its ``parse``; ``ConfigError`` naming a bad part."""
+    out: dict[str, Any] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise ConfigError(f"profile option {part.strip()!r}: write name=value (RAGSPINE_PROFILE_OPTIONS, --option)")
+        option = _option(name.strip())
+        out[option.name] = option.parse(value.strip())
+    return out
+
+
+def canonical_options(text: str | None) -> str | None:
+    """``RAGSPINE_PROFILE_OPTIONS`` checked and in canonical form (sorted ``name=value``); ``None`` when empty."""
+    options = parse_options(text)
+    return ",".join(f"{name}={value}" for name, value in sorted(options.items())) or None
 
 
 def _choice(name: str) -> tuple[str, str, str]:

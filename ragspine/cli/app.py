@@ -1,6 +1,6 @@
 """The ``ragspine`` parser and dispatch: the global options, then each command's module.
 
-The global options (``--db``, ``--mode``, ``--profile``, ``--contextual``) are accepted before
+The global options (``--db``, ``--mode``, ``--profile``, ``--option``, ``--contextual``) are accepted before
 the command and after it (every subcommand parser has them as a parent), and every command
 turns them into settings through :func:`ragspine.cli.common.settings_from_args`.
 """
@@ -43,9 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--contextual", type=str.lower, choices=CONTEXTUAL_CHOICES, help=argparse.SUPPRESS)
     profile_help = f"named recipe: {'|'.join(PROFILES)} (default: RAGSPINE_PROFILE, else seed); a RAGSPINE_* variable overrides its field"
     parser.add_argument("--profile", help=profile_help)
+    option_help = "a registered per-library option (plugins; repeatable; default: RAGSPINE_PROFILE_OPTIONS)"
+    parser.add_argument("--option", action="append", metavar="NAME=VALUE", help=option_help)
     common = CliParser(add_help=False)  # the same options after the command too
     common.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
     common.add_argument("--profile", default=argparse.SUPPRESS, help=profile_help)
+    common.add_argument("--option", action="append", default=argparse.SUPPRESS, metavar="NAME=VALUE", help=option_help)
     common.add_argument("--mode", default=argparse.SUPPRESS, help=mode_help)
     common.add_argument(
         "--contextual", type=str.lower, choices=CONTEXTUAL_CHOICES, default=argparse.SUPPRESS,

@@ -1,7 +1,7 @@
 """What every ``ragspine`` subcommand shares.
 
 :func:`settings_from_args` is the one place the command line loads settings: the global
-options (``--db``, ``--profile``, ``--contextual``; before or after the command) become
+options (``--db``, ``--profile``, ``--option``, ``--contextual``; before or after the command) become
 settings there, for every subcommand alike; :func:`stack_from_args` adds ``--mode``. No other
 CLI module calls :func:`~ragspine.config.load_settings`.
 """
@@ -36,7 +36,7 @@ class CliParser(argparse.ArgumentParser):
 
 def settings_from_args(args: argparse.Namespace, **changes: Any) -> Settings:
     """The settings a command runs with: ``RAGSPINE_*`` as resolved under ``--profile`` (else
-    ``RAGSPINE_PROFILE``), then ``--db`` and ``--contextual``, then ``changes`` (the command's own)."""
+    ``RAGSPINE_PROFILE``), then ``--db``, ``--option`` and ``--contextual``, then ``changes`` (the command's own)."""
     profile = getattr(args, "profile", None)
     settings = load_settings({**os.environ, "RAGSPINE_PROFILE": profile} if profile else None)
     given: dict[str, Any] = {}
@@ -46,6 +46,11 @@ def settings_from_args(args: argparse.Namespace, **changes: Any) -> Settings:
         from ragspine.retrieval.contextual import parse_contextual
 
         given["contextual"] = parse_contextual(args.contextual)
+    if getattr(args, "option", None):
+        from ragspine.profile import canonical_options, parse_options
+
+        merged = {**parse_options(settings.profile_options), **parse_options(",".join(args.option))}  # a flag wins over the variable
+        given["profile_options"] = canonical_options(",".join(f"{k}={v}" for k, v in merged.items()))
     given.update(changes)
     return settings.replace(**given) if given else settings
 
