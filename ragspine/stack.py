@@ -2,7 +2,8 @@
 
 A facade over ``ragspine/assembly/``: the shared :class:`~ragspine.assembly.resources.Resources`
 (opened on first use, closed once; ``Stack(settings)`` does no I/O, and in ``economy`` mode no
-embedding backend, embedding cache or vector store is ever built) and a cache of pipelines keyed
+embedding backend, embedding cache or vector store is ever built) with the configured stages
+(``stages.py``), and a cache of pipelines keyed
 by library and :class:`~ragspine.profile.Profile` (``pipelines.py`` wires one; ``exits.py`` the
 link exits over them). Every pipeline of one library shares its lexical index, and every
 pipeline of one (library, embedding) pair its vector store.
@@ -22,22 +23,20 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ragspine.assembly.describe import describe_profile, describe_reranker, describe_stack
 from ragspine.assembly.exits import Exits
-from ragspine.assembly.pipelines import build_pipeline, lexical_index, postprocessor_of, ranking_of, stage_chunker, trim_lexical
-from ragspine.assembly.resources import Resources
+from ragspine.assembly.pipelines import build_pipeline, lexical_index, trim_lexical
+from ragspine.assembly.stages import ConfiguredStages
 from ragspine.config import Settings, load_settings
 from ragspine.errors import BackendError, ConfigError, RagspineError
 from ragspine.llm.base import LLMProvider
 from ragspine.profile import UNSET, Profile, library_recipe, read_recipe, recipe_json
 from ragspine.registries import RERANKERS
-from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.retrieval.contextual import make_index_text_fn
 from ragspine.retrieval.lexical.base import LexicalIndex
 from ragspine.retrieval.link.narrative_link import NarrativeRetriever
 from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.pipeline import LibraryPipeline
-from ragspine.retrieval.postprocess.base import Postprocessor
-from ragspine.retrieval.ranking import Ranking, Stages
+from ragspine.retrieval.ranking import Ranking
 from ragspine.retrieval.reasoning import ReasoningOptions
 from ragspine.retrieval.rerank.base import IndexingReranker
 from ragspine.retrieval.vector.embedding import EmbeddingBackend, model_id_of, vector_dim
@@ -46,7 +45,7 @@ from ragspine.retrieval.vector.vector_store import VectorStore
 __all__ = ["Stack", "describe_profile", "describe_reranker", "describe_stack"]
 
 
-class Stack(Resources):
+class Stack(ConfiguredStages):
     """See the module docstring. Close it when done (``with Stack() as stack:``)."""
 
     def __init__(self, settings: Settings | None = None, *, mode: RetrievalMode | str | None = None,
@@ -156,25 +155,6 @@ class Stack(Resources):
                 vectors = self._vectors[(library_id, spec)] = self.vector_connector.open(
                     library_id, model_id=model_id_of(backend), dim=vector_dim(backend))
         return build_pipeline(self, store, mode, backend, recipe, lexical=lexical, index_text=index_text, vectors=vectors)
-
-    # -- the configured stages -----------------------------------------------------------------
-    def chunker(self, name: str | None = None, backend: EmbeddingBackend | None = None, *,
-                chars: int | None = None, packing: str | None = None) -> Chunker:
-        """The chunker ``name`` (default ``RAGSPINE_CHUNKER``) with ``chars``/``packing`` (default: the configured ones)."""
-        return stage_chunker(self.settings, name, backend, chars=chars, packing=packing)
-
-    def ranking(self, reranker: str | None = None, postprocessor: str | None = None,
-                fusion_weights: str | Mapping[str, object] | None = None, rerank_depth: int | None = None) -> Ranking:
-        """A :class:`Ranking` checked and in canonical form; what is not given is the configured one."""
-        return ranking_of(self.settings, reranker, postprocessor, fusion_weights, rerank_depth)
-
-    def stages(self, ranking: Ranking) -> Stages:
-        """``ranking``'s stages, built: a :class:`~ragspine.retrieval.request.SearchRequest`'s ``stages``."""
-        return Stages(self.reranker(ranking.reranker), ranking.rerank_depth, self.postprocessor(ranking.postprocessor))
-
-    def postprocessor(self, spec: str | None = None) -> Postprocessor | None:
-        """The chain ``spec`` (default ``RAGSPINE_POSTPROCESSOR``) with the configured options."""
-        return postprocessor_of(self.settings, spec)
 
     # -- libraries -----------------------------------------------------------------------------
     def libraries(self, library_ids: Sequence[str] | None = None) -> list[LibraryInfo]:

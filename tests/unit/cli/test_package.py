@@ -89,3 +89,14 @@ def test_the_entry_point_and_python_dash_m() -> None:
     assert pkgutil.resolve_name("ragspine.cli:main") is main
     proc = subprocess.run([sys.executable, "-m", "ragspine.cli", "--version"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.startswith("ragspine "), proc.stderr
+
+
+def test_the_stack_stays_a_facade() -> None:
+    """``stack.py`` holds the pipeline cache and the recipe lookups; wiring lives in ``assembly/``
+    (issue 26: under 250 lines, and it decides nothing by a backend's name)."""
+    source = (PACKAGE / "stack.py").read_text(encoding="utf-8")
+    assert len(source.splitlines()) < 250
+    by_name = [ast.unparse(node) for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Compare)
+               and any(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops)
+               and any(isinstance(c, ast.Constant) and isinstance(c.value, str) for c in (node.left, *node.comparators))]
+    assert by_name == []  # no `x == "llm"`: registry lines declare what a backend needs
