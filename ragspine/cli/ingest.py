@@ -176,7 +176,17 @@ def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dic
           + (f"; {report.skipped} unchanged document(s) skipped" if report.skipped else "")
           + (f"; embedded {embedded} chunk(s)" if embedded else "")
           + ("; vectors not computed (--no-embed): run `ragspine embed`" if args.no_embed and index.embedding_backend else ""))
+    _peak_memory()
     return 0
+
+
+def _peak_memory() -> None:
+    """The process's peak memory, on stderr (a long ingest's cost, next to its rate)."""
+    from ragspine.progress import peak_rss_mb
+
+    peak = peak_rss_mb()
+    if peak is not None:
+        print(f"peak memory: {peak:,.0f} MB", file=sys.stderr)
 
 
 def _embed(index: Any, library: str) -> int:
@@ -210,6 +220,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
                 continue
             embedded = _embed(index, name)
             print(f"{name}: embedded {embedded} chunk(s); every active chunk has its vector")
+    _peak_memory()
     return 0
 
 

@@ -70,3 +70,42 @@ def test_no_closing_line_after_an_error_or_for_short_transient_work() -> None:
         clock.now += 2.0
         bar.update(3)  # its last periodic line already says 3/3: not printed twice
     assert len(out.getvalue().splitlines()) == 3
+
+
+def test_the_rate_and_eta_are_the_last_minutes_not_the_whole_runs() -> None:
+    """A run that slows down (a busy machine) shows the slower rate within a minute, and an ETA
+    from it; the last line gives the whole run's average."""
+    out, clock = io.StringIO(), Clock()
+    bar = LineProgress(desc="embed", unit="chunk", total=20_000, stream=out, every=10.0, clock=clock)
+    for _ in range(120):  # two minutes at 100 chunks/s
+        clock.now += 1.0
+        bar.update(100)
+    assert "100.0 chunk/s" in out.getvalue().splitlines()[-1]
+    for _ in range(90):  # then 10 chunks/s
+        clock.now += 1.0
+        bar.update(10)
+    last = out.getvalue().splitlines()[-1]
+    assert "10.0 chunk/s" in last  # the first minutes' 100/s no longer count
+    assert "ETA 11:50" in last  # 7,100 left at 10/s (the whole run's 61/s would say 1:56)
+    bar.close()
+    assert "61.4 chunk/s" in out.getvalue().splitlines()[-1]  # 12,900 in 210 s: the whole run's average
+
+
+def test_peak_memory_is_known_here() -> None:
+    from ragspine.progress import peak_rss_mb
+
+    peak = peak_rss_mb()
+    assert peak is not None and 10 < peak < 100_000
+
+
+def test_ingest_and_embed_end_with_their_peak_memory(tmp_path, capsys, monkeypatch) -> None:
+    from ragspine.cli import main
+
+    monkeypatch.setenv("RAGSPINE_CHUNK_STORE", str(tmp_path / "m.db"))
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "deterministic")
+    (tmp_path / "a.txt").write_text("The gearbox warranty is 36 months.\n\nRepairs take five days.\n", encoding="utf-8")
+    assert main(["ingest", str(tmp_path / "a.txt"), "--library", "kb", "--no-embed"]) == 0
+    assert "peak memory: " in capsys.readouterr().err
+    assert main(["embed", "--library", "kb"]) == 0
+    out, err = capsys.readouterr()
+    assert "kb: embedded" in out and err.splitlines()[-1].startswith("peak memory: ") and err.rstrip().endswith(" MB")
