@@ -259,6 +259,11 @@ SETTINGS: dict[str, Setting] = {
         " parents at paragraphs, then sentences (default: 4 x RAGSPINE_CHUNK_CHARS)", int,
     ),
     "embed_batch_size": Setting("RAGSPINE_EMBED_BATCH_SIZE", 64, "texts per embedding call", int),
+    "embed_batch_tokens": Setting(
+        "RAGSPINE_EMBED_BATCH_TOKENS", 2048,
+        "padded word pieces per call of the packaged ONNX model (rows x longest row): bounds its memory; texts are batched by length",
+        int,
+    ),
     "fastembed_model": Setting("RAGSPINE_FASTEMBED_MODEL", None, "the fastembed model of RAGSPINE_EMBEDDING=fastembed_model, e.g. BAAI/bge-small-en-v1.5"),
     "fastembed_dir": Setting("RAGSPINE_FASTEMBED_DIR", None, "a local copy of that model's files (nothing is downloaded)"),
     "fastembed_languages": Setting("RAGSPINE_FASTEMBED_LANGUAGES", None,
@@ -410,6 +415,7 @@ class Settings:
     chunk_packing: str
     parent_chars: int
     embed_batch_size: int
+    embed_batch_tokens: int
     fastembed_model: str | None
     fastembed_dir: str | None
     fastembed_languages: str | None
@@ -555,7 +561,8 @@ def _check_ranges(values: dict[str, Any]) -> None:
     def bad(name: str, why: str) -> ConfigError:
         return ConfigError(f"{SETTINGS[name].env}={values[name]!r}: {why}")
 
-    for name in ("chunk_chars", "rerank_depth", "compression_chars", "rrf_k", "candidate_k", "embed_batch_size", "hnsw_ef_search", "max_body_bytes",
+    for name in ("chunk_chars", "rerank_depth", "compression_chars", "rrf_k", "candidate_k", "embed_batch_size", "embed_batch_tokens",
+                 "hnsw_ef_search", "max_body_bytes",
                  "max_file_bytes", "ingest_workers", "lexical_cache_rows", "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after",
                  "llm_timeout", "llm_max_calls", "llm_max_tokens"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):

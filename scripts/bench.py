@@ -21,10 +21,10 @@ Parts (any combination; none selected = quality, speed and embedding):
   ``NarrativeIndexRetriever.retrieve``. Against ``bm25s.BM25.retrieve([tokens], k=10)`` and
   ``rank_bm25.BM25Okapi.get_scores(tokens)`` + top 10, same corpus, same tokens. Ratios are
   taken per repetition (adjacent in time) and the median is reported. Also: ingest chunks/s.
-* ``--embedding``: texts/s of the project's ``OnnxEmbeddingBackend.embed_texts`` against raw
-  fastembed ``TextEmbedding.embed`` on the same model directory, the same texts (SciFact
-  abstracts; both truncate at the model's 256 word pieces) and batch size, interleaved batch by
-  batch; single-query latency likewise.
+* ``--embedding``: texts/s and peak memory of the project's ``OnnxEmbeddingBackend`` against
+  fastembed's own ``TextEmbedding`` on the same model file, the same chunks (SciFact cut into
+  ``--embed-chars`` pieces) and batch size, interleaved batch by batch, each side's peak RSS
+  alone in a fresh process; single-query latency likewise (``_bench_embedding.py``).
 * ``--chunkers NAME[,NAME...]``: chunking quality (``_bench_chunking.py``): each chunker with
   and without the contextual header, economy and hybrid (``--chunker-modes``), on SciFact at
   document level and on the article forms of xquad-en, xquad-zh and drcd at passage level
@@ -112,7 +112,8 @@ TARGETS: dict[str, tuple[str, float, str]] = {
     "quality.hybrid.ndcg@10": (">=", 0.680, ">= 0.680"),
     "scale.1000000.query_p50_ms": ("<", 50.0, "< 50 ms"),
     "scale.1000000.ingest_s": ("<", 600.0, "< 10 min"),
-    "embedding.overhead_pct": ("<=", 10.0, "<= 10 %"),
+    "embedding.480.ratio": (">=", 1.0, ">= 1.0x fastembed (same model file)"),
+    "embedding.1500.ratio": (">=", 1.0, ">= 1.0x fastembed (same model file)"),
     "scale.1000000.rss_mb": ("stated", 0.0, "stated"),
 }
 
@@ -284,123 +285,6 @@ def _top10_agreement(lex: Any, bm: Any, q_tokens: list[list[str]], q_bm: list[li
         same_set += set(ours) == set(theirs)
         same_order += ours == theirs
     return {"same_set": same_set, "same_order": same_order, "queries": len(q_tokens)}
-
-
-# -- embedding overhead ---------------------------------------------------------------------------
-RAW_FASTEMBED_NAME = "bench/raw-all-MiniLM-L6-v2-onnx-int8"
-
-
-def section_embedding(args: argparse.Namespace, corpus: dict[str, str], queries: dict[str, str]) -> dict[str, Any]:
-    import numpy as np
-
-    try:
-        from fastembed import TextEmbedding
-        from fastembed.common.model_description import ModelSource, PoolingType
-    except ImportError as exc:
-        raise SystemExit(f"--embedding needs the [embed-onnx] extra ({exc}): scripts/install embed-onnx,test") from exc
-
-    from ragspine.retrieval.vector.onnx_backend import DIM, OnnxEmbeddingBackend
-
-    batch = args.embed_batch
-    from ragspine.config import load_settings
-
-    ours = OnnxEmbeddingBackend.from_settings(load_settings(), batch_size=batch)
-    model_dir = ours.model_dir
-    ours.embed_texts(["warm up"])
-    try:  # raw fastembed: the same model file, registered by hand with the same description
-        TextEmbedding.add_custom_model(
-            model=RAW_FASTEMBED_NAME, pooling=PoolingType.MEAN, normalization=True,
-            sources=ModelSource(hf=RAW_FASTEMBED_NAME), dim=DIM, model_file="model.onnx",
-        )
-    except ValueError:
-        pass
-    raw = TextEmbedding(RAW_FASTEMBED_NAME, specific_model_path=str(model_dir), threads=ours.threads)
-    list(raw.embed(["warm up"], batch_size=batch))
-
-    texts = list(corpus.values())[: args.embed_texts]
-    batches = [texts[s : s + batch] for s in range(0, len(texts), batch)]
-    calls: dict[str, Callable[[list[str]], Any]] = {
-        "ragspine OnnxEmbeddingBackend.embed_texts": lambda b: ours.embed_texts(b),
-        "raw fastembed TextEmbedding.embed": lambda b: list(raw.embed(b, batch_size=batch)),
-    }
-    names = list(calls)
-    totals = dict.fromkeys(names, 0.0)
-    per_batch_ratio: list[float] = []
-    cpu_ratio: list[float] = []  # process CPU seconds (all threads): less hurt by being descheduled
-    for rep in range(args.embed_reps):
-        for j, b in enumerate(batches):
-            order = names if (j + rep) % 2 == 0 else names[::-1]
-            took, cpu = {}, {}
-            for name in order:
-                t, c = time.perf_counter(), time.process_time()
-                calls[name](b)
-                took[name], cpu[name] = time.perf_counter() - t, time.process_time() - c
-                totals[name] += took[name]
-            per_batch_ratio.append(took[names[0]] / took[names[1]])
-            cpu_ratio.append(cpu[names[0]] / cpu[names[1]])
-        log(f"  embedding: rep {rep + 1}/{args.embed_reps}: ours {len(texts) * (rep + 1) / totals[names[0]]:.1f} texts/s,"
-            f" raw {len(texts) * (rep + 1) / totals[names[1]]:.1f} texts/s")
-
-    # single query, one call each (the query path), interleaved
-    q_lat: dict[str, list[float]] = {n: [] for n in names}
-    for i, q in enumerate(list(queries.values())[: args.embed_queries]):
-        for name in names if i % 2 == 0 else names[::-1]:
-            t = time.perf_counter()
-            calls[name]([q])
-            q_lat[name].append(time.perf_counter() - t)
-
-    # What the backend adds around fastembed, without the model's noise: the same call with
-    # fastembed's output replayed from memory (length sort, reorder, array, .tolist()).
-    sample = list(raw.embed(batches[0], batch_size=batch))
-    wrapper_ms = _wrapper_ms(ours, batches[0], sample)
-    diff = float(np.max(np.abs(np.asarray(ours.embed_texts(batches[0])) - np.asarray(sample))))
-
-    n_done = len(texts) * args.embed_reps
-    ours_tps, raw_tps = n_done / totals[names[0]], n_done / totals[names[1]]
-    median_ratio = statistics.median(per_batch_ratio)
-    return {
-        "texts": len(texts),
-        "reps": args.embed_reps,
-        "batch_size": batch,
-        "threads": ours.threads,
-        "interleaving": "per batch, alternating order",
-        "model_dir": str(model_dir),
-        "ours_texts_per_s": round(ours_tps, 2),
-        "raw_texts_per_s": round(raw_tps, 2),
-        "ratio_ours_over_raw": round(ours_tps / raw_tps, 3),
-        # the headline: paired batches (adjacent in time, same texts), median ratio; the
-        # ratio of the totals is kept too but a burst of load on a shared machine skews it
-        "overhead_pct": round(100 * (median_ratio - 1), 1),
-        "overhead_pct_of_totals": round(100 * (totals[names[0]] / totals[names[1]] - 1), 1),
-        "per_batch_time_ratio_median": round(median_ratio, 3),
-        "per_batch_time_ratios": [round(r, 3) for r in per_batch_ratio],
-        "cpu_overhead_pct": round(100 * (statistics.median(cpu_ratio) - 1), 1),
-        "query_p50_ms": {n: round(1000 * statistics.median(v), 2) for n, v in q_lat.items()},
-        "query_overhead_pct": round(100 * (statistics.median(q_lat[names[0]]) / statistics.median(q_lat[names[1]]) - 1), 1),
-        "wrapper_ms_per_batch": round(wrapper_ms, 3),
-        "wrapper_pct_of_raw_batch": round(100 * wrapper_ms / (1000 * totals[names[1]] / (len(batches) * args.embed_reps)), 3),
-        "max_abs_diff_vs_raw": diff,
-    }
-
-
-def _wrapper_ms(ours: Any, texts: list[str], vectors: list[Any], reps: int = 20) -> float:
-    """Milliseconds ``ours.embed_texts(texts)`` spends outside fastembed: its model is swapped
-    for one that replays ``vectors`` (the raw output for ``texts``, in the order asked)."""
-    index = {t: v for t, v in zip(texts, vectors, strict=False)}
-
-    class Replay:
-        def embed(self, docs: list[str], batch_size: int = 0) -> Any:
-            return iter([index[d] for d in docs])
-
-    real = ours._model
-    ours._model = Replay()
-    try:
-        t = time.perf_counter()
-        for _ in range(reps):
-            ours.embed_texts(texts)
-        return 1000 * (time.perf_counter() - t) / reps
-    finally:
-        ours._model = real
 
 
 # -- scale ----------------------------------------------------------------------------------------
@@ -596,13 +480,9 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         add(f"speed    ingest chunks/s ({s['corpus_chunks']} chunks, to searchable)", None, s["ingest_chunks_per_s"])
     e = results.get("embedding")
     if e:
-        add("embed    ours texts/s (raw fastembed texts/s)", None, f"{e['ours_texts_per_s']:.1f} ({e['raw_texts_per_s']:.1f})")
-        add("embed    overhead over raw fastembed (median of paired batches)", "embedding.overhead_pct", e["overhead_pct"], "{:+.1f} %")
-        add("embed    per-batch time ratio, median", None, e["per_batch_time_ratio_median"], "{:.3f}")
-        add("embed    single-query overhead", None, e["query_overhead_pct"], "{:+.1f} %")
-        add("embed    overhead, ratio of totals", None, e["overhead_pct_of_totals"], "{:+.1f} %")
-        add("embed    overhead in CPU time (median of paired batches)", None, e["cpu_overhead_pct"], "{:+.1f} %")
-        add("embed    wrapper work per batch, ms (% of a raw batch)", None, f"{e['wrapper_ms_per_batch']:.2f} ({e['wrapper_pct_of_raw_batch']:.3f} %)")
+        from _bench_embedding import report_rows
+
+        report_rows(e, add)
     sc = results.get("scale")
     if sc:
         for n, r in sc.items():
@@ -737,7 +617,8 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
                         help="--profiles: PROFILE@SET pairs not run (default: e5 on the two large English sets, ~1 chunk/s here)")
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding the dev sets (default: the --data folder's parent)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions of the speed loop (every query each time)")
-    parser.add_argument("--embed-texts", type=int, default=300, help="corpus texts for --embedding")
+    parser.add_argument("--embed-texts", type=int, default=640, help="chunks per size for --embedding")
+    parser.add_argument("--embed-chars", default="480,1500", help="chunk sizes (characters) for --embedding")
     parser.add_argument("--embed-reps", type=int, default=3)
     parser.add_argument("--embed-batch", type=int, default=64)
     parser.add_argument("--embed-queries", type=int, default=100, help="single-query embedding calls per side")
@@ -768,7 +649,10 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
     if args.speed:
         results["speed"] = section_speed(args, corpus, queries)
     if args.embedding:
-        results["embedding"] = section_embedding(args, corpus, queries)
+        from _bench_embedding import section_embedding
+
+        with tempfile.TemporaryDirectory() as workdir:
+            results["embedding"] = section_embedding(args, corpus, log, Path(workdir))
     if args.quality:
         results["quality"] = section_quality(args, corpus, queries, qrels)
     if args.scale:

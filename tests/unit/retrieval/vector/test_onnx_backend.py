@@ -127,6 +127,42 @@ def test_vectors_are_normalized_deterministic_and_batch_independent(onnx_backend
     np.testing.assert_allclose(small.embed_array(SHORT[:5]), short_vectors[:5], atol=1e-6)
 
 
+def test_vectors_equal_fastembeds_own_pipeline_on_the_same_model_file(onnx_backend, short_vectors):
+    """The reference the throughput bench compares against: fastembed's TextEmbedding, registered
+    by hand on the same model directory, gives the same vectors (float tolerance)."""
+    needs("fastembed")
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    try:
+        TextEmbedding.add_custom_model(model="test/minilm-int8", pooling=PoolingType.MEAN, normalization=True,
+                                       sources=ModelSource(hf="test/minilm-int8"), dim=DIM, model_file="model.onnx")
+    except ValueError:
+        pass
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    theirs = np.asarray(list(TextEmbedding("test/minilm-int8", specific_model_path=str(onnx_backend.model_dir)).embed(SHORT + [LONG_TEXT])))
+    np.testing.assert_allclose(short_vectors, theirs[:-1], atol=1e-6)
+    np.testing.assert_allclose(onnx_backend.embed_array([LONG_TEXT])[0], theirs[-1], atol=1e-6)
+
+
+def test_a_call_pads_at_most_its_token_budget_and_no_vector_depends_on_it(onnx_backend, short_vectors):
+    import random
+
+    rng = random.Random(7)
+    for _ in range(200):
+        backend = OnnxEmbeddingBackend(onnx_backend.model_dir, batch_size=rng.randint(1, 70), batch_tokens=rng.randint(1, 3000))
+        lengths = [rng.randint(1, MAX_TOKENS) for _ in range(rng.randint(0, 300))]
+        batches = backend.batches(lengths)
+        assert sorted(i for b in batches for i in b) == list(range(len(lengths)))  # each text once
+        for b in batches:
+            assert len(b) <= backend.batch_size
+            assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= backend.batch_tokens
+    tight = OnnxEmbeddingBackend(onnx_backend.model_dir, batch_tokens=16)  # every text alone or nearly
+    np.testing.assert_allclose(tight.embed_array(SHORT), short_vectors, atol=1e-6)
+    with pytest.raises(ConfigError, match="batch_tokens must be positive"):
+        OnnxEmbeddingBackend(onnx_backend.model_dir, batch_tokens=0)
+
+
 def test_semantics_are_sensible(onnx_backend):
     q, near, far = onnx_backend.embed_array(
         ["Why were shipments late?", "Port congestion delayed deliveries by three weeks.", "The cafeteria menu has new desserts."]
