@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.metadata import validate_metadata
@@ -37,6 +37,9 @@ from ragspine.retrieval.sensitivity import (
     split_document_fields,
 )
 from ragspine.retrieval.storable import check_document, unstorable
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.chunking.chunk_store import ChunkStore
 
 SUFFIXES = (".txt", ".md", ".markdown")
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -169,7 +172,7 @@ def same_file(recorded: str, path: str) -> bool:
         return False
 
 
-def other_sources(store: Any, by_path: Mapping[str, str], batch: int = 1000) -> dict[str, str]:
+def other_sources(store: ChunkStore, by_path: Mapping[str, str], batch: int = 1000) -> dict[str, str]:
     """``{doc_id: the file its active version was read from}`` for each document of
     ``by_path`` (``doc_id -> the file this ingest reads it from``) whose stored version came
     from another file (what its first chunk's locator cites). A default ``doc_id`` is the

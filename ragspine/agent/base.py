@@ -29,9 +29,12 @@ text (``narrative``): the conversation history is never a source.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ragspine.structured.result import MetricResult
+
+if TYPE_CHECKING:
+    from ragspine.agent.reading import Reading
 
 STRUCTURED, NARRATIVE, COMPOSITE = "structured", "narrative", "composite"
 ROUTES = (STRUCTURED, NARRATIVE, COMPOSITE)
@@ -59,7 +62,7 @@ class AgentRouter(Protocol):
 
     name: str
 
-    def route(self, reading: Any) -> tuple[str, str]: ...
+    def route(self, reading: Reading) -> tuple[str, str]: ...
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from ragspine.agent.base import AgentAnswer
 
 __all__ = ["print_answer", "source_line"]
 
 
-def print_answer(answer: Any, out: Any = None) -> None:
+def print_answer(answer: AgentAnswer, out: TextIO | None = None) -> None:
     """The answer's text, its sources and its route, as ``ragspine ask`` prints them."""
     out = out or sys.stdout
     print(answer.text, file=out)

@@ -22,7 +22,6 @@ deterministic route (a malformed answer is counted, like every other seam's).
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ragspine.agent.base import COMPOSITE, NARRATIVE, STRUCTURED, AgentRouter
 from ragspine.agent.reading import Reading
@@ -86,7 +85,7 @@ class LLMAgentRouter:
         return match.group(1).lower(), "the model's choice"
 
 
-def make_agent_router(name: str = "deterministic", *, provider: Any = None) -> AgentRouter:
+def make_agent_router(name: str = "deterministic", *, provider: LLMProvider | None = None) -> AgentRouter:
     """The router ``name`` of ``RAGSPINE_AGENT_ROUTER`` (``llm`` needs ``provider``)."""
     from ragspine.registries import AGENT_ROUTERS
 

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from ragspine.agent.factory import DEFAULT_TOP_K
 from ragspine.agent.render import print_answer
-from ragspine.cli.common import stack_from_args
+from ragspine.cli.common import Subcommands, stack_from_args
 from ragspine.cli.structured import add_glossary_flag
 
 __all__ = ["add_ask_command", "cmd_ask"]
 
 
-def add_ask_command(sub: Any, common: argparse.ArgumentParser) -> None:
+def add_ask_command(sub: Subcommands, common: argparse.ArgumentParser) -> None:
     """Add ``ask`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     ask = sub.add_parser("ask", help="answer a question from the fact table and/or cited snippets (structured / narrative / composite)")
     ask.add_argument("question", help="e.g. \"What was Kestrel's revenue in Q3 2024?\" or \"Why did revenue fall, and by how much?\"")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from ragspine.config import Settings, load_settings
 from ragspine.errors import RagspineError
@@ -18,13 +18,19 @@ from ragspine.errors import RagspineError
 if TYPE_CHECKING:
     from ragspine.stack import Stack
 
-__all__ = ["EXIT_USAGE", "CliError", "CliParser", "positive_int", "settings_from_args", "stack_from_args"]
+__all__ = ["EXIT_USAGE", "CliError", "CliParser", "Subcommands", "positive_int", "settings_from_args", "stack_from_args"]
 
 EXIT_USAGE = 2
 
 
 class CliError(RagspineError):
     pass
+
+
+class Subcommands(Protocol):
+    """Where a CLI module adds its subcommands: the argparse subparsers action (or a wrapper of it)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
 class CliParser(argparse.ArgumentParser):

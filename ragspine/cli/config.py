@@ -10,21 +10,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
-from ragspine.cli.common import CliError, settings_from_args, stack_from_args
+from ragspine.cli.common import CliError, Subcommands, settings_from_args, stack_from_args
 from ragspine.config import describe
 from ragspine.errors import RagspineError
 
 __all__ = ["add_config_command", "add_migrate_command", "cmd_config", "cmd_migrate"]
 
 
-def add_config_command(sub: Any) -> None:
+def add_config_command(sub: Subcommands) -> None:
     """Add ``config`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     sub.add_parser("config", help="print every RAGSPINE_* setting as resolved")
 
 
-def add_migrate_command(sub: Any) -> None:
+def add_migrate_command(sub: Subcommands) -> None:
     """Add ``migrate``."""
     migrate = sub.add_parser("migrate", help="apply the PostgreSQL schema revisions (Alembic)")
     migrate.add_argument("--url", help="postgresql://... (default: RAGSPINE_CHUNK_STORE)")

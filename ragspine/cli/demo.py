@@ -12,14 +12,13 @@ import argparse
 import shutil
 import sys
 import tempfile
-from typing import Any
 
-from ragspine.cli.common import stack_from_args
+from ragspine.cli.common import Subcommands, stack_from_args
 
 __all__ = ["add_demo_command", "cmd_demo"]
 
 
-def add_demo_command(sub: Any) -> None:
+def add_demo_command(sub: Subcommands) -> None:
     """Add ``demo`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     demo = sub.add_parser("demo", help="ingest a bundled corpus and answer questions")
     demo.add_argument("--keep", action="store_true", help="keep the demo database (printed at the end)")

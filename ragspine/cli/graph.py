@@ -27,7 +27,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ragspine.cli.common import settings_from_args
+from ragspine.cli.common import Subcommands, settings_from_args
 from ragspine.cli.structured import add_glossary_flag, fact_glossary, gate_refusal
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 
@@ -38,7 +38,7 @@ ACTIONS = ("edges", "rollup", "peers", "trace")
 _OK = {"rolled_up": 0, "compared": 0, "derived": 0, "not_derived": 0, "incomplete": 1, "not_rollable": 1, "no_peers": 1}
 
 
-def add_graph_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+def add_graph_commands(sub: Subcommands, common: argparse.ArgumentParser) -> None:
     """Add ``graph`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     from ragspine.registries import RELATION_EXTRACTORS
 

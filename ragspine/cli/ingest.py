@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any, Iterator
 
-from ragspine.cli.common import CliError, positive_int, settings_from_args, stack_from_args
+from ragspine.cli.common import CliError, Subcommands, positive_int, settings_from_args, stack_from_args
 from ragspine.errors import RagspineError
 from ragspine.registries import CHUNKERS
 from ragspine.retrieval.sensitivity import reserved_key
@@ -24,7 +24,7 @@ from ragspine.retrieval.sensitivity import reserved_key
 __all__ = ["add_embed_command", "add_ingest_command", "cmd_embed", "cmd_ingest"]
 
 
-def add_ingest_command(sub: Any) -> None:
+def add_ingest_command(sub: Subcommands) -> None:
     """Add ``ingest`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     ingest = sub.add_parser("ingest", help="add or replace documents from files or directories")
     ingest.add_argument("paths", nargs="+", metavar="PATH")
@@ -56,7 +56,7 @@ def add_ingest_command(sub: Any) -> None:
     )
 
 
-def add_embed_command(sub: Any) -> None:
+def add_embed_command(sub: Subcommands) -> None:
     """Add ``embed`` to the CLI's subcommands."""
     embed = sub.add_parser("embed", help="compute the vectors a library lacks (after `ingest --no-embed`, a failed vector write)")
     embed.add_argument("--library", action="append", help="library to embed (repeatable; default: all)")

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from ragspine.cli.common import CliError, positive_int, settings_from_args, stack_from_args
+from ragspine.cli.common import CliError, Subcommands, positive_int, settings_from_args, stack_from_args
 from ragspine.cli.filtering import add_filter_flag, describe_filter, filter_from_args
 from ragspine.cli.raptor import add_raptor_flag, raptor_changes
 from ragspine.cli.reasoning import add_reasoning_flags, print_reasoning, reasoning_changes
@@ -24,7 +24,7 @@ from ragspine.retrieval.filtering.filters import FilterLimits
 __all__ = ["add_library_commands", "add_query_command", "cmd_libraries", "cmd_query", "cmd_stats"]
 
 
-def add_query_command(sub: Any) -> None:
+def add_query_command(sub: Subcommands) -> None:
     """Add ``query`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     query = sub.add_parser("query", help="retrieve cited snippets")
     query.add_argument("query")
@@ -51,7 +51,7 @@ def add_query_command(sub: Any) -> None:
     add_raptor_flag(query)
 
 
-def add_library_commands(sub: Any) -> None:
+def add_library_commands(sub: Subcommands) -> None:
     """Add ``libraries`` and ``stats``."""
     sub.add_parser("libraries", help="list libraries")
     sub.add_parser("stats", help="counts and the resolved stack")

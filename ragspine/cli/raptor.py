@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from ragspine.cli.common import stack_from_args
+from ragspine.cli.common import Subcommands, stack_from_args
 from ragspine.registries import RAPTOR_SUMMARIZERS
 
 __all__ = ["add_raptor_commands", "add_raptor_flag", "cmd_raptor", "raptor_changes"]
@@ -34,7 +34,7 @@ def raptor_changes(args: argparse.Namespace) -> dict[str, Any]:
     return {"raptor": True} if getattr(args, "raptor", None) else {}
 
 
-def add_raptor_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+def add_raptor_commands(sub: Subcommands, common: argparse.ArgumentParser) -> None:
     """Add ``raptor`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     raptor = sub.add_parser("raptor", help="RAPTOR trees: build, status, show")
     actions = raptor.add_subparsers(dest="raptor_action", required=True, metavar="ACTION")

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
-from ragspine.cli.common import CliError, settings_from_args
+from ragspine.cli.common import CliError, Subcommands, settings_from_args
 
 __all__ = ["add_serve_commands", "cmd_serve", "cmd_worker"]
 
 
-def add_serve_commands(sub: Any) -> None:
+def add_serve_commands(sub: Subcommands) -> None:
     """Add ``serve`` and ``worker`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     serve = sub.add_parser("serve", help="run the HTTP service (FastAPI on uvicorn; OpenAPI at /docs)")
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")

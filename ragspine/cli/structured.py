@@ -24,11 +24,12 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ragspine.cli.common import settings_from_args
+from ragspine.cli.common import Subcommands, settings_from_args
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
+    from ragspine.structured.glossary import Glossary
 
 LIBRARY_HELP = f"library holding the facts (default: {DEFAULT_LIBRARY_ID})"
 GLOSSARY_HELP = "controlled glossary, YAML or JSON (default: RAGSPINE_FACT_GLOSSARY, else the shipped demo glossary)"
@@ -54,7 +55,7 @@ def fact_glossary(args: argparse.Namespace, settings: Settings) -> Any:
     return load_fact_glossary(glossary_path(args, settings))
 
 
-def add_structured_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+def add_structured_commands(sub: Subcommands, common: argparse.ArgumentParser) -> None:
     """Add ``facts`` and ``metric`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     facts = sub.add_parser("facts", help="ingest or list the structured channel's numeric facts")
     actions = facts.add_subparsers(dest="facts_action", required=True, metavar="ACTION")
@@ -169,7 +170,7 @@ def cmd_metric(args: argparse.Namespace) -> int:
     return 2
 
 
-def gate_refusal(settings: Settings, glossary: Any, kind: str, inputs: list[str | None], language: str | None,
+def gate_refusal(settings: Settings, glossary: Glossary, kind: str, inputs: list[str | None], language: str | None,
                  members: list[str] | None = None) -> dict[str, Any] | None:
     """The security gate's refusal of a lookup (``RAGSPINE_SECURITY_DENYLIST`` expanded through
     ``glossary``): its inputs, each entity they name and the glossary entity keys ``members``

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from ragspine.cli.common import settings_from_args
+from ragspine.cli.common import Subcommands, settings_from_args
 
 
-def add_workflow_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+def add_workflow_commands(sub: Subcommands, common: argparse.ArgumentParser) -> None:
     """Add ``workflow`` to the CLI's subcommands (``sub.add_parser(name, ...)``)."""
     workflow = sub.add_parser("workflow", help="the configured pipeline as a Dify workflow picture (not executable)")
     actions = workflow.add_subparsers(dest="workflow_action", required=True, metavar="ACTION")

@@ -11,12 +11,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.sensitivity import is_restricted
-from ragspine.retrieval.vector.embedding import model_id_of
+from ragspine.retrieval.vector.embedding import EmbeddingBackend, model_id_of
+
+if TYPE_CHECKING:
+    from ragspine.agent.factory import AgentStack
+    from ragspine.retrieval.chunking.chunk_store import LibraryInfo
+    from ragspine.retrieval.mode import RetrievalMode
+    from ragspine.retrieval.pipeline import LibraryPipeline
+    from ragspine.retrieval.snippet import Snippet
+
+    class DemoStack(AgentStack, Protocol):
+        """What the demo runs on (:class:`ragspine.stack.Stack` is one; the demo never imports it)."""
+
+        @property
+        def mode(self) -> RetrievalMode: ...
+
+        @property
+        def embedding_backend(self) -> EmbeddingBackend | None: ...
+
+        def ensure_library(self, library_id: str, description: str | None = None) -> LibraryInfo: ...
+
+        def pipeline(self, library_id: str) -> LibraryPipeline: ...
+
 
 CORPUS_DIR = Path(__file__).parent / "corpus"
 
@@ -59,14 +80,14 @@ QUESTIONS = (
 @dataclass
 class DemoReport:
     mode: str
-    answers: list[tuple[DemoQuestion, list[dict[str, Any]]]] = field(default_factory=list)
+    answers: list[tuple[DemoQuestion, list[Snippet]]] = field(default_factory=list)
     restricted_doc: str = ""
     restricted_top_lexical: bool = False
     restricted_leaked: bool = False
     agent_answers: list[tuple[Any, Any]] = field(default_factory=list)  # (AgentQuestion, AgentAnswer), see answers.py
 
 
-def run_demo(stack: Any, *, echo: Callable[[str], None] = print) -> DemoReport:
+def run_demo(stack: DemoStack, *, echo: Callable[[str], None] = print) -> DemoReport:
     """Ingest the corpus into ``stack`` and answer :data:`QUESTIONS`."""
     from ragspine.documents import read_document
 

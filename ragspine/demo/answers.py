@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from ragspine.agent.factory import AgentStack
 
 FACTS_DIR = Path(__file__).parent / "facts"
 #: The date the demo's relative periods and bare quarters ("Q3") count from.
@@ -36,7 +39,7 @@ QUESTIONS = (
 )
 
 
-def ingest_demo_facts(stack: Any) -> int:
+def ingest_demo_facts(stack: AgentStack) -> int:
     """Each library's facts file into its fact store (the chunk store's database); facts written."""
     from ragspine.structured.factory import make_fact_store
     from ragspine.structured.ingest import ingest_facts
@@ -47,7 +50,7 @@ def ingest_demo_facts(stack: Any) -> int:
     return written
 
 
-def run_agent_demo(stack: Any, *, echo: Callable[[str], None] = print) -> list[tuple[AgentQuestion, Any]]:
+def run_agent_demo(stack: AgentStack, *, echo: Callable[[str], None] = print) -> list[tuple[AgentQuestion, Any]]:
     """Ingest the fact table and ask :data:`QUESTIONS`; each question with its answer."""
     from ragspine.agent.factory import make_agent
     from ragspine.agent.render import source_line

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
@@ -27,13 +27,16 @@ from ragspine.service.metrics import Metrics, MetricsMiddleware
 from ragspine.service.paths import NormalizePathMiddleware
 from ragspine.service.routes import admin, answer, dify, documents, facts, libraries, ops, raptor, retrieve, workflow
 
+if TYPE_CHECKING:
+    from ragspine.stack import Stack
+
 DESCRIPTION = """Multi-tenant retrieval over document libraries: cited, RESTRICTED-free snippets.
 
 Authenticate with `Authorization: Bearer <API key>` (tenant endpoints and Dify's `/retrieval`)
 or `Bearer <RAGSPINE_ADMIN_TOKEN>` (`/v1/admin`)."""
 
 
-def create_app(settings: Settings | None = None, *, stack: Any = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, stack: Stack | None = None) -> FastAPI:
     settings = settings or (stack.settings if stack is not None else load_settings())
     metrics = Metrics()
 

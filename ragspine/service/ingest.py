@@ -28,7 +28,7 @@ import datetime as dt
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.documents import decode_document, first_heading, front_sensitivity
 from ragspine.errors import IngestError
@@ -38,13 +38,19 @@ from ragspine.retrieval.metadata import validate_metadata
 from ragspine.retrieval.sensitivity import parse_sensitivity, reserved_key, split_document_fields
 from ragspine.retrieval.storable import check_document
 
+if TYPE_CHECKING:
+    from ragspine.retrieval.chunking.chunk_store import ChunkStore
+    from ragspine.retrieval.pipeline import LibraryPipeline
+    from ragspine.service.context import ServiceContext
+    from ragspine.service.models import DocumentIn
+
 PROGRESS_EVERY_S = 0.5  # progress is written at most this often (and when the job ends)
 BATCH_DOCS = 500  # documents per replace transaction at most (a job's documents are written in groups)
 BATCH_CHARS = 4_000_000  # ... and about this much text
 GROUP_TARGET_S = 0.5  # a group is sized to take about this long (see Groups)
 
 
-def document_payload(doc: Any) -> dict[str, Any]:
+def document_payload(doc: DocumentIn) -> dict[str, Any]:
     """A validated :class:`~ragspine.service.models.DocumentIn` as the job stores it."""
     return storable({
         "doc_id": doc.doc_id, "title": doc.title, "text": doc.text, "metadata": dict(doc.metadata),
@@ -115,12 +121,12 @@ def plan(chunker: Chunker, doc: Mapping[str, Any]) -> list[Chunk]:
     )
 
 
-def active_version(store: Any, doc_id: str) -> int:
+def active_version(store: ChunkStore, doc_id: str) -> int:
     """The document's active version (0: none)."""
     return max((c.version for c in store.iter_chunks(doc_id=doc_id)), default=0)
 
 
-def active_versions(index: Any, doc_ids: Sequence[str]) -> dict[str, int]:
+def active_versions(index: LibraryPipeline, doc_ids: Sequence[str]) -> dict[str, int]:
     """``{doc_id: active version}`` of those of ``doc_ids`` that are active (one read)."""
     out: dict[str, int] = {}
     for c in index.active_chunks(doc_ids):
@@ -160,7 +166,7 @@ class Groups:
         self.size = max(1, min(BATCH_DOCS, 2 * self.size, int(GROUP_TARGET_S / per_doc)))
 
 
-def run_job(ctx: Any, job_id: str) -> None:
+def run_job(ctx: ServiceContext, job_id: str) -> None:
     """Run one queued job (see the module docstring); a job that is not queued is skipped.
     While it runs, its heartbeat says this worker is alive (:mod:`ragspine.service.jobs`)."""
     from ragspine.service.jobs import heartbeat_interval, heartbeating, worker_name

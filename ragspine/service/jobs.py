@@ -42,10 +42,14 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragspine.config import Settings, load_settings
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from ragspine.service.context import ServiceContext
+    from ragspine.service.store import ServiceStore
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +125,7 @@ def import_rq(redis_prefix: str) -> Any:
     return rq
 
 
-def make_job_queue(ctx: Any) -> JobQueue:
+def make_job_queue(ctx: ServiceContext) -> JobQueue:
     target = queue_target(ctx.settings)
     if target == "inprocess":
         return InProcessJobQueue(ctx, workers=ctx.settings.ingest_workers)
@@ -266,7 +270,7 @@ def _gone(worker: str | None) -> bool:
 UNFINISHED = "documents it had not finished keep their previous version; upload them again"
 
 
-def reap(store: Any, stale_after: float, *, now: float | None = None) -> list[str]:
+def reap(store: ServiceStore, stale_after: float, *, now: float | None = None) -> list[str]:
     """Fail the running jobs whose worker is gone or silent; the ids failed by this call."""
     now = time.time() if now is None else now
     cutoff = now - stale_after
@@ -288,7 +292,7 @@ def reap(store: Any, stale_after: float, *, now: float | None = None) -> list[st
 
 
 @contextmanager
-def heartbeating(store: Any, job_id: str, interval: float) -> Iterator[None]:
+def heartbeating(store: ServiceStore, job_id: str, interval: float) -> Iterator[None]:
     """Beat on ``job_id`` every ``interval`` seconds while the block runs (a thread)."""
     stop = threading.Event()
 
@@ -370,7 +374,7 @@ _WORKER_CONTEXT: Any = None
 _WORKER_LOCK = threading.Lock()
 
 
-def set_worker_context(ctx: Any) -> None:
+def set_worker_context(ctx: ServiceContext | None) -> None:
     """The context ``run_queued_job`` uses in this process (``ragspine worker`` and tests set it)."""
     global _WORKER_CONTEXT
     _WORKER_CONTEXT = ctx

@@ -305,7 +305,7 @@ class ServiceStore:
             conn.execute(service_library.delete().where(service_library.c.library_id == library_id))
 
     # -- jobs ---------------------------------------------------------------------------
-    def create_job(self, job_id: str, tenant_id: str, library_id: str, doc_ids: Sequence[str], payload: Any) -> Job:
+    def create_job(self, job_id: str, tenant_id: str, library_id: str, doc_ids: Sequence[str], payload: Mapping[str, Any]) -> Job:
         values: dict[str, Any] = {
             "job_id": job_id, "tenant_id": tenant_id, "library_id": library_id, "state": "queued",
             "done": 0, "total": len(doc_ids), "doc_ids": list(doc_ids), "chunks": 0,

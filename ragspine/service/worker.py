@@ -33,11 +33,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.config import Settings
 from ragspine.errors import ConfigError
 from ragspine.service.jobs import JobWatch, RQJobQueue, import_rq, queue_name, queue_target, set_worker_context
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 __all__ = ["RECONNECT_FIRST_S", "RECONNECT_MAX_S", "QueueLost", "rq_worker_class", "run_worker"]
 
@@ -261,7 +264,7 @@ def _install_stop_signals(stop: threading.Event) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         if not stop.is_set():
             log.warning("%s: stopping", signal.Signals(signum).name)
         stop.set()

@@ -36,10 +36,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ragspine.structured.glossary import Glossary
 from ragspine.structured.result import has_numeral
+
+if TYPE_CHECKING:
+    from ragspine.agent.agent import Agent
+    from ragspine.retrieval.chunking.chunk_store import ChunkDatabase
 
 KINDS = ("answerable", "absent", "out_of_glossary", "near_miss", "unit_year", "pronoun", "long_period", "two_slot",
          "history", "history_followup")
@@ -308,7 +312,7 @@ def _absent_period(period: str, rng: random.Random) -> str:
 
 
 # -- running ------------------------------------------------------------------------------------
-def evaluate(agent: Any, questions: Sequence[EvalQuestion]) -> EvalReport:
+def evaluate(agent: Agent, questions: Sequence[EvalQuestion]) -> EvalReport:
     """Ask ``agent`` every question (as of :data:`AS_OF`) and count (see the module docstring)."""
     report = EvalReport()
     for question in questions:
@@ -332,7 +336,7 @@ def evaluate(agent: Any, questions: Sequence[EvalQuestion]) -> EvalReport:
     return report
 
 
-def eval_agent(database: Any) -> Any:
+def eval_agent(database: ChunkDatabase) -> Agent:
     """An :class:`~ragspine.agent.Agent` over the evaluation's facts, written into ``database``
     (an initialised :class:`~ragspine.stores.sqlite.SQLiteDatabase` or any fact-store database)."""
     from ragspine.agent import Agent, StructuredPath

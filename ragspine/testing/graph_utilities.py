@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ragspine.graph.base import Edge
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.structured.base import Fact, FactStore, SourceFacts
+
+if TYPE_CHECKING:
+    from ragspine.llm.base import LLMProvider
 
 RESTRICTED_MARKER = "board-only figure: the Kestrel Japan merger with Kestrel China"
 
@@ -103,7 +106,7 @@ def spy_chunks() -> list[SpyChunk]:
     ]
 
 
-def assert_no_restricted_text_sent(make_extractor: Callable[[Any], Any], provider: Any) -> None:
+def assert_no_restricted_text_sent(make_extractor: Callable[[Any], Any], provider: LLMProvider) -> None:
     """``make_extractor(provider)`` given :func:`spy_chunks`: ``provider`` (a recording double,
     e.g. ``ScriptedLLMProvider``) never receives the RESTRICTED chunk's text, and no edge cites it."""
     edges = make_extractor(provider).extract(spy_chunks())

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.retrieval.raptor.base import RaptorTree
 from ragspine.retrieval.sensitivity import is_restricted
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.chunking.chunk_store import ChunkStore
 
 __all__ = [
     "assert_no_restricted_text",
@@ -43,7 +46,7 @@ def assert_same_tree(a: RaptorTree, b: RaptorTree) -> None:
         assert abs(node.vector - vectors[node.node_id]).max() <= 1e-6, f"node {node.node_id}'s vector differs"
 
 
-def assert_tree_is_the_librarys(tree: RaptorTree, store: Any) -> None:
+def assert_tree_is_the_librarys(tree: RaptorTree, store: ChunkStore) -> None:
     """Every leaf of every node is an active, open chunk of ``store`` (the tree's library) at
     the version, document and locator the node records; a node's leaves are its children's."""
     assert tree.info.library_id == store.library_id, "a tree saved under another library"

@@ -16,12 +16,15 @@ running it on a deliberately leaky implementation.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.structured.glossary import Glossary
 from ragspine.structured.prose import period_label
-from ragspine.structured.result import FOUND, LANGUAGES, NOT_FOUND, STATUSES, has_numeral
+from ragspine.structured.result import FOUND, LANGUAGES, NOT_FOUND, STATUSES, MetricResult, has_numeral
+
+if TYPE_CHECKING:
+    from ragspine.structured.base import FactStore
 
 ASCII_OR_FULL_WIDTH_DIGIT = (re.compile(r"\d"), re.compile(r"[０-９]"))
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
@@ -38,7 +41,7 @@ def strings(value: Any) -> list[str]:
     return []
 
 
-def assert_no_numeral(result: Any, *inputs: object) -> None:
+def assert_no_numeral(result: MetricResult, *inputs: object) -> None:
     """A result that is not ``found`` carries no numeral in any field of ``to_dict()``, and does
     not echo an input that holds one."""
     assert result.status in STATUSES, result.status
@@ -53,7 +56,7 @@ def assert_no_numeral(result: Any, *inputs: object) -> None:
             assert value.strip() not in result.text, f"{result.status} echoes the input {value!r}"
 
 
-def assert_provenance(result: Any, store: Any, glossary: Glossary) -> None:
+def assert_provenance(result: MetricResult, store: FactStore, glossary: Glossary) -> None:
     """A ``found`` answer resolves to exactly one stored fact (any sensitivity, to catch a
     RESTRICTED one), which is not RESTRICTED, whose value, unit and provenance it repeats, and
     whose prose states no number the fact and the glossary's labels of it do not hold."""

@@ -17,11 +17,15 @@ default: no extractor, the graph stays byte for byte the glossary's and the fact
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol, runtime_checkable
 
 from ragspine.errors import ConfigError
 from ragspine.graph.base import Edge
 from ragspine.retrieval.sensitivity import is_restricted
+
+if TYPE_CHECKING:
+    from ragspine.llm.base import LLMProvider
+    from ragspine.structured.glossary import Glossary
 
 __all__ = ["ChunkLike", "EndpointGate", "RelationExtractor", "endpoint_gate", "make_relation_extractor", "open_chunks"]
 
@@ -64,7 +68,7 @@ def endpoint_gate(gate: object) -> EndpointGate | None:
 
 
 def make_relation_extractor(
-    spec: str = "none", *, glossary: Any = None, provider: Any = None, gate: object = None,
+    spec: str = "none", *, glossary: Glossary | None = None, provider: LLMProvider | None = None, gate: object = None,
 ) -> RelationExtractor | None:
     """The extractor named ``spec`` (the caller's ``RAGSPINE_RELATION_EXTRACTOR``; default
     ``none``, the seed's); ``None`` for ``none``. Both extractors read ``glossary`` (default: the shipped one); ``llm`` needs an LLM

@@ -8,7 +8,7 @@ reasoning and RAPTOR switch it chose (where it chose none: the server's at each 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends
 
@@ -29,6 +29,9 @@ from ragspine.service.routes.common import (
     tenant_id,
 )
 from ragspine.service.store import REASONING_FIELDS, Conflict, Library
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 router = APIRouter(prefix="/v1/libraries", tags=["libraries"], dependencies=[Depends(documented_bearer)])
 
@@ -89,7 +92,10 @@ def _refuse_semantic(library: str, by_default: bool, why: str, others: list[str]
     raise RequestValidationError([{"loc": ("body", "chunker"), "msg": message, "type": "value_error", "input": "semantic"}])
 
 
-def resolve_ranking(ctx: ServiceContext, reranker: str | None, postprocessor: str | None, fusion_weights: Any, rerank_depth: int | None) -> Ranking:
+def resolve_ranking(
+    ctx: ServiceContext, reranker: str | None, postprocessor: str | None, fusion_weights: str | Mapping[str, object] | None,
+    rerank_depth: int | None,
+) -> Ranking:
     """A library's or a request's ranking (the server's where not given), its stages built now:
     a reranker that cannot run here (``cross_encoder`` without a model) is a 400 before anything
     is stored or searched."""
