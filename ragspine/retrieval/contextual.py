@@ -23,10 +23,13 @@ so every ranking and vector is identical to a stack without this module.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.lexical.base import default_index_text
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.chunking.chunking import Chunk
 
 __all__ = ["CONTEXTUAL_CHOICES", "MAX_PART_CHARS", "contextual_header", "contextual_index_text", "make_index_text_fn", "parse_contextual"]
 
@@ -59,7 +62,7 @@ def _part(value: object) -> str:
     return text
 
 
-def contextual_header(chunk: Any) -> str:
+def contextual_header(chunk: Chunk) -> str:
     """``title · entity · period · heading`` of ``chunk`` (empty parts and repeats left out)."""
     meta = getattr(chunk, "metadata", None) or {}
     parts: list[str] = []
@@ -70,7 +73,7 @@ def contextual_header(chunk: Any) -> str:
     return SEPARATOR.join(parts)
 
 
-def contextual_index_text(chunk: Any) -> str:
+def contextual_index_text(chunk: Chunk) -> str:
     """The header, a newline, then the chunk's own text (just the text when there is no header)."""
     header = contextual_header(chunk)
     return f"{header}\n{chunk.text}" if header else str(chunk.text)

@@ -41,7 +41,7 @@ from ragspine.retrieval.chunking.chunking import (
     Chunk,
     ParagraphChunker,
 )
-from ragspine.retrieval.filtering.filters import MetadataFilter, combine_filters
+from ragspine.retrieval.filtering.filters import FilterSpec, MetadataFilter, combine_filters
 from ragspine.retrieval.fusion import DEFAULT_RRF_K
 from ragspine.retrieval.fusion.weights import AdaptiveWeights, LegWeights, ZScoreFusion, effective_weights
 from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
@@ -359,7 +359,7 @@ class LibraryPipeline:
             results = postprocessor.process(query, results, top_k=want)
         return Page(results[:want], page.exhausted and len(results) <= want, page.dense_coverage)
 
-    def retrieve(self, query: str | SearchRequest, *, top_k: int = 10, metadata_filter: Any = None, **fields: Any) -> list[RetrievalResult]:
+    def retrieve(self, query: str | SearchRequest, *, top_k: int = 10, metadata_filter: FilterSpec = None, **fields: Any) -> list[RetrievalResult]:
         """The Python API's entry point: ``metadata_filter`` (any form ``parse_filter`` reads)
         AND the seed's keyword pre-filters (``topic=``, ...), RESTRICTED results included (the
         link exit removes them); ``query``: the question, or a request whose probes, stages,

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from ragspine.retrieval.query.probes import Probe
 
 if TYPE_CHECKING:
-    from ragspine.retrieval.filtering.filters import MetadataFilter
+    from ragspine.retrieval.filtering.filters import FilterSpec, MetadataFilter
     from ragspine.retrieval.fusion.weights import LegWeights
+    from ragspine.retrieval.link.narrative_link import NarrativeRetriever
     from ragspine.retrieval.ranking import Stages
     from ragspine.retrieval.snippet import Snippet
     from ragspine.retrieval.vector.dense import DenseCoverage
@@ -98,7 +99,7 @@ class RequestRetriever:
         parsed, and ``top_k``)."""
         return self._answer(SearchRequest.of(request, filters=filters, top_k=top_k))
 
-    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[Snippet]:
+    def retrieve(self, query: str, *, filters: FilterSpec = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[Snippet]:
         """The snippets for ``query``; ``filters`` in any form ``parse_filter`` reads
         (``FilterError`` before any I/O). Each carries ``"filters_dropped": True`` when the
         filters were dropped to find it."""
@@ -110,7 +111,7 @@ class RequestRetriever:
         raise NotImplementedError
 
 
-def ask(retriever: Any, request: SearchRequest) -> Answer:
+def ask(retriever: NarrativeRetriever, request: SearchRequest) -> Answer:
     """``retriever``'s answer to ``request``: the request itself to a :class:`RequestRetriever`;
     to any other :class:`~ragspine.retrieval.link.narrative_link.NarrativeRetriever` (a caller's
     own, speaking ``search(query, filters=, top_k=)``) its question, filter and ``top_k``."""

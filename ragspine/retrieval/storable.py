@@ -25,9 +25,12 @@ backend: ``document 'd': metadata key 'k\\ud800' holds a lone surrogate ...; <th
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ragspine.errors import IngestError
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.vector.vector_store import VectorRecord
 
 __all__ = ["check_chunks", "check_document", "check_fields", "check_record", "unstorable"]
 
@@ -134,7 +137,7 @@ def check_chunks(doc_id: str, chunks: Sequence[Any], valid_as_of: Any = "") -> N
             check_fields(owner, (), chunk.metadata)
 
 
-def check_record(record: Any) -> None:
+def check_record(record: VectorRecord) -> None:
     """The check of one vector store record (``VectorRecord``): its ids, sensitivity and
     metadata, named ``vector '<chunk id>'`` — every vector store refuses the same records."""
     check_fields(f"vector {record.id!r}", [("chunk id", record.id), ("doc_id", record.doc_id),

@@ -37,6 +37,8 @@ from ragspine.errors import ConfigError, MissingDependencyError
 from ragspine.retrieval.vector.embedding_cache import CacheStats
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from ragspine.config import Settings
     from ragspine.stores.registry import StoreSpec
 
@@ -61,7 +63,7 @@ class RedisCacheStats(CacheStats):
         return {**super().as_dict(), "fallbacks": self.fallbacks}
 
 
-def encode_vector(vector: Any) -> bytes:
+def encode_vector(vector: npt.ArrayLike) -> bytes:
     return np.asarray(vector, dtype=_DTYPE).reshape(-1).tobytes()
 
 

@@ -19,12 +19,15 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.llm.observe import report_malformed
 from ragspine.retrieval.filtering.base import FilterExtractor
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
+
+if TYPE_CHECKING:
+    from ragspine.llm.base import LLMProvider
 
 __all__ = [
     "ControlledVocabFilterExtractor", "FilterExtractor", "LLMFilterExtractor", "load_vocabulary", "make_filter_extractor", "safe_extract",
@@ -131,7 +134,7 @@ def load_vocabulary(path: str) -> dict[str, dict[str, list[str]]]:
 
 
 def make_filter_extractor(
-    spec: str = "none", *, vocabulary: Vocabulary | None = None, provider: Any = None
+    spec: str = "none", *, vocabulary: Vocabulary | None = None, provider: LLMProvider | None = None
 ) -> FilterExtractor | None:
     """The extractor named ``spec`` (the caller's ``RAGSPINE_FILTER_EXTRACTOR``; default ``none``,
     the seed's); ``None`` for ``none``. ``controlled_vocab`` needs ``vocabulary``; ``llm`` needs

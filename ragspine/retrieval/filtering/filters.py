@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, TypeAlias, TypeVar, Union, runtime_checkable
 
 from ragspine.errors import FilterError
 from ragspine.retrieval.metadata import check_field_name, value_kind
@@ -247,6 +247,10 @@ class FilterTooLarge(FilterError):
 
 DEFAULT_FILTER_LIMITS = FilterLimits()
 
+#: A filter in any form :func:`parse_filter` reads: ``None``, a :class:`MetadataFilter`, the dict
+#: form or the list form (of condition dicts, ``(field, op, value)`` tuples or conditions).
+FilterSpec: TypeAlias = Union[MetadataFilter, Mapping[str, Any], list[Any], tuple[Any, ...], None]
+
 
 def parse_filter(spec: Any, *, limits: FilterLimits | None = DEFAULT_FILTER_LIMITS) -> MetadataFilter | None:
     """Build a :class:`MetadataFilter` from one of:
@@ -331,7 +335,7 @@ def _rough_values(spec: Mapping[str, Any] | list[Any] | tuple[Any, ...]) -> int:
     return total
 
 
-def combine_filters(metadata_filter: Any = None, fields: Mapping[str, Any] | None = None) -> MetadataFilter | None:
+def combine_filters(metadata_filter: FilterSpec = None, fields: Mapping[str, Any] | None = None) -> MetadataFilter | None:
     """The Python API's edge: the user's filter (any form :func:`parse_filter` reads) AND the
     seed's keyword pre-filters (``topic=``, ``entity=``, ...), parsed once."""
     from ragspine.retrieval.metadata import STANDARD_FIELDS

@@ -20,7 +20,7 @@ default) and :class:`~ragspine.stores.postgres.lexical.PostgresLexicalIndex`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence, runtime_checkable
 
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 from ragspine.retrieval.filtering.filters import MetadataFilter
@@ -109,7 +109,7 @@ default_index_text.persist_key = ""  # type: ignore[attr-defined]
 
 
 def make_lexical_index(
-    spec: str, store: ChunkStore, *, settings: Settings | None = None, auto: str = "memory", index_text: Any = None,
+    spec: str, store: ChunkStore, *, settings: Settings | None = None, auto: str = "memory", index_text: Callable[[StoredChunk], str] | None = None,
 ) -> LexicalIndex:
     """The lexical index named ``spec`` (``RAGSPINE_LEXICAL_INDEX``) over ``store``; ``auto`` is
     what the chunk database picks (``auto=``: ``ChunkDatabase.auto_lexical_index``, e.g. ``warm``

@@ -25,7 +25,7 @@ from ragspine.retrieval.ask_again import MAX_STALE_RETRIES, Page, StaleRanking, 
 from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, FollowableStore, StoredChunk
 from ragspine.retrieval.chunking.chunking import Chunk
-from ragspine.retrieval.filtering.filters import MetadataFilter, combine_filters
+from ragspine.retrieval.filtering.filters import FilterSpec, MetadataFilter, combine_filters
 from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
 from ragspine.retrieval.fusion.weights import AdaptiveWeights, LegWeights, ZScoreFusion, effective_weights
 from ragspine.retrieval.fusion.zscore import zscore_fuse
@@ -303,7 +303,7 @@ class HybridRetriever:
         exhausted = consumed and all(len(ranking) < depth for leg in legs for ranking in leg.values())
         return Page(results, exhausted, worst_coverage([leg.coverage for leg in legs if leg.coverage is not None]))
 
-    def search(self, query: str, *, top_k: int = 10, metadata_filter: Any = None, **fields: Any) -> list[RetrievalResult]:
+    def search(self, query: str, *, top_k: int = 10, metadata_filter: FilterSpec = None, **fields: Any) -> list[RetrievalResult]:
         """The seed's entry point: ``metadata_filter`` (any form ``parse_filter`` reads) AND the
         seed's keyword pre-filters (``topic=``, ``entity=``, ...)."""
         filt = combine_filters(metadata_filter, fields)

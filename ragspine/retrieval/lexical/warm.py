@@ -41,6 +41,7 @@ from ragspine.retrieval.lexical.index import BuildStopped, InMemoryLexicalIndex
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
+    from ragspine.retrieval.chunking.chunk_store import ChunkStore
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class WarmingLexicalIndex:
         self.state = "cold"
 
     @classmethod
-    def from_config(cls, store: Any, settings: Settings | None = None) -> WarmingLexicalIndex:
+    def from_config(cls, store: ChunkStore, settings: Settings | None = None) -> WarmingLexicalIndex:
         """``RAGSPINE_LEXICAL_INDEX=warm`` (the registry's factory): a PostgreSQL chunk store and
         a writable ``RAGSPINE_LEXICAL_DIR``."""
         from ragspine.stores.postgres.chunk_store import PostgresChunkStore

@@ -32,7 +32,7 @@ from ragspine.llm.budget import llm_request
 from ragspine.retrieval.ask_again import ask_again
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, ChunkStore
 from ragspine.retrieval.filtering.automatic import FilterExtractor, safe_extract
-from ragspine.retrieval.filtering.filters import MetadataFilter
+from ragspine.retrieval.filtering.filters import FilterSpec, MetadataFilter
 from ragspine.retrieval.lexical.base import LexicalIndex
 from ragspine.retrieval.lexical.rewrite import GlossaryQueryRewriter
 from ragspine.retrieval.link.expansion import share_expansions, withheld_extents
@@ -79,7 +79,7 @@ def __getattr__(name: str) -> Any:
 class NarrativeRetriever(Protocol):
     """The agent-side contract: a query in, RESTRICTED-free snippet dicts out."""
 
-    def retrieve(self, query: str, *, filters: Any = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[Snippet]:
+    def retrieve(self, query: str, *, filters: FilterSpec = None, top_k: int = DEFAULT_RETRIEVE_TOP_K) -> list[Snippet]:
         """Snippets for ``query``; each carries ``"filters_dropped": True`` when the filters
         were dropped to find it."""
         ...

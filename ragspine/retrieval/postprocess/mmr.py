@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Callable
 
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.postprocess.base import open_results
@@ -46,7 +46,7 @@ def _cosine(a: Counter[str], b: Counter[str], na: float, nb: float) -> float:
     return sum(v * b[t] for t, v in a.items() if t in b) / (na * nb)
 
 
-def mmr_order(rel: list[float], sim: Any, top_k: int, lam: float) -> list[int]:
+def mmr_order(rel: list[float], sim: Callable[[int, int], float], top_k: int, lam: float) -> list[int]:
     """Indices chosen by the greedy rule; ``sim(i, j)`` the similarity of candidates i and j."""
     chosen: list[int] = []
     redundancy = [0.0] * len(rel)  # max sim to the chosen ones

@@ -27,7 +27,7 @@ import hashlib
 import json
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,6 +47,9 @@ from ragspine.retrieval.raptor.base import (
 )
 from ragspine.retrieval.raptor.cluster import normalized, threshold_clusters
 from ragspine.retrieval.vector.embedding import model_namespace
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.pipeline import LibraryPipeline
 
 __all__ = ["build_raptor_tree", "describe_tree", "economy_refusal", "rebuild"]
 
@@ -96,7 +99,7 @@ def _embed(dense: Any, texts: list[str]) -> list[np.ndarray | None]:
 
 
 def build_raptor_tree(
-    pipeline: Any, *, options: RaptorOptions | None = None, summarizer: Summarizer | None = None, previous: RaptorTree | None = None,
+    pipeline: LibraryPipeline, *, options: RaptorOptions | None = None, summarizer: Summarizer | None = None, previous: RaptorTree | None = None,
 ) -> RaptorTree:
     """The tree of ``pipeline``'s library (see the module docstring); nothing is written."""
     from ragspine.retrieval.raptor.summarize import ExtractiveSummarizer
@@ -176,7 +179,7 @@ def _nodes(
 
 
 def rebuild(
-    pipeline: Any, trees: RaptorStore, *, options: RaptorOptions | None = None, summarizer: Summarizer | None = None,
+    pipeline: LibraryPipeline, trees: RaptorStore, *, options: RaptorOptions | None = None, summarizer: Summarizer | None = None,
     force: bool = False, observer: RaptorObserver | None = None,
 ) -> tuple[RaptorTree | None, str]:
     """Build ``pipeline``'s tree and save it in ``trees``: ``(tree, "built")``; ``(None,

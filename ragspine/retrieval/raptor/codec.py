@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragspine.retrieval.raptor.base import Leaf, SynthesisNode, TreeInfo
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = ["NODE_COLUMNS", "TREE_COLUMNS", "info_row", "node_row", "row_to_info", "row_to_node"]
 
@@ -21,7 +24,7 @@ TREE_COLUMNS = ("library_id", "tree_id", "change_seq", "model", "params", "chunk
 NODE_COLUMNS = ("library_id", "node_id", "level", "ordinal", "text", "children", "leaves", "vector", "written_by")
 
 
-def vector_bytes(vector: Any) -> bytes:
+def vector_bytes(vector: npt.ArrayLike) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
 
 

@@ -27,7 +27,7 @@ RAPTOR.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from ragspine.retrieval.raptor.base import RaptorStore, RaptorTree, SynthesisNod
 from ragspine.retrieval.raptor.cluster import SIMILARITY_DECIMALS, normalized
 from ragspine.retrieval.vector.dense import DenseRanking
 from ragspine.retrieval.vector.embedding import embed_query, model_namespace
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.pipeline import LibraryPipeline
 
 __all__ = ["RaptorLeg", "attach_raptor"]
 
@@ -96,7 +99,7 @@ class RaptorLeg:
         wanted = set(chunk_ids)
         return {cid: ver for cid, ver in self.index.candidates() if cid in wanted}
 
-    def nodes_for(self, query: str, qvec: Any = None) -> list[tuple[SynthesisNode, float]]:
+    def nodes_for(self, query: str, qvec: Sequence[float] | None = None) -> list[tuple[SynthesisNode, float]]:
         """The :attr:`top_nodes` current nodes nearest ``query`` (``qvec``: its vector, when
         already embedded), with their similarity."""
         loaded = self.tree()
@@ -175,7 +178,7 @@ class RaptorLeg:
         return DenseRanking([(cid, score) for cid, score, _ in collapsed], dense.coverage)
 
 
-def attach_raptor(pipeline: Any, trees: RaptorStore, *, default: bool = False, top_nodes: int = 4) -> RaptorLeg | None:
+def attach_raptor(pipeline: LibraryPipeline, trees: RaptorStore, *, default: bool = False, top_nodes: int = 4) -> RaptorLeg | None:
     """Give ``pipeline``'s hybrid retriever RAPTOR's leg (off unless ``default`` or a request
     turns it on); ``None`` for a pipeline without a dense leg (economy mode)."""
     retriever = pipeline.retriever

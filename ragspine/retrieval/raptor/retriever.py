@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragspine.errors import ConfigError
 from ragspine.registries import CHUNK_STORES, RAPTOR_STORES
-from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
+from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, ChunkDatabase
 from ragspine.retrieval.raptor.base import RaptorOptions, RaptorStore
 from ragspine.retrieval.raptor.build import economy_refusal
 from ragspine.retrieval.raptor.leg import RaptorLeg, attach_raptor
@@ -26,20 +26,23 @@ from ragspine.retrieval.request import Answer, RequestRetriever, SearchRequest, 
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
+    from ragspine.retrieval.filtering.automatic import FilterExtractor
+    from ragspine.retrieval.link.narrative_link import NarrativeRetriever
+    from ragspine.retrieval.pipeline import LibraryPipeline
 
 __all__ = ["RaptorRetriever", "check_raptor", "make_raptor_retriever", "make_raptor_store", "raptor_leg", "raptor_store_kind"]
 
 DEFAULT_TOP_K = 50
 
 
-def raptor_store_kind(database: Any) -> str | None:
+def raptor_store_kind(database: ChunkDatabase) -> str | None:
     """The :data:`~ragspine.registries.RAPTOR_STORES` name serving ``database`` (``None``: none)."""
     target = f"{type(database).__module__}:{type(database).__qualname__}"
     kind = next((name for name in CHUNK_STORES.names() if CHUNK_STORES[name].target == target), None)
     return kind if kind in RAPTOR_STORES.names() else None
 
 
-def make_raptor_store(library_id: str = DEFAULT_LIBRARY_ID, *, database: Any = None, settings: Settings | None = None) -> RaptorStore:
+def make_raptor_store(library_id: str = DEFAULT_LIBRARY_ID, *, database: ChunkDatabase | None = None, settings: Settings | None = None) -> RaptorStore:
     """The RAPTOR tree store of ``library_id`` in ``database`` (a chunk database: its
     :data:`~ragspine.registries.RAPTOR_STORES` line of the same name; default: the configured
     chunk store, opened here and closed with the tree store). No I/O."""
@@ -55,7 +58,7 @@ def make_raptor_store(library_id: str = DEFAULT_LIBRARY_ID, *, database: Any = N
     return store
 
 
-def raptor_leg(pipeline: Any) -> RaptorLeg | None:
+def raptor_leg(pipeline: LibraryPipeline) -> RaptorLeg | None:
     """``pipeline``'s RAPTOR leg, if it has one."""
     leg = getattr(getattr(pipeline, "retriever", None), "raptor", None)
     return leg if isinstance(leg, RaptorLeg) else None
@@ -95,8 +98,9 @@ class RaptorRetriever(RequestRetriever):
 
 
 def make_raptor_retriever(
-    index: Any, *, trees: RaptorStore | Mapping[str, RaptorStore] | None = None, options: RaptorOptions | None = None,
-    retry_without_filters: bool = True, filter_extractor: Any = None, inner: Any = None,
+    index: LibraryPipeline | Mapping[str, LibraryPipeline], *, trees: RaptorStore | Mapping[str, RaptorStore] | None = None,
+    options: RaptorOptions | None = None, retry_without_filters: bool = True, filter_extractor: FilterExtractor | None = None,
+    inner: NarrativeRetriever | None = None,
 ) -> RaptorRetriever:
     """See the module docstring. ``index``: a :class:`~ragspine.retrieval.pipeline.LibraryPipeline`
     or ``{library_id: pipeline}``; ``trees``: a tree store (one library) or one per library;

@@ -18,12 +18,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.errors import BackendError, ConfigError
 from ragspine.llm.observe import report_malformed
 from ragspine.retrieval.chunking.chunking import sentence_spans
 from ragspine.retrieval.lexical.tokenizer import tokenize
+
+if TYPE_CHECKING:
+    from ragspine.llm.base import LLMProvider
 
 __all__ = ["MEMBER_CHARS", "ExtractiveSummarizer", "LLMSummarizer", "make_summarizer", "summary_prompt"]
 
@@ -147,7 +150,7 @@ class LLMSummarizer:
         return text, "extractive (the model's answer was unusable)"
 
 
-def make_summarizer(name: str, *, provider: Any = None) -> Any:
+def make_summarizer(name: str, *, provider: LLMProvider | None = None) -> Any:
     """The summarizer ``name`` (``RAGSPINE_RAPTOR_SUMMARIZER``) of the registry; ``provider`` goes
     to one whose registry line needs an LLM."""
     from ragspine.registries import RAPTOR_SUMMARIZERS

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ragspine.errors import ConfigError
 
@@ -111,7 +111,7 @@ class ReasoningStats:
             self.rounds[action] += 1
 
 
-def notify(observer: Any, method: str, *args: str) -> None:
+def notify(observer: ReasoningObserver | None, method: str, *args: str) -> None:
     """Call ``observer.method(*args)`` when there is an observer (never raises)."""
     if observer is None:
         return

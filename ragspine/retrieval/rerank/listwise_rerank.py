@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.llm.observe import report_malformed
@@ -128,7 +128,7 @@ class ListwiseReranker:
         return listwise_rerank(query, results, self.judge, top_n=self.top_n)
 
 
-def listwise_reranker(*, provider: Any = None, top_n: int = DEFAULT_TOP_N, settings: Settings | None = None) -> ListwiseReranker:
+def listwise_reranker(*, provider: LLMProvider | None = None, top_n: int = DEFAULT_TOP_N, settings: Settings | None = None) -> ListwiseReranker:
     """``RAGSPINE_RERANKER=listwise`` (the registry's factory): the judge is ``provider``.
     ``settings`` (every reranker factory is given the stack's) is not read: the judge is all it needs."""
     if provider is None:

@@ -20,10 +20,13 @@ sees the open subset of the head (RESTRICTED results never reach ``rerank``), an
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.types import RetrievalResult
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.chunking.chunking import Chunk
 
 
 @runtime_checkable
@@ -39,7 +42,7 @@ def candidate_text(result: RetrievalResult) -> str:
     return chunk_text(result.chunk)
 
 
-def chunk_text(chunk: Any) -> str:
+def chunk_text(chunk: Chunk) -> str:
     """:func:`candidate_text` of a stored chunk."""
     text, title = str(chunk.text), str(chunk.title or "").strip()
     if not title or text.lstrip().startswith(title):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.llm.observe import report_malformed
@@ -21,6 +21,9 @@ from ragspine.retrieval.chunking.chunk_store import LibraryInfo
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.routing.base import LibraryRouter
+
+if TYPE_CHECKING:
+    from ragspine.llm.base import LLMProvider
 
 __all__ = ["KeywordLibraryRouter", "LLMLibraryRouter", "LibraryRouter", "make_library_router"]
 
@@ -76,7 +79,7 @@ class LLMLibraryRouter:
         return chosen
 
 
-def make_library_router(spec: str = "none", *, provider: Any = None) -> LibraryRouter | None:
+def make_library_router(spec: str = "none", *, provider: LLMProvider | None = None) -> LibraryRouter | None:
     """The router named ``spec`` (the caller's ``RAGSPINE_LIBRARY_ROUTER``; default ``none``, the
     seed's); ``None`` for ``none`` (search every library). ``llm`` needs ``provider``."""
     from ragspine.registries import LIBRARY_ROUTERS

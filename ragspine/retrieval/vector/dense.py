@@ -288,7 +288,7 @@ class DenseLeg:
 
     def search(
         self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None,
-        qvec: Any = None,
+        qvec: Sequence[float] | None = None,
     ) -> DenseRanking:
         """The ``depth`` nearest current chunks ``[(chunk_id, similarity)]`` and how many of
         the candidates had no vector; records each hit's version in ``versions``. ``qvec``:

@@ -39,7 +39,7 @@ _STAGE = "ragspine_vec_stage"
 _MEMORY_CAP_MB = 1024  # maintenance_work_mem for a rebuild: the graph should fit in memory
 
 
-def rebuild_pays(conn: Any, table: sa.Table, n_rows: int) -> bool:
+def rebuild_pays(conn: sa.Connection, table: sa.Table, n_rows: int) -> bool:
     """Whether loading ``n_rows`` should drop and rebuild the HNSW index (a short read)."""
     if n_rows < REBUILD_MIN or _index_def(conn, table) is None:
         return False
@@ -71,7 +71,7 @@ def copy_upsert(conn: Any, table: sa.Table, rows: Sequence[Mapping[str, Any]], d
         restore_index(conn, table, index_def, len(rows), dim)
 
 
-def drop_index(conn: Any, table: sa.Table) -> str | None:
+def drop_index(conn: sa.Connection, table: sa.Table) -> str | None:
     """Lock the model table (readers wait for the caller's commit) and drop its HNSW index;
     returns the index's definition (``None``: it had none, dropped on purpose)."""
     conn.execute(sa.text(f"LOCK TABLE {_quoted(conn, table.name)} IN ACCESS EXCLUSIVE MODE"))
@@ -81,7 +81,7 @@ def drop_index(conn: Any, table: sa.Table) -> str | None:
     return index_def
 
 
-def restore_index(conn: Any, table: sa.Table, index_def: str, n_rows: int, dim: int) -> None:
+def restore_index(conn: sa.Connection, table: sa.Table, index_def: str, n_rows: int, dim: int) -> None:
     """Build the dropped index again over the loaded rows (its own definition), then ANALYZE."""
     memory_mb = min(_MEMORY_CAP_MB, 64 + (n_rows * (4 * dim + 600)) // 2**20)
     current = conn.execute(sa.text("SELECT pg_size_bytes(current_setting('maintenance_work_mem'))")).scalar_one()
@@ -106,7 +106,7 @@ def _index_name(table: sa.Table) -> str:
     return f"{table.name}_hnsw"
 
 
-def _index_def(conn: Any, table: sa.Table) -> str | None:
+def _index_def(conn: sa.Connection, table: sa.Table) -> str | None:
     """``CREATE INDEX ...`` of the table's HNSW index in this schema, or None if it has none."""
     definition: str | None = conn.execute(
         sa.text("SELECT pg_get_indexdef(to_regclass(quote_ident(:name)))"), {"name": _index_name(table)}

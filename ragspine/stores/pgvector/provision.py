@@ -8,8 +8,6 @@ an existing table is a :class:`ConfigError`. One advisory lock serializes concur
 
 from __future__ import annotations
 
-from typing import Any
-
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -27,7 +25,7 @@ INSTALL_HINT = (
 _EXTVERSION = sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
 
 
-def provision(conn: Any, *, model_id: str, dim: int, where: str, iterative: bool) -> tuple[str, str]:
+def provision(conn: sa.Connection, *, model_id: str, dim: int, where: str, iterative: bool) -> tuple[str, str]:
     """Check the registry, ensure the extension, register the model → ``(pgvector version, table)``."""
     if conn.execute(sa.select(sa.func.to_regclass(vector_space.name))).scalar() is None:
         raise ConfigError(
@@ -44,7 +42,7 @@ def provision(conn: Any, *, model_id: str, dim: int, where: str, iterative: bool
     return version, register_model(conn, model_id, dim, where)
 
 
-def check_available(conn: Any, where: str) -> None:
+def check_available(conn: sa.Connection, where: str) -> None:
     """Raise :class:`BackendError` (with the fix) unless the extension is installed in this
     database or can be (a read-only probe: ``ragspine config``, ``migrate``, ``/readyz`` and
     every ingest's pre-check)."""
@@ -52,7 +50,7 @@ def check_available(conn: Any, where: str) -> None:
         _require_available(conn, where)
 
 
-def _require_available(conn: Any, where: str) -> None:
+def _require_available(conn: sa.Connection, where: str) -> None:
     if conn.execute(sa.text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first() is None:
         server = conn.execute(sa.text("SHOW server_version")).scalar()
         raise BackendError(
@@ -61,7 +59,7 @@ def _require_available(conn: Any, where: str) -> None:
         )
 
 
-def ensure_extension(conn: Any, where: str) -> str:
+def ensure_extension(conn: sa.Connection, where: str) -> str:
     row = conn.execute(_EXTVERSION).first()
     if row is None:
         _require_available(conn, where)
@@ -82,7 +80,7 @@ def ensure_extension(conn: Any, where: str) -> str:
     return str(row[0])
 
 
-def register_model(conn: Any, model_id: str, dim: int, where: str) -> str:
+def register_model(conn: sa.Connection, model_id: str, dim: int, where: str) -> str:
     """Insert ``(model_id, dim, table)`` unless present; the registered dimension must be ``dim``."""
     conn.execute(
         pg_insert(vector_space)
@@ -101,7 +99,7 @@ def register_model(conn: Any, model_id: str, dim: int, where: str) -> str:
     return str(name)
 
 
-def check_embedding_column(conn: Any, table_name: str, dim: int, where: str) -> None:
+def check_embedding_column(conn: sa.Connection, table_name: str, dim: int, where: str) -> None:
     declared = conn.execute(
         sa.text(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "

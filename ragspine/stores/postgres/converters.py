@@ -16,7 +16,7 @@ import json
 import math
 from collections import Counter
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from ragspine.retrieval.chunking.chunk_store import StoredChunk
 from ragspine.retrieval.chunking.chunking import Chunk
@@ -147,7 +147,7 @@ def timestamp_text(value: Any) -> str:
     return str(value)
 
 
-def row_to_stored(row: Any) -> StoredChunk:
+def row_to_stored(row: Mapping[str, Any] | Sequence[Any]) -> StoredChunk:
     """A row selected with :data:`CHUNK_COLUMNS` (a mapping or a sequence) → StoredChunk."""
     v = dict(row) if isinstance(row, Mapping) else dict(zip(CHUNK_COLUMNS, row, strict=False))
     return StoredChunk.from_row(v, metadata=metadata_from_db(v["metadata"]), ingested_at=timestamp_text(v["ingested_at"]))

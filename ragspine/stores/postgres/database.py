@@ -42,6 +42,8 @@ from ragspine.stores.postgres.engine import (
 )
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
     from ragspine.config import Settings
     from ragspine.stores.postgres.chunk_store import PostgresChunkStore
     from ragspine.stores.registry import SpecContext, StoreSpec
@@ -272,7 +274,7 @@ class PostgresDatabase:
         except sa.exc.SQLAlchemyError as exc:
             raise self.error(exc, "write") from exc
 
-    def read(self, statement: Any, params: Mapping[str, Any] | None = None) -> list[Any]:
+    def read(self, statement: Executable, params: Mapping[str, Any] | None = None) -> list[Any]:
         """Run one SQLAlchemy statement (Core or ``text()``) and return its rows."""
         import sqlalchemy as sa
 

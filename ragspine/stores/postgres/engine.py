@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.deadline import DeadlineExceeded, remaining
 from ragspine.deadline import expired as deadline_expired
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -61,7 +64,7 @@ def make_engine(url: str, *, schema: str | None = None, pool_size: int = 5, max_
     return engine
 
 
-def bound_by_deadline(conn: Any) -> None:
+def bound_by_deadline(conn: sa.Connection) -> None:
     """At each transaction's begin: its statements may run at most the time the current
     deadline leaves (``statement_timeout``, transaction-local); nothing without a deadline."""
     left = remaining()

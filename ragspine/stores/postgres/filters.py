@@ -168,14 +168,14 @@ HANDLERS: dict[str, Callable[[Any, FilterCondition], Clause]] = {
 }
 
 
-def condition_clause(column: Any, condition: FilterCondition) -> Clause:
+def condition_clause(column: sa.ColumnElement[Any], condition: FilterCondition) -> Clause:
     """One condition as SQL; a field name PostgreSQL cannot store is never present."""
     if not pg_storable(condition.field):
         return sa.false()
     return HANDLERS[condition.op](column, condition)
 
 
-def filter_clause(column: Any, where: MetadataFilter | None) -> Clause:
+def filter_clause(column: sa.ColumnElement[Any], where: MetadataFilter | None) -> Clause:
     """The AND of ``where``'s conditions over the JSONB ``column`` (TRUE when no filter).
 
     Built once per filter and column *as SQL names it* (:data:`_BUILT`): the expression refers

@@ -29,7 +29,7 @@ retired one is gone at once, and a failure anywhere leaves the previous state.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.chunk_store import (
@@ -43,6 +43,9 @@ from ragspine.stores.postgres.converters import (
     chunk_copy_row,
     term_counts,
 )
+
+if TYPE_CHECKING:
+    import psycopg
 
 _LOCK_LIBRARY = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%(library_id)s, 1))"
 # The subquery fixes the order in which the locks are taken (ascending doc_id, as given).
@@ -96,7 +99,7 @@ _STATS = (  # postings stay complete only while every write wrote them
 )
 
 
-def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *, bulk: str = "copy", keep_postings: bool = True) -> int:
+def replace_batch(cur: psycopg.Cursor[Any], library_id: str, batch: Sequence[DocumentChunks], *, bulk: str = "copy", keep_postings: bool = True) -> int:
     """Versioned replace of every document of a batch checked by
     :func:`~ragspine.retrieval.chunking.chunk_store.check_batch`; returns the
     number of chunk rows written. The caller owns the transaction. With ``keep_postings=False``
@@ -150,7 +153,7 @@ def replace_batch(cur: Any, library_id: str, batch: Sequence[DocumentChunks], *,
     return len(rows)
 
 
-def write_rows(cur: Any, copy_sql: str, insert_sql: str, rows: Sequence[tuple[Any, ...]], bulk: str = "copy") -> None:
+def write_rows(cur: psycopg.Cursor[Any], copy_sql: str, insert_sql: str, rows: Sequence[tuple[Any, ...]], bulk: str = "copy") -> None:
     """Insert ``rows`` with one COPY (or pipelined INSERTs, ``bulk="executemany"``)."""
     if not rows:
         return
@@ -196,7 +199,7 @@ def backfill_lexical(raw: Any, batch_size: int = 2000, *, restricted: bool = Fal
         recount_lexical(cur)
 
 
-def rebuild_library_postings(raw: Any, library_id: str, batch_size: int = 2000) -> int:
+def rebuild_library_postings(raw: psycopg.Connection[Any], library_id: str, batch_size: int = 2000) -> int:
     """Rewrite one library's postings, token counts, document frequencies and statistics
     from its active chunks and mark them complete; the caller holds the library's lock
     exclusively (no replace runs meanwhile) and owns the transaction. Returns chunks indexed."""
@@ -237,7 +240,7 @@ def rebuild_library_postings(raw: Any, library_id: str, batch_size: int = 2000) 
     return indexed
 
 
-def recount_lexical(cur: Any) -> None:
+def recount_lexical(cur: psycopg.Cursor[Any]) -> None:
     """Document frequencies and statistics of every library, from its postings and the token
     counts of its indexed active chunks (``n_tokens`` set)."""
     cur.execute("DELETE FROM ragspine_lex_term")

@@ -21,9 +21,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
 
 __all__ = ["make_qdrant_client", "is_local", "describe_client", "client_guard", "is_unreachable", "root_cause"]
 
@@ -79,7 +82,7 @@ def make_qdrant_client(
         raise ConfigError(f"cannot use Qdrant URL {url!r}: {exc}") from exc
 
 
-def is_local(client: Any) -> bool:
+def is_local(client: QdrantClient) -> bool:
     """True for a local-mode (in-process) client."""
     try:
         from qdrant_client.local.qdrant_local import QdrantLocal
@@ -88,7 +91,7 @@ def is_local(client: Any) -> bool:
     return isinstance(getattr(client, "_client", None), QdrantLocal)
 
 
-def describe_client(client: Any) -> str:
+def describe_client(client: QdrantClient) -> str:
     """``"Qdrant at http://host:6333"`` or ``"Qdrant local mode (:memory:)"`` for messages."""
     inner = getattr(client, "_client", None)
     if is_local(client):
@@ -102,7 +105,7 @@ _LOCAL_LOCKS: "weakref.WeakKeyDictionary[Any, threading.RLock]" = weakref.WeakKe
 _LOCAL_LOCKS_GUARD = threading.Lock()
 
 
-def client_guard(client: Any) -> Any:
+def client_guard(client: QdrantClient) -> Any:
     """A context manager serializing calls on a local-mode client (which is not thread-safe;
     every store sharing the client takes the same lock); a no-op for a server client."""
     if not is_local(client):

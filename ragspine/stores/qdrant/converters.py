@@ -69,7 +69,7 @@ def to_point(library_id: str, record: VectorRecord, dim: int) -> models.PointStr
     return models.PointStruct(id=point_id(library_id, record.id), vector=vector, payload=payload)
 
 
-def to_hit(point: Any, score: float | None = None) -> VectorHit:
+def to_hit(point: models.ScoredPoint, score: float | None = None) -> VectorHit:
     """A ``VectorHit`` from a scored point (``score`` overrides the engine's score)."""
     p: Mapping[str, Any] = point.payload or {}
     return VectorHit(
