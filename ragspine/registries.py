@@ -127,7 +127,7 @@ RERANKERS = Registry("reranker", env="RAGSPINE_RERANKER", entries={
     "colbert": Entry(
         "ragspine.retrieval.rerank.late_interaction:colbert_reranker",
         "MaxSim late interaction over token vectors (default: the packaged MiniLM's token states; RAGSPINE_COLBERT_DIR)",
-        extra="embed-onnx",
+        extra="embed-onnx", needs=("cache",),  # candidates' token states, kept by content hash as they are first computed
     ),
     "splade": Entry(
         "ragspine.retrieval.rerank.splade:splade_reranker",

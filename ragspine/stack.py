@@ -38,7 +38,7 @@ from ragspine.retrieval.mode import RetrievalMode, make_retrieval_mode
 from ragspine.retrieval.pipeline import LibraryPipeline
 from ragspine.retrieval.ranking import Ranking
 from ragspine.retrieval.reasoning import ReasoningOptions
-from ragspine.retrieval.rerank.base import IndexingReranker
+from ragspine.retrieval.rerank.base import StoringReranker
 from ragspine.retrieval.vector.embedding import EmbeddingBackend, model_id_of, vector_dim
 from ragspine.retrieval.vector.vector_store import VectorStore
 
@@ -173,7 +173,7 @@ class Stack(ConfiguredStages):
         of the configured backend and each of ``embeddings`` (a shared entry goes too: a miss, not a loss)."""
         chunks: list[Any] | None = None
         reranker = self.reranker() if "cache" in RERANKERS.needs(self.settings.ranking.reranker) else None
-        if isinstance(reranker, IndexingReranker):  # its stored expansions of the library's texts go too
+        if isinstance(reranker, StoringReranker):  # what it stored of the library's texts goes too
             chunks = self.db.chunk_store(library_id).iter_chunks(include_inactive=True)
             reranker.forget(chunks)
         for spec in dict.fromkeys(self._embedding_spec(e) for e in (None, *embeddings)):

@@ -483,6 +483,11 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         from _bench_embedding import report_rows
 
         report_rows(e, add)
+    cb = results.get("colbert_cli")
+    if cb:
+        from _bench_colbert import report_rows as colbert_rows
+
+        colbert_rows(cb, add)
     sc = results.get("scale")
     if sc:
         for n, r in sc.items():
@@ -619,6 +624,9 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
     parser.add_argument("--reps", type=int, default=5, help="repetitions of the speed loop (every query each time)")
     parser.add_argument("--embed-texts", type=int, default=640, help="chunks per size for --embedding")
     parser.add_argument("--embed-chars", default="480,1500", help="chunk sizes (characters) for --embedding")
+    parser.add_argument("--colbert-cli", action="store_true", help="what --reranker colbert costs a CLI query: cold, warm (asked before), new query")
+    parser.add_argument("--colbert-docs", type=int, default=300, help="SciFact documents in the --colbert-cli library")
+    parser.add_argument("--colbert-queries", type=int, default=10, help="queries per kind for --colbert-cli")
     parser.add_argument("--embed-reps", type=int, default=3)
     parser.add_argument("--embed-batch", type=int, default=64)
     parser.add_argument("--embed-queries", type=int, default=100, help="single-query embedding calls per side")
@@ -631,10 +639,10 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
         scale_worker(args.scale_worker, args.scale_queries, args.out)
         return 0
     if args.all:
-        args.quality = args.speed = args.embedding = True
+        args.quality = args.speed = args.embedding = args.colbert_cli = True
         args.scale = args.scale or DEFAULT_SCALE
     if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare
-            or args.llm or args.llm_calibrate or args.raptor or args.write_paths or args.agent_eval or args.profiles):
+            or args.llm or args.llm_calibrate or args.raptor or args.write_paths or args.agent_eval or args.profiles or args.colbert_cli):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -648,6 +656,11 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
     started = time.time()
     if args.speed:
         results["speed"] = section_speed(args, corpus, queries)
+    if args.colbert_cli:
+        from _bench_colbert import section_colbert_cli
+
+        with tempfile.TemporaryDirectory() as workdir:
+            results["colbert_cli"] = section_colbert_cli(args, Path(args.data), log, Path(workdir))
     if args.embedding:
         from _bench_embedding import section_embedding
 

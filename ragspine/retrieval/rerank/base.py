@@ -31,16 +31,22 @@ class Reranker(Protocol):
 
 
 @runtime_checkable
-class IndexingReranker(Protocol):
-    """A reranker that does part of its work at index time (SPLADE's document expansion): the
-    pipeline hands it every chunk it writes, and a deleted library's chunks to forget."""
+class StoringReranker(Protocol):
+    """A reranker that keeps per-candidate work in a store (SPLADE's expansions, ColBERT's token
+    states): a deleted library's chunks are handed to it to forget."""
+
+    def forget(self, chunks: Sequence[Any]) -> None:
+        """Drop what was stored for ``chunks``."""
+        ...
+
+
+@runtime_checkable
+class IndexingReranker(StoringReranker, Protocol):
+    """A storing reranker that does part of its work at index time (SPLADE's document expansion):
+    the pipeline hands it every chunk it writes."""
 
     def index(self, chunks: Sequence[Any]) -> int:
         """Precompute and store what ``chunks`` need (RESTRICTED ones skipped); how many were computed."""
-        ...
-
-    def forget(self, chunks: Sequence[Any]) -> None:
-        """Drop what :meth:`index` stored for ``chunks``."""
         ...
 
 

@@ -7,13 +7,23 @@ offline, so the default encoder is the packaged all-MiniLM-L6-v2 (its token stat
 ColBERT-trained projection); ``RAGSPINE_COLBERT_DIR`` names a real ColBERT ONNX export
 (``model.onnx`` whose first output is the token vectors, + ``tokenizer.json``). A candidate's
 token vectors are kept in a bounded per-process cache by its text, so a repeated candidate is
-encoded once (kept as float16, up to 400 MB by default). With the packaged (English) MiniLM, a
-query the dense gate would not embed — mostly CJK, or mostly unknown word pieces — keeps its
-fused order.
+encoded once (kept as float16, up to 400 MB by default) — and, given a ``cache`` (the stack's
+embedding cache: its SQLite table, Redis or memory; the registry line says ``needs=("cache",)``),
+stored there by the text's content hash under the model's fingerprint, so a candidate reranked
+once is not encoded again by any later process: a CLI query over a library that was queried
+before reads its candidates' states instead of running the model over them (and a query asked
+before, its own: then the model is not even loaded). They are stored as
+they are first computed (at query time), not at ingest: a library's cost is what its queries
+reach. Stored size: ``8 + 2 × tokens × dim`` bytes a candidate — about 100 KB for a 130-token
+passage of a 384-dimension model, so about 100 GB if every chunk of a million were reranked;
+a deleted library's states are deleted with it. With the packaged (English) MiniLM, a query
+the dense gate would not embed — mostly CJK, or mostly unknown word pieces — keeps its fused
+order.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import TYPE_CHECKING, Sequence
 
@@ -21,11 +31,12 @@ import numpy as np
 
 from ragspine.retrieval.rerank.maxsim import maxsim_many
 from ragspine.retrieval.rerank.onnx_model import DEFAULT_MAX_TOKENS, OnnxTextModel
-from ragspine.retrieval.rerank.scored import ScoreReranker
-from ragspine.retrieval.rerank.text_cache import TextCache
+from ragspine.retrieval.rerank.scored import StoringScoreReranker
+from ragspine.retrieval.rerank.text_cache import Codec, TextCache
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
+    from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
 
 #: Bytes of candidates' token vectors kept per process. They are kept as float16 (a 256-token
 #: candidate of a 384-dim model is ≈ 0.2 MB), so 400 MB hold about 2,000 such candidates — and
@@ -41,13 +52,48 @@ def _nbytes(states: np.ndarray) -> int:
     return int(states.nbytes)
 
 
+def _encode_states(states: np.ndarray) -> np.ndarray:
+    """``(tokens, dim)`` float16 as one float32 array: ``[tokens, dim]`` then the float16 values
+    two to a float32 word (padded to an even count): exact, and half the size of float32."""
+    half = np.ascontiguousarray(states, dtype=np.float16).ravel()
+    if half.size % 2:
+        half = np.concatenate([half, np.zeros(1, dtype=np.float16)])
+    return np.concatenate([np.asarray(states.shape, dtype=np.float32), half.view(np.float32)])
+
+
+def _decode_states(raw: np.ndarray) -> np.ndarray:
+    tokens, dim = int(raw[0]), int(raw[1])
+    return np.ascontiguousarray(raw[2:], dtype=np.float32).view(np.float16)[: tokens * dim].reshape(tokens, dim)
+
+
+STATES_CODEC: Codec[np.ndarray] = Codec(_encode_states, _decode_states)
+
+
+def model_fingerprint(model: OnnxTextModel) -> str:
+    """Names a model's token states in a store: a hash of its weights, its tokenizer and its token cut."""
+    digest = hashlib.blake2b(digest_size=8)
+    for name in ("model.onnx", "tokenizer.json"):
+        with open(model.model_dir / name, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    digest.update(str(model.max_tokens).encode())
+    return digest.hexdigest()
+
+
 class MaxSimScorer:
     """A :class:`~ragspine.retrieval.rerank.scored.PairScorer`: MaxSim of token states."""
 
-    def __init__(self, model: OnnxTextModel, *, cache_bytes: int = DEFAULT_CACHE_BYTES, languages: tuple[str, ...] | None = None) -> None:
+    def __init__(self, model: OnnxTextModel, *, cache_bytes: int = DEFAULT_CACHE_BYTES, languages: tuple[str, ...] | None = None,
+                 store: EmbeddingCache | None = None) -> None:
         self.model = model
         self.languages = languages  # ("en",) for the packaged MiniLM; None: a model that reads any
-        self._cache: TextCache[np.ndarray] = TextCache(cache_bytes, weight=_nbytes)
+        namespace = f"colbert:{model_fingerprint(model)}" if store is not None else ""
+        self._cache: TextCache[np.ndarray] = TextCache(cache_bytes, weight=_nbytes, store=store, namespace=namespace,
+                                                       codec=STATES_CODEC if store is not None else None)
+
+    def forget(self, texts: Sequence[str]) -> None:
+        """Drop the stored token states of ``texts`` (a deleted library's)."""
+        self._cache.forget(texts)
 
     def __repr__(self) -> str:
         return f"MaxSimScorer({self.model!r})"
@@ -62,19 +108,21 @@ class MaxSimScorer:
         return DenseGate(self).query_readable(query)
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        (q,) = self.model.token_states([query])
-        docs = self._cache.get_many(texts, lambda missing: _half(self.model.token_states(missing)))
-        return maxsim_many(q, [d.astype(np.float32) for d in docs])
+        compute = lambda missing: _half(self.model.token_states(missing))  # noqa: E731
+        (q,) = self._cache.get_many([query], compute)  # the same encoder reads queries and candidates
+        docs = self._cache.get_many(texts, compute)
+        return maxsim_many(q.astype(np.float32), [d.astype(np.float32) for d in docs])
 
 
 def colbert_reranker(
     *, model_dir: str | os.PathLike[str] | None = None, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-    batch_size: int = 32, threads: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
-) -> ScoreReranker:
+    batch_size: int = 32, threads: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES, cache: EmbeddingCache | None = None,
+) -> StoringScoreReranker:
     """The registry's ``colbert`` factory (see the module docstring); the encoder is
     ``model_dir``, else ``settings.ranking.colbert_dir`` (the caller's), else the packaged MiniLM
     (assembled under ``settings.cache_dir``; no settings: the default cache dir) — English,
-    gated like the dense leg."""
+    gated like the dense leg. ``cache``: where candidates' token states are stored by content hash
+    (none: this process only)."""
     languages: tuple[str, ...] | None = None
     if model_dir is None:
         model_dir = settings.ranking.colbert_dir if settings is not None else None
@@ -83,4 +131,4 @@ def colbert_reranker(
 
             model_dir, languages = packaged_model_dir(settings.cache_dir if settings is not None else None), ("en",)
     model = OnnxTextModel(model_dir, max_tokens=max_tokens, batch_size=batch_size, threads=threads)
-    return ScoreReranker(MaxSimScorer(model, cache_bytes=cache_bytes, languages=languages), name="colbert")
+    return StoringScoreReranker(MaxSimScorer(model, cache_bytes=cache_bytes, languages=languages, store=cache), name="colbert")

@@ -70,31 +70,41 @@ class OnnxTextModel:
         return f"OnnxTextModel({str(self.model_dir)!r}, max_tokens={self.max_tokens})"
 
     def _load(self) -> tuple[Any, Any]:
+        tokenizer = self.tokenizer()
         with self._lock:
             if self._session is None:
                 import onnxruntime as ort
-                from tokenizers import Tokenizer
 
                 try:
                     options = ort.SessionOptions()
                     if self.threads:
                         options.intra_op_num_threads = self.threads
                     session = ort.InferenceSession(str(self.model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"])
-                    tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
                 except Exception as exc:
                     raise BackendError(f"cannot load the ONNX model in {self.model_dir}: {exc}") from exc
-                tokenizer.no_padding()
-                tokenizer.enable_truncation(self.max_tokens)
                 names = tuple(i.name for i in session.get_inputs())
                 for needed in ("input_ids", "attention_mask"):
                     if needed not in names:
                         raise BackendError(f"the ONNX model in {self.model_dir} has no {needed!r} input (inputs: {', '.join(names)})")
                 self._inputs = names
-                self._tokenizer, self._session = tokenizer, session
-            return self._session, self._tokenizer
+                self._session = session
+            return self._session, tokenizer
 
     def tokenizer(self) -> Any:
-        return self._load()[1]
+        """The tokenizer alone (the gate's unknown-piece share needs no model session: a query whose
+        candidates are all stored never loads the model)."""
+        with self._lock:
+            if self._tokenizer is None:
+                from tokenizers import Tokenizer
+
+                try:
+                    tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+                except Exception as exc:
+                    raise BackendError(f"cannot load the tokenizer in {self.model_dir}: {exc}") from exc
+                tokenizer.no_padding()
+                tokenizer.enable_truncation(self.max_tokens)
+                self._tokenizer = tokenizer
+            return self._tokenizer
 
     def unknown_token_share(self, texts: Sequence[str]) -> list[float]:
         """Share of each text's word pieces the vocabulary maps to ``[UNK]`` (0 without one)."""

@@ -74,20 +74,39 @@ class ScoreReranker:
 
 
 @runtime_checkable
-class StoringScorer(PairScorer, Protocol):
-    """A scorer that keeps per-candidate work in a store (SPLADE's term weights)."""
-
-    def index(self, texts: Sequence[str]) -> int:
-        """Compute and store what the store lacks; how many texts were computed."""
-        ...
+class ForgettingScorer(PairScorer, Protocol):
+    """A scorer that keeps per-candidate work in a store as it scores (ColBERT's token states)."""
 
     def forget(self, texts: Sequence[str]) -> None:
         """Drop the stored work of ``texts``."""
         ...
 
 
-class IndexingScoreReranker(ScoreReranker):
-    """A :class:`ScoreReranker` over a :class:`StoringScorer`: an
+@runtime_checkable
+class StoringScorer(ForgettingScorer, Protocol):
+    """A scorer that also computes per-candidate work at index time (SPLADE's term weights)."""
+
+    def index(self, texts: Sequence[str]) -> int:
+        """Compute and store what the store lacks; how many texts were computed."""
+        ...
+
+
+class StoringScoreReranker(ScoreReranker):
+    """A :class:`ScoreReranker` over a :class:`ForgettingScorer`: a
+    :class:`~ragspine.retrieval.rerank.base.StoringReranker`, which forgets a deleted library's chunks."""
+
+    scorer: ForgettingScorer
+
+    def __init__(self, scorer: ForgettingScorer, *, name: str) -> None:
+        super().__init__(scorer, name=name)
+
+    def forget(self, chunks: Sequence[Any]) -> None:
+        """Drop what was stored for ``chunks``."""
+        self.scorer.forget([chunk_text(c) for c in chunks])
+
+
+class IndexingScoreReranker(StoringScoreReranker):
+    """A :class:`StoringScoreReranker` over a :class:`StoringScorer`: an
     :class:`~ragspine.retrieval.rerank.base.IndexingReranker`, which the pipeline hands every
     chunk it writes."""
 
@@ -100,7 +119,3 @@ class IndexingScoreReranker(ScoreReranker):
         """Compute and store the work of the open ``chunks`` (RESTRICTED ones are never sent);
         how many texts were computed."""
         return int(self.scorer.index([chunk_text(c) for c in chunks if not is_restricted(c.sensitivity)]))
-
-    def forget(self, chunks: Sequence[Any]) -> None:
-        """Drop what :meth:`index` stored for ``chunks``."""
-        self.scorer.forget([chunk_text(c) for c in chunks])

@@ -180,7 +180,7 @@ def test_colbert_counts_the_query_pieces_a_passage_holds(tmp_path) -> None:
     scorer = reranker.scorer
     before = len(scorer._cache)
     reranker.rerank("other query", CANDIDATES[:3])
-    assert len(scorer._cache) == before  # candidates are encoded once
+    assert len(scorer._cache) == before + 1  # candidates are encoded once (the new query is kept too)
 
 
 def test_colbert_default_encoder_is_the_packaged_minilm() -> None:

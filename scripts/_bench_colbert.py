@@ -1,0 +1,94 @@
+"""What ``--reranker colbert`` costs a CLI query, for ``scripts/bench.py --colbert-cli``.
+
+An economy library of the first ``--colbert-docs`` SciFact documents is built with ``ragspine
+ingest``; then each of ``--colbert-queries`` queries runs as its own ``ragspine query`` process
+(what a user pays: start-up, stack, search, rerank):
+
+* ``none``: no reranker;
+* ``cold``: colbert with nothing stored (``RAGSPINE_EMBEDDING_CACHE=memory``: every candidate and
+  the query are encoded, the model loaded);
+* ``warm, asked before``: colbert, the same query asked before — its candidates' token states and
+  its own come from the store, the model is not loaded;
+* ``warm, new query``: colbert on the library queried before (the other queries' candidates are
+  stored) with a query not asked before: the model loads and encodes the query and any candidate
+  not stored yet.
+
+Medians of the wall times, each as a ratio to ``none``; and the stored size per candidate (the
+embedding cache's colbert rows), extrapolated to a million reranked chunks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+
+def _cli(args: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "ragspine.cli", *args], env=env, capture_output=True, text=True, timeout=600)
+    took = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"ragspine {' '.join(args[:2])} failed: {proc.stderr.strip()[-500:]}")
+    return took
+
+
+def section_colbert_cli(args: argparse.Namespace, data: Path, log: Callable[[str], None], workdir: Path) -> dict[str, Any]:
+    docs = workdir / "docs"
+    docs.mkdir()
+    with open(data / "corpus.jsonl", encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if i >= args.colbert_docs:
+                break
+            row = json.loads(line)
+            (docs / f"{row['_id']}.txt").write_text(f"{row.get('title', '')}\n\n{row['text']}".strip(), encoding="utf-8")
+    with open(data / "queries.jsonl", encoding="utf-8") as fh:
+        queries = [json.loads(line)["text"] for line in fh][: 2 * args.colbert_queries]
+    asked, fresh = queries[: args.colbert_queries], queries[args.colbert_queries :]
+    env = {**os.environ, "RAGSPINE_CHUNK_STORE": str(workdir / "lib.db"), "RAGSPINE_CACHE_DIR": str(workdir / "cache"),
+           "RAGSPINE_RETRIEVAL_MODE": "economy"}
+    env.pop("RAGSPINE_COLBERT_DIR", None)
+    _cli(["ingest", *map(str, sorted(docs.iterdir())), "--library", "sci"], env)
+
+    def query(q: str, reranker: str, extra: dict[str, str] | None = None) -> float:
+        return _cli(["query", q, "--library", "sci", "--reranker", reranker, "--top-k", "10"], {**env, **(extra or {})})
+
+    times: dict[str, list[float]] = {"none": [], "cold": [], "warm, asked before": [], "warm, new query": []}
+    for q in asked:  # first pass: stores the candidates' and the queries' states
+        query(q, "colbert")
+    for q, new in zip(asked, fresh, strict=False):
+        times["none"].append(query(q, "none"))
+        times["cold"].append(query(q, "colbert", {"RAGSPINE_EMBEDDING_CACHE": "memory"}))
+        times["warm, asked before"].append(query(q, "colbert"))
+        times["warm, new query"].append(query(new, "colbert"))
+    medians = {k: statistics.median(v) for k, v in times.items() if v}
+    out: dict[str, Any] = {"documents": args.colbert_docs, "queries": len(asked),
+                           "median_s": {k: round(v, 3) for k, v in medians.items()},
+                           "ratio_to_none": {k: round(v / medians["none"], 2) for k, v in medians.items()}}
+    db = sqlite3.connect(workdir / "lib.db")  # the SQLite store's embedding cache table holds the stored states
+    try:
+        n, size = db.execute("SELECT count(*), sum(length(vector)) FROM embedding_cache WHERE key LIKE 'colbert:%'").fetchone()
+    finally:
+        db.close()
+    if n:
+        out["stored_candidates"] = n
+        out["stored_bytes_per_candidate"] = round(size / n)
+        out["stored_gb_per_million"] = round(size / n * 1e6 / 1e9, 1)
+    log(f"  colbert CLI query: median s {out['median_s']}; ratio to none {out['ratio_to_none']}; "
+        f"{out.get('stored_bytes_per_candidate')} bytes stored per candidate")
+    return out
+
+
+def report_rows(c: dict[str, Any], add: Callable[..., None]) -> None:
+    for kind, seconds in c.get("median_s", {}).items():
+        add(f"colbert  CLI query, {kind}: median s (x none)", None, f"{seconds:.2f} ({c['ratio_to_none'][kind]:.2f}x)")
+    if c.get("stored_bytes_per_candidate"):
+        add("colbert  stored per candidate (per million reranked chunks)", None,
+            f"{c['stored_bytes_per_candidate']:,} B ({c['stored_gb_per_million']} GB)")

@@ -1,0 +1,87 @@
+"""ColBERT's token states across processes: a candidate's states are stored by content hash in
+the stack's embedding cache as they are first computed, so a later process reranking the same
+candidates runs the model over the query only, with the same scores; a deleted library's states
+go with it; RESTRICTED chunks never reach the model or the store; the codec is exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragspine.config import load_settings
+from ragspine.retrieval.rerank.late_interaction import STATES_CODEC
+from ragspine.stack import Stack
+from tests.helpers import needs
+from tests.unit.retrieval.rerank.onnx_graphs import token_encoder_dir
+
+SECRET = "Board memo: the reserve for the Paris office is secret and capital."
+DOCS = [("paris", "Paris is the capital and largest city of France.", "INTERNAL"),
+        ("lyon", "Lyon is a large city in France with a capital of silk.", "INTERNAL"),
+        ("cell", "The mitochondria is the powerhouse of the cell.", "INTERNAL"),
+        ("memo", SECRET, "RESTRICTED")]
+QUERY = "capital city of france"
+
+
+@pytest.mark.parametrize("shape", [(3, 16), (5, 7), (1, 1), (0, 4)])
+def test_the_states_codec_is_exact_for_float16(shape) -> None:
+    states = np.random.default_rng(3).standard_normal(shape).astype(np.float16)
+    raw = STATES_CODEC.encode(states)
+    assert raw.dtype == np.float32 and raw.size == 2 + (states.size + 1) // 2  # half the size of float32
+    back = STATES_CODEC.decode(raw)
+    assert back.shape == shape and back.dtype == np.float16 and np.array_equal(back, states)
+
+
+def _stack(tmp_path, encoder, **env: str) -> Stack:
+    base = {"RAGSPINE_CHUNK_STORE": str(tmp_path / "s.db"), "RAGSPINE_CACHE_DIR": str(tmp_path / "cache"),
+            "RAGSPINE_RETRIEVAL_MODE": "economy", "RAGSPINE_RERANKER": "colbert", "RAGSPINE_COLBERT_DIR": str(encoder)}
+    return Stack(load_settings({**base, **env}))
+
+
+def _record(stack: Stack) -> list[str]:
+    model = stack.reranker().scorer.model
+    seen: list[str] = []
+    states = model.token_states
+    model.token_states = lambda texts: seen.extend(texts) or states(texts)
+    return seen
+
+
+def test_a_later_process_reads_the_candidates_states_and_scores_the_same(tmp_path) -> None:
+    needs("onnx", "onnxruntime", "tokenizers")
+    encoder = token_encoder_dir(tmp_path / "encoder")
+    with _stack(tmp_path, encoder) as first:
+        computed = _record(first)
+        first.ensure_library("lib", "lib")
+        for doc_id, text, sensitivity in DOCS:
+            first.pipeline("lib").ingest_text(doc_id, text, sensitivity=sensitivity)
+        assert computed == []  # nothing at ingest: states are stored as queries first need them
+        out = first.retriever(["lib"]).retrieve(QUERY, top_k=3)
+        assert computed[0] == QUERY and len(computed) > 2 and all(SECRET not in t for t in computed)
+        scores = [(s["doc_id"], s["scores"]["rerank"]) for s in out]
+    with _stack(tmp_path, encoder) as second:  # a new process's stack: nothing in its own memory
+        seen = _record(second)
+        again = second.retriever(["lib"]).retrieve(QUERY, top_k=3)
+        assert seen == []  # every candidate's states, and the query's (asked before), came from the store
+        other = second.retriever(["lib"]).retrieve("largest city", top_k=3)
+        assert seen == ["largest city"] and other  # a new query: only itself is encoded
+        assert [(s["doc_id"], s["scores"]["rerank"]) for s in again] == [(d, pytest.approx(v, rel=1e-6)) for d, v in scores]
+        store = second.reranker().scorer._cache.store
+        assert not any(SECRET in str(k) for k in getattr(store, "_data", {}))  # keys are hashes; RESTRICTED never stored
+    with _stack(tmp_path, encoder, RAGSPINE_EMBEDDING_CACHE="memory") as cold:  # no stored states: computed again
+        recomputed = _record(cold)
+        assert [s["doc_id"] for s in cold.retriever(["lib"]).retrieve(QUERY, top_k=3)] == [d for d, _ in scores]
+        assert len(recomputed) > 1
+
+
+def test_a_deleted_library_takes_its_token_states_along(tmp_path) -> None:
+    needs("onnx", "onnxruntime", "tokenizers")
+    encoder = token_encoder_dir(tmp_path / "encoder")
+    with _stack(tmp_path, encoder) as stack:
+        stack.ensure_library("lib", "lib")
+        for doc_id, text, _ in DOCS[:2]:
+            stack.pipeline("lib").ingest_text(doc_id, text)
+        stack.retriever(["lib"]).retrieve(QUERY, top_k=3)
+        cache = stack.reranker().scorer._cache
+        key = cache.store_key(DOCS[0][1])
+        assert cache.store.get_many([key])[0] is not None
+        stack.delete_library("lib")
+        assert cache.store.get_many([key])[0] is None
