@@ -23,7 +23,6 @@ order.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import TYPE_CHECKING, Sequence
 
@@ -32,7 +31,7 @@ import numpy as np
 from ragspine.retrieval.rerank.maxsim import maxsim_many
 from ragspine.retrieval.rerank.onnx_model import DEFAULT_MAX_TOKENS, OnnxTextModel
 from ragspine.retrieval.rerank.scored import StoringScoreReranker
-from ragspine.retrieval.rerank.text_cache import Codec, TextCache
+from ragspine.retrieval.rerank.text_cache import Codec, TextCache, model_fingerprint
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
@@ -69,17 +68,6 @@ def _decode_states(raw: np.ndarray) -> np.ndarray:
 STATES_CODEC: Codec[np.ndarray] = Codec(_encode_states, _decode_states)
 
 
-def model_fingerprint(model: OnnxTextModel) -> str:
-    """Names a model's token states in a store: a hash of its weights, its tokenizer and its token cut."""
-    digest = hashlib.blake2b(digest_size=8)
-    for name in ("model.onnx", "tokenizer.json"):
-        with open(model.model_dir / name, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    digest.update(str(model.max_tokens).encode())
-    return digest.hexdigest()
-
-
 class MaxSimScorer:
     """A :class:`~ragspine.retrieval.rerank.scored.PairScorer`: MaxSim of token states."""
 
@@ -87,7 +75,7 @@ class MaxSimScorer:
                  store: EmbeddingCache | None = None) -> None:
         self.model = model
         self.languages = languages  # ("en",) for the packaged MiniLM; None: a model that reads any
-        namespace = f"colbert:{model_fingerprint(model)}" if store is not None else ""
+        namespace = f"colbert:{model_fingerprint(model.model_dir, ('model.onnx', 'tokenizer.json'), model.max_tokens)}" if store is not None else ""
         self._cache: TextCache[np.ndarray] = TextCache(cache_bytes, weight=_nbytes, store=store, namespace=namespace,
                                                        codec=STATES_CODEC if store is not None else None)
 

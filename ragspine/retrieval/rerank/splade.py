@@ -26,7 +26,6 @@ so a query encodes only itself — and a text no layer holds is expanded then, a
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import math
@@ -41,7 +40,7 @@ import numpy as np
 from ragspine.errors import BackendError, ConfigError
 from ragspine.retrieval.rerank.onnx_model import pad_batches
 from ragspine.retrieval.rerank.scored import IndexingScoreReranker
-from ragspine.retrieval.rerank.text_cache import Codec, TextCache
+from ragspine.retrieval.rerank.text_cache import Codec, TextCache, model_fingerprint
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
@@ -151,13 +150,7 @@ class SpladeModel:
 
     def fingerprint(self) -> str:
         """Names this model's output in a store: a hash of its weights, config and token cut."""
-        digest = hashlib.blake2b(digest_size=8)
-        for name in ("config.json", "model.safetensors"):
-            with open(self.model_dir / name, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(block)
-        digest.update(str(self.max_tokens).encode())
-        return digest.hexdigest()
+        return model_fingerprint(self.model_dir, ("config.json", "model.safetensors"), self.max_tokens)
 
     def _get(self, w: dict[str, np.ndarray], name: str) -> np.ndarray:
         for key in (name, name.replace(".weight", ".gamma").replace(".bias", ".beta") if "LayerNorm" in name else name):

@@ -17,6 +17,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Generic, Sequence, TypeVar
 
 import numpy as np
@@ -37,6 +38,19 @@ class Codec(Generic[V]):
 
 def text_digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def model_fingerprint(directory: Path, files: Sequence[str], *parts: object) -> str:
+    """Names a model's output in a store (a :class:`TextCache` namespace): a hash of ``files`` of
+    ``directory`` (its weights, config, tokenizer) and ``parts`` (e.g. its token cut)."""
+    digest = hashlib.blake2b(digest_size=8)
+    for name in files:
+        with open(directory / name, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    for part in parts:
+        digest.update(str(part).encode())
+    return digest.hexdigest()
 
 
 class TextCache(Generic[V]):
