@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ragspine.config import Settings
 
 __all__ = ["INDEX_FIELDS", "OPTIONS", "PROFILES", "UNSET", "NamedProfile", "Profile", "ProfileOption", "library_recipe",
-           "canonical_options", "named_profile", "parse_options", "read_recipe", "recipe_json", "register_option",
+           "canonical_choice", "canonical_options", "named_profile", "parse_options", "read_recipe", "recipe_json", "register_option",
            "unregister_option"]
 
 
@@ -353,6 +353,11 @@ def library_recipe(library_id: str, recorded: tuple[str, Profile], configured: P
     if problem is not None:
         raise ConfigError(f"library {library_id!r}: {problem}")
     return wanted
+
+
+def canonical_choice(name: str, value: Any) -> Any:
+    """``value`` of the choice ``name`` checked and in canonical form (as :meth:`Profile.override` keeps it)."""
+    return Profile().override(**{name: value}).choice(name)
 
 
 def parse_options(text: str | None) -> dict[str, Any]:

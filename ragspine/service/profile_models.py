@@ -70,11 +70,12 @@ class _RecipeInBase(BaseModel):
         unknown = [name for name in (getattr(self, "options", None) or {}) if name not in OPTIONS]
         if unknown:
             raise ValueError(f"unknown profile option {unknown[0]!r}; registered: {', '.join(OPTIONS) or 'none'}")
+        choices = self.choices()
         try:
-            Profile().override(**{k: v for k, v in self.choices().items() if k != "fanout"})
+            Profile().override(**{k: v for k, v in choices.items() if k != "fanout"})
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
-        fanout = self.choices().get("fanout")
+        fanout = choices.get("fanout")
         if fanout is not None and not 1 <= fanout <= 8:
             raise ValueError(f"fanout must be within 1..8, got {fanout}")
         return self

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends
 
 from ragspine.errors import ConfigError
-from ragspine.profile import OPTIONS, Profile
+from ragspine.profile import OPTIONS, canonical_choice
 from ragspine.registries import RAPTOR_STORES
 from ragspine.retrieval.mode import RETRIEVAL_MODES, make_retrieval_mode
 from ragspine.retrieval.ranking import Ranking
@@ -144,7 +144,7 @@ def with_recipe(ctx: ServiceContext, body: LibraryIn) -> tuple[LibraryIn, dict[s
     choices = body.recipe.choices()
     options = {name: choices.pop(name) for name in list(choices) if name in OPTIONS}
     for choice in ("chunk_chars", "chunk_packing"):
-        if choice in choices and _canonical(choice, choices.pop(choice)) != getattr(ctx.settings, choice):
+        if choice in choices and canonical_choice(choice, choices.pop(choice)) != getattr(ctx.settings, choice):
             raise ConfigError(f"recipe {choice}: a library keeps this server's ({getattr(ctx.settings, choice)!r}); leave it out,"
                               f" or run the server with RAGSPINE_{choice.upper()}")
     update: dict[str, Any] = {}
@@ -153,14 +153,10 @@ def with_recipe(ctx: ServiceContext, body: LibraryIn) -> tuple[LibraryIn, dict[s
             continue
         value = choices[choice]
         if field in body.model_fields_set and getattr(body, field) is not None and \
-                _canonical(choice, getattr(body, field)) != _canonical(choice, value):
+                canonical_choice(choice, getattr(body, field)) != canonical_choice(choice, value):
             raise ConfigError(f"{field}={getattr(body, field)!r} and recipe {choice}={value!r} differ: send the choice once")
         update[field] = value
     return body.model_copy(update=update), options
-
-
-def _canonical(choice: str, value: Any) -> Any:
-    return Profile().override(**{choice: value}).choice(choice)
 
 
 def with_profile(ctx: ServiceContext, body: LibraryIn) -> LibraryIn:

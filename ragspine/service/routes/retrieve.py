@@ -25,7 +25,7 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from ragspine.errors import ConfigError
-from ragspine.profile import INDEX_FIELDS, OPTIONS, Profile
+from ragspine.profile import INDEX_FIELDS, OPTIONS, canonical_choice
 from ragspine.retrieval.filtering.filters import FilterLimits, parse_filter
 from ragspine.retrieval.fusion.weights import parse_weights
 from ragspine.retrieval.mode import make_retrieval_mode
@@ -77,14 +77,10 @@ def with_request_recipe(body: RetrieveIn) -> RetrieveIn:
     for field, choice in REQUEST_FIELDS.items():
         if choice in choices:
             mine, theirs = getattr(body, field), choices[choice]
-            if field in body.model_fields_set and mine is not None and _canonical(choice, mine) != _canonical(choice, theirs):
+            if field in body.model_fields_set and mine is not None and canonical_choice(choice, mine) != canonical_choice(choice, theirs):
                 raise ConfigError(f"{field}={mine!r} and recipe {choice}={theirs!r} differ: send the choice once")
             update[field] = theirs
     return body.model_copy(update=update)
-
-
-def _canonical(choice: str, value: Any) -> Any:
-    return Profile().override(**{choice: value}).choice(choice)
 
 
 @router.post("/retrieve", response_model=RetrieveOut, summary="Retrieve cited snippets")

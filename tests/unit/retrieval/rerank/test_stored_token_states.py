@@ -64,8 +64,9 @@ def test_a_later_process_reads_the_candidates_states_and_scores_the_same(tmp_pat
         other = second.retriever(["lib"]).retrieve("largest city", top_k=3)
         assert seen == ["largest city"] and other  # a new query: only itself is encoded
         assert [(s["doc_id"], s["scores"]["rerank"]) for s in again] == [(d, pytest.approx(v, rel=1e-6)) for d, v in scores]
-        store = second.reranker().scorer._cache.store
-        assert not any(SECRET in str(k) for k in getattr(store, "_data", {}))  # keys are hashes; RESTRICTED never stored
+        cache = second.reranker().scorer._cache
+        assert cache.store.get_many([cache.store_key(DOCS[0][1])])[0] is not None  # an open candidate's states are stored ...
+        assert cache.store.get_many([cache.store_key(SECRET)])[0] is None  # ... a RESTRICTED chunk's never
     with _stack(tmp_path, encoder, RAGSPINE_EMBEDDING_CACHE="memory") as cold:  # no stored states: computed again
         recomputed = _record(cold)
         assert [s["doc_id"] for s in cold.retriever(["lib"]).retrieve(QUERY, top_k=3)] == [d for d, _ in scores]
