@@ -15,6 +15,7 @@ the store's truth that an index is compared with.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -28,6 +29,10 @@ from ragspine.retrieval.sensitivity import is_restricted
 
 #: ``(chunk_id, score, version)``, best first, ties by chunk id.
 Ranking = list[tuple[str, float, int]]
+
+
+def _order(hit: tuple[str, float, int]) -> tuple[float, str]:
+    return -hit[1], hit[0]
 
 
 class IncrementalReference:
@@ -128,12 +133,11 @@ class IncrementalReference:
     def ranking(self, query_tokens: Sequence[str], where: MetadataFilter | None = None, top_k: int | None = None) -> Ranking:
         """What a lexical index must answer: chunks scoring above zero that pass ``where``,
         by ``(-score, chunk_id)``, the first ``top_k``."""
-        ranked = sorted(
-            ((cid, s, self.versions[cid]) for cid, s in self.scores(query_tokens).items()
-             if s > 0 and (where is None or where.matches(self.metadata[cid]))),
-            key=lambda t: (-t[1], t[0]),
-        )
-        return ranked if top_k is None else ranked[:top_k]
+        passing = ((cid, s, self.versions[cid]) for cid, s in self.scores(query_tokens).items()
+                   if s > 0 and (where is None or where.matches(self.metadata[cid])))
+        if top_k is None:
+            return sorted(passing, key=_order)
+        return heapq.nsmallest(top_k, passing, key=_order)  # equals sorted(...)[:top_k]
 
     # -- proving the reference itself ------------------------------------------------------
     def check_against_store(self, store: ChunkStore) -> None:

@@ -285,15 +285,15 @@ class InMemoryLexicalIndex:
         _trim_heap()  # the build's token counters are freed: give their pages back to the OS
 
     def _apply(self, docs: Sequence[str]) -> None:
-        for doc_id in docs:
-            self._retire_doc(doc_id)
+        for doc_id, rows in zip(docs, self._base.doc_ids.find_many(docs), strict=True):  # one lookup pass
+            self._retire_doc(doc_id, rows)
         if isinstance(self.store, StreamingReads):
             self._add_rows(list(self.store.iter_active_docs(docs)))
         else:
             self._add_rows([c for doc_id in docs for c in self.store.iter_chunks(doc_id=doc_id)])
 
-    def _retire_doc(self, doc_id: str) -> None:
-        rows = self._base.doc_ids.find(doc_id) + self._d_rows_by_doc.pop(doc_id, [])
+    def _retire_doc(self, doc_id: str, base_rows: list[int]) -> None:
+        rows = base_rows + self._d_rows_by_doc.pop(doc_id, [])
         live = [row for row in rows if self._active[row]]
         for row in live:
             if row >= self._base.n_rows:
@@ -305,17 +305,25 @@ class InMemoryLexicalIndex:
         if live:
             self._changed()
 
-    def _term_id(self, token: str) -> int:
-        tid = self._vocab.get(token)
-        if tid is None:
-            found = self._base.vocab.find(token)
+    def _term_ids(self, tokens: Iterable[str]) -> dict[str, int]:
+        """Each token's term id: known ones from the vocabulary, the rest looked up in the
+        base's in one pass, and a token new to both given the next id after the base's, with
+        no gap, in the order given (the merge appends these tokens in id order)."""
+        vocab, out, missing = self._vocab, dict[str, int](), list[str]()
+        for token in tokens:
+            tid = vocab.get(token)
+            if tid is None:
+                missing.append(token)
+            else:
+                out[token] = tid
+        for token, found in zip(missing, self._base.vocab.find_many(missing), strict=True):
             if found:
                 tid = found[0]
-            else:  # the next id after the base's, with no gap: the merge appends these tokens in id order
+            else:
                 tid = len(self._base.vocab) + self._n_new
                 self._n_new += 1
-            self._vocab[token] = tid
-        return tid
+            vocab[token] = out[token] = tid
+        return out
 
     def _add_rows(self, chunks: Sequence[StoredChunk], collapse: bool = True) -> None:
         chunks = [c for c in chunks if c.active and (self.include_restricted or not is_restricted(c.sensitivity))]
@@ -323,8 +331,7 @@ class InMemoryLexicalIndex:
             return
         first = len(self._lengths)
         counters = [Counter(self._tokenize(self._index_text(chunk))) for chunk in chunks]
-        term_id = self._term_id
-        local = {token: term_id(token) for token in set().union(*counters)}  # each token resolved once
+        local = self._term_ids(set().union(*counters))  # each token resolved once
         tids: list[int] = []
         tfs: list[int] = []
         for counts in counters:
