@@ -130,6 +130,9 @@ def section_embedding(args: argparse.Namespace, corpus: dict[str, str], log: Cal
         log(f"  embedding {chars}-char chunks: ours {row['ours_texts_per_s']} texts/s, fastembed {row['raw_texts_per_s']} texts/s"
             f" (ratio {row['ratio_ours_over_raw']}); peak RSS alone: ours {row['alone']['ours'].get('peak_rss_mb')} MB,"
             f" fastembed {row['alone']['raw'].get('peak_rss_mb')} MB")
+    out["threads"] = _threads_row(args, corpus)
+    log(f"  embedding {out['threads']['chars']}-char chunks, ours: one thread {out['threads']['one_thread_texts_per_s']} texts/s,"
+        f" every core ({out['threads']['cores']}) {out['threads']['every_core_texts_per_s']} texts/s (x{out['threads']['ratio']})")
     # single query, one call each (the query path), interleaved
     lat: dict[str, list[float]] = {n: [] for n in calls}
     for i, text in enumerate(chunks_of(corpus, 60, args.embed_queries)):
@@ -139,6 +142,33 @@ def section_embedding(args: argparse.Namespace, corpus: dict[str, str], log: Cal
             lat[name].append(time.perf_counter() - t)
     out["query_p50_ms"] = {n: round(1000 * statistics.median(v), 2) for n, v in lat.items() if v}
     return out
+
+
+def _threads_row(args: argparse.Namespace, corpus: dict[str, str]) -> dict[str, Any]:
+    """Ours on one thread against ours on every core (the default), the same texts interleaved
+    batch by batch: how much of the machine the default uses (about the core count when idle)."""
+    import os
+
+    from ragspine.config import load_settings
+    from ragspine.retrieval.vector.onnx_backend import OnnxEmbeddingBackend
+
+    chars = int(str(args.embed_chars).split(",")[0])
+    texts = chunks_of(corpus, chars, min(args.embed_texts, 256))
+    sides = {n: OnnxEmbeddingBackend.from_settings(load_settings(), batch_size=args.embed_batch, threads=t)
+             for n, t in (("one", 1), ("every", None))}
+    for side in sides.values():
+        side.embed_array(["warm up"])
+    batch = args.embed_batch
+    totals = dict.fromkeys(sides, 0.0)
+    for j, start in enumerate(range(0, len(texts), batch)):
+        for name in list(sides) if j % 2 == 0 else list(sides)[::-1]:
+            t = time.perf_counter()
+            sides[name].embed_array(texts[start : start + batch])
+            totals[name] += time.perf_counter() - t
+    return {"chars": chars, "texts": len(texts), "cores": os.cpu_count(),
+            "one_thread_texts_per_s": round(len(texts) / totals["one"], 2),
+            "every_core_texts_per_s": round(len(texts) / totals["every"], 2),
+            "ratio": round(totals["one"] / totals["every"], 2)}
 
 
 def report_rows(e: dict[str, Any], add: Callable[..., None]) -> None:
@@ -151,6 +181,10 @@ def report_rows(e: dict[str, Any], add: Callable[..., None]) -> None:
         add(f"embed    {chars}-char chunks: peak RSS alone, ours / fastembed MB", None,
             f"{alone.get('ours', {}).get('peak_rss_mb')} / {alone.get('raw', {}).get('peak_rss_mb')}")
         add(f"embed    {chars}-char chunks: max |ours - fastembed|", None, f"{r['max_abs_diff_vs_raw']:.1e}")
+    t = e.get("threads")
+    if t:
+        add(f"embed    {t['chars']}-char chunks, ours: one thread / every core ({t['cores']}) texts/s", None,
+            f"{t['one_thread_texts_per_s']} / {t['every_core_texts_per_s']} (x{t['ratio']})")
     if e.get("query_p50_ms"):
         add("embed    one query p50 ms, ours / fastembed", None, f"{e['query_p50_ms'].get('ours')} / {e['query_p50_ms'].get('raw')}")
 

@@ -22,6 +22,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ragspine.errors import BackendError, ConfigError
+from ragspine.retrieval.onnx_session import session_options
 from ragspine.retrieval.vector.embedding_backends import require_onnx
 
 DEFAULT_MAX_TOKENS = 256
@@ -76,9 +77,7 @@ class OnnxTextModel:
                 import onnxruntime as ort
 
                 try:
-                    options = ort.SessionOptions()
-                    if self.threads:
-                        options.intra_op_num_threads = self.threads
+                    options = session_options(self.threads)
                     session = ort.InferenceSession(str(self.model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"])
                 except Exception as exc:
                     raise BackendError(f"cannot load the ONNX model in {self.model_dir}: {exc}") from exc

@@ -7,7 +7,8 @@ directory under the cache dir (``cache_dir=``; :meth:`OnnxEmbeddingBackend.from_
 gives ``RAGSPINE_CACHE_DIR``; default ``$XDG_CACHE_HOME/ragspine``, i.e. ``~/.cache/ragspine``).
 Nothing is downloaded.
 
-The model runs in one onnxruntime session (every core unless ``threads=``): texts are tokenized
+The model runs in one onnxruntime session (every core unless ``threads=``; no spin-waiting:
+:mod:`ragspine.retrieval.onnx_session`): texts are tokenized
 in one call (at most 256 word pieces each), sorted by length, and cut into batches of at most
 ``batch_tokens`` padded positions (rows × longest row; ``RAGSPINE_EMBED_BATCH_TOKENS``, default
 2,048) and ``batch_size`` rows — so a batch's memory (the attention and feed-forward activations
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragspine.errors import BackendError, ConfigError
+from ragspine.retrieval.onnx_session import session_options
 from ragspine.retrieval.vector.embedding_backends import require_onnx
 
 if TYPE_CHECKING:
@@ -144,10 +146,7 @@ class OnnxEmbeddingBackend:
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
 
-                options = ort.SessionOptions()
-                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                if self.threads:
-                    options.intra_op_num_threads = self.threads
+                options = session_options(self.threads)
                 try:
                     encoder = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
                     session = ort.InferenceSession(str(self.model_dir / "model.onnx"), sess_options=options,

@@ -339,3 +339,13 @@ def test_embeds_offline_in_a_fresh_home(onnx_backend, tmp_path, sandbox):
     written = [str(p.relative_to(home)) for p in home.rglob("*") if p.is_file()]
     assert not [p for p in written if "huggingface" in p or "fastembed" in p or "models--" in p], written
     assert [p for p in written if p.endswith(".onnx")] == [f"ragspine-cache/models/{MODEL_ID}/model.onnx"], written
+
+
+def test_the_session_does_not_spin_and_takes_the_configured_threads(tmp_path):
+    """Spinning worker threads compete with the work on a shared machine (ragspine.retrieval.onnx_session)."""
+    needs(*ONNX_MODULES)
+    backend = OnnxEmbeddingBackend(threads=1, cache_dir=tmp_path)
+    backend.embed_array(["one text"])
+    options = backend._load().get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.intra_op_num_threads == 1
