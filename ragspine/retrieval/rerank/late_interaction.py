@@ -13,8 +13,9 @@ stored there by the text's content hash under the model's fingerprint, so a cand
 once is not encoded again by any later process: a CLI query over a library that was queried
 before reads its candidates' states instead of running the model over them (and a query asked
 before, its own: then the model is not even loaded). They are stored as
-they are first computed (at query time), not at ingest: a library's cost is what its queries
-reach. Stored size: ``8 + 2 × tokens × dim`` bytes a candidate — about 100 KB for a 130-token
+they are first computed (at query time) — a library's cost is what its queries reach — or, with
+``RAGSPINE_COLBERT_AT_INGEST=true``, as every chunk is written (ingest pays the encoding, like
+SPLADE's expansions, and a new query then encodes only itself). Stored size: ``8 + 2 × tokens × dim`` bytes a candidate — about 100 KB for a 130-token
 passage of a 384-dimension model, so about 100 GB if every chunk of a million were reranked;
 a deleted library's states are deleted with it. With the packaged (English) MiniLM, a query
 the dense gate would not embed — mostly CJK, or mostly unknown word pieces — keeps its fused
@@ -30,7 +31,7 @@ import numpy as np
 
 from ragspine.retrieval.rerank.maxsim import maxsim_many
 from ragspine.retrieval.rerank.onnx_model import DEFAULT_MAX_TOKENS, OnnxTextModel
-from ragspine.retrieval.rerank.scored import StoringScoreReranker
+from ragspine.retrieval.rerank.scored import IndexingScoreReranker, StoringScoreReranker
 from ragspine.retrieval.rerank.text_cache import Codec, TextCache, model_fingerprint
 
 if TYPE_CHECKING:
@@ -95,22 +96,32 @@ class MaxSimScorer:
 
         return DenseGate(self).query_readable(query)
 
+    def _compute(self, texts: list[str]) -> list[np.ndarray]:
+        return _half(self.model.token_states(texts))
+
+    def index(self, texts: Sequence[str]) -> int:
+        """Encode the texts the store lacks, and store their token states (index time, with
+        ``RAGSPINE_COLBERT_AT_INGEST``); how many were encoded."""
+        return self._cache.fill(texts, self._compute)
+
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        compute = lambda missing: _half(self.model.token_states(missing))  # noqa: E731
-        (q,) = self._cache.get_many([query], compute)  # the same encoder reads queries and candidates
-        docs = self._cache.get_many(texts, compute)
+        (q,) = self._cache.get_many([query], self._compute)  # the same encoder reads queries and candidates
+        docs = self._cache.get_many(texts, self._compute)
         return maxsim_many(q.astype(np.float32), [d.astype(np.float32) for d in docs])
 
 
 def colbert_reranker(
     *, model_dir: str | os.PathLike[str] | None = None, settings: Settings | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
     batch_size: int = 32, threads: int | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES, cache: EmbeddingCache | None = None,
+    at_ingest: bool | None = None,
 ) -> StoringScoreReranker:
     """The registry's ``colbert`` factory (see the module docstring); the encoder is
     ``model_dir``, else ``settings.ranking.colbert_dir`` (the caller's), else the packaged MiniLM
     (assembled under ``settings.cache_dir``; no settings: the default cache dir) — English,
     gated like the dense leg. ``cache``: where candidates' token states are stored by content hash
-    (none: this process only)."""
+    (none: this process only). ``at_ingest`` (else ``settings.ranking.colbert_at_ingest``; needs a
+    ``cache``): an :class:`~ragspine.retrieval.rerank.base.IndexingReranker`, which the pipeline
+    hands every chunk it writes, so their states are stored before any query reaches them."""
     languages: tuple[str, ...] | None = None
     if model_dir is None:
         model_dir = settings.ranking.colbert_dir if settings is not None else None
@@ -119,4 +130,9 @@ def colbert_reranker(
 
             model_dir, languages = packaged_model_dir(settings.cache_dir if settings is not None else None), ("en",)
     model = OnnxTextModel(model_dir, max_tokens=max_tokens, batch_size=batch_size, threads=threads)
-    return StoringScoreReranker(MaxSimScorer(model, cache_bytes=cache_bytes, languages=languages, store=cache), name="colbert")
+    scorer = MaxSimScorer(model, cache_bytes=cache_bytes, languages=languages, store=cache)
+    if at_ingest is None:
+        at_ingest = settings.ranking.colbert_at_ingest if settings is not None else False
+    if at_ingest and cache is not None:  # without a store, states computed at ingest would not outlive the process
+        return IndexingScoreReranker(scorer, name="colbert")
+    return StoringScoreReranker(scorer, name="colbert")

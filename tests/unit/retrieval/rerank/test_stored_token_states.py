@@ -11,7 +11,7 @@ import pytest
 from ragspine.config import load_settings
 from ragspine.retrieval.rerank.late_interaction import STATES_CODEC
 from ragspine.stack import Stack
-from tests.helpers import needs
+from tests.helpers import ONNX_MODULES, needs
 from tests.unit.retrieval.rerank.onnx_graphs import token_encoder_dir
 
 SECRET = "Board memo: the reserve for the Paris office is secret and capital."
@@ -86,3 +86,36 @@ def test_a_deleted_library_takes_its_token_states_along(tmp_path) -> None:
         assert cache.store.get_many([key])[0] is not None
         stack.delete_library("lib")
         assert cache.store.get_many([key])[0] is None
+
+
+def test_at_ingest_every_open_chunk_is_encoded_as_it_is_written(tmp_path) -> None:
+    """RAGSPINE_COLBERT_AT_INGEST: the states are stored as chunks are written (RESTRICTED ones
+    never), so the first query on the library encodes only itself, and ranks as without it."""
+    needs("onnx", "onnxruntime", "tokenizers")
+    encoder = token_encoder_dir(tmp_path / "encoder")
+    with _stack(tmp_path, encoder) as lazy:
+        lazy.ensure_library("ref", "ref")
+        for doc_id, text, sensitivity in DOCS:
+            lazy.pipeline("ref").ingest_text(doc_id, text, sensitivity=sensitivity)
+        want = [(s["doc_id"], s["scores"]["rerank"]) for s in lazy.retriever(["ref"]).retrieve(QUERY, top_k=3)]
+    with _stack(tmp_path / "eager", encoder, RAGSPINE_COLBERT_AT_INGEST="true") as eager:
+        computed = _record(eager)
+        eager.ensure_library("lib", "lib")
+        for doc_id, text, sensitivity in DOCS:
+            eager.pipeline("lib").ingest_text(doc_id, text, sensitivity=sensitivity)
+        open_texts = [text for _, text, sensitivity in DOCS if sensitivity != "RESTRICTED"]
+        assert sorted(computed) == sorted(open_texts) and SECRET not in computed
+        computed.clear()
+        got = [(s["doc_id"], s["scores"]["rerank"]) for s in eager.retriever(["lib"]).retrieve(QUERY, top_k=3)]
+        assert computed == [QUERY]  # the candidates' states were stored at ingest
+        assert got == [(d, pytest.approx(v, rel=1e-6)) for d, v in want]
+
+
+def test_at_ingest_is_off_by_default_and_needs_a_store() -> None:
+    from ragspine.retrieval.rerank.base import IndexingReranker
+    from ragspine.retrieval.rerank.late_interaction import colbert_reranker
+
+    needs(*ONNX_MODULES)
+    assert load_settings({}).ranking.colbert_at_ingest is False
+    assert not isinstance(colbert_reranker(settings=load_settings({})), IndexingReranker)
+    assert not isinstance(colbert_reranker(settings=load_settings({"RAGSPINE_COLBERT_AT_INGEST": "1"})), IndexingReranker)  # no store
