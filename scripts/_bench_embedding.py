@@ -130,6 +130,10 @@ def section_embedding(args: argparse.Namespace, corpus: dict[str, str], log: Cal
         log(f"  embedding {chars}-char chunks: ours {row['ours_texts_per_s']} texts/s, fastembed {row['raw_texts_per_s']} texts/s"
             f" (ratio {row['ratio_ours_over_raw']}); peak RSS alone: ours {row['alone']['ours'].get('peak_rss_mb')} MB,"
             f" fastembed {row['alone']['raw'].get('peak_rss_mb')} MB")
+    out["where_the_time_goes"] = {str(c): _breakdown(ours, chunks_of(corpus, int(c), min(args.embed_texts, 256)))
+                                  for c in str(args.embed_chars).split(",") if c.strip()}
+    for chars, parts in out["where_the_time_goes"].items():
+        log(f"  embedding {chars}-char chunks, ours: where the time goes {parts}")
     out["threads"] = _threads_row(args, corpus)
     log(f"  embedding {out['threads']['chars']}-char chunks, ours: one thread {out['threads']['one_thread_texts_per_s']} texts/s,"
         f" every core ({out['threads']['cores']}) {out['threads']['every_core_texts_per_s']} texts/s (x{out['threads']['ratio']})")
@@ -142,6 +146,49 @@ def section_embedding(args: argparse.Namespace, corpus: dict[str, str], log: Cal
             lat[name].append(time.perf_counter() - t)
     out["query_p50_ms"] = {n: round(1000 * statistics.median(v), 2) for n, v in lat.items() if v}
     return out
+
+
+def _breakdown(ours: Any, texts: list[str]) -> dict[str, float]:
+    """Shares of one ``embed_array`` call over ``texts``: tokenizing, the model's calls, and the
+    rest (sorting, padding, pooling, normalizing, copies); with the padded share of the model's
+    positions (what length-sorted batches save)."""
+    session = ours._load()
+    spent = {"tokenize": 0.0, "model": 0.0}
+    padded = [0, 0]  # real positions, padded positions
+    encoder, run = ours._encoder, session.run
+
+    class Timed:
+        def encode_batch(self, batch: list[str]) -> Any:
+            t = time.perf_counter()
+            try:
+                return encoder.encode_batch(batch)
+            finally:
+                spent["tokenize"] += time.perf_counter() - t
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(encoder, name)
+
+    def timed_run(names: Any, feed: dict[str, Any]) -> Any:
+        mask = feed["attention_mask"]
+        padded[0] += int(mask.sum())
+        padded[1] += int(mask.size)
+        t = time.perf_counter()
+        try:
+            return run(names, feed)
+        finally:
+            spent["model"] += time.perf_counter() - t
+
+    ours._encoder, session.run = Timed(), timed_run
+    try:
+        t = time.perf_counter()
+        ours.embed_array(texts)
+        total = time.perf_counter() - t
+    finally:
+        ours._encoder = encoder
+        del session.run
+    return {"tokenize": round(spent["tokenize"] / total, 3), "model": round(spent["model"] / total, 3),
+            "rest": round(1 - (spent["tokenize"] + spent["model"]) / total, 3),
+            "padding_share": round(1 - padded[0] / max(padded[1], 1), 3)}
 
 
 def _threads_row(args: argparse.Namespace, corpus: dict[str, str]) -> dict[str, Any]:
@@ -181,6 +228,9 @@ def report_rows(e: dict[str, Any], add: Callable[..., None]) -> None:
         add(f"embed    {chars}-char chunks: peak RSS alone, ours / fastembed MB", None,
             f"{alone.get('ours', {}).get('peak_rss_mb')} / {alone.get('raw', {}).get('peak_rss_mb')}")
         add(f"embed    {chars}-char chunks: max |ours - fastembed|", None, f"{r['max_abs_diff_vs_raw']:.1e}")
+    for chars, parts in e.get("where_the_time_goes", {}).items():
+        add(f"embed    {chars}-char chunks, ours: tokenize / model / rest (padded positions)", None,
+            f"{parts['tokenize']:.0%} / {parts['model']:.0%} / {parts['rest']:.0%} ({parts['padding_share']:.0%})")
     t = e.get("threads")
     if t:
         add(f"embed    {t['chars']}-char chunks, ours: one thread / every core ({t['cores']}) texts/s", None,
