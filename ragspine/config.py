@@ -299,6 +299,18 @@ SETTINGS: dict[str, Setting] = {
     "max_file_bytes": Setting(
         "RAGSPINE_MAX_FILE_BYTES", 20 * 1024 * 1024, "largest file `ragspine ingest` reads (a bigger one is a bad file)", int
     ),
+    "max_pdf_pages": Setting("RAGSPINE_MAX_PDF_PAGES", 2000, "most pages of a PDF `ragspine ingest` reads (more: a bad file)", int),
+    "max_zip_entries": Setting(
+        "RAGSPINE_MAX_ZIP_ENTRIES", 10_000, "most ZIP entries of a DOCX/PPTX/XLSX `ragspine ingest` opens (more: a bad file)", int
+    ),
+    "max_unzipped_bytes": Setting(
+        "RAGSPINE_MAX_UNZIPPED_BYTES", 256 * 1024 * 1024,
+        "most uncompressed bytes of a DOCX/PPTX/XLSX, all entries together (more: a bad file, a ZIP bomb)", int,
+    ),
+    "max_zip_ratio": Setting(
+        "RAGSPINE_MAX_ZIP_RATIO", 100.0, "highest compression ratio of a DOCX/PPTX/XLSX, all entries together (higher: a ZIP bomb)",
+        float,
+    ),
     "max_body_bytes": Setting("RAGSPINE_MAX_BODY_BYTES", 10 * 1024 * 1024, "largest request body the service reads (413 above)", int),
     "max_filter_conditions": Setting("RAGSPINE_MAX_FILTER_CONDITIONS", 64, "conditions a filter may have (CLI, service: 400 above)", int),
     "max_filter_values": Setting(
@@ -439,6 +451,10 @@ class Settings:
     redis_prefix: str
     admin_token: str | None
     max_file_bytes: int
+    max_pdf_pages: int
+    max_zip_entries: int
+    max_unzipped_bytes: int
+    max_zip_ratio: float
     max_body_bytes: int
     max_filter_conditions: int
     max_filter_values: int
@@ -570,7 +586,8 @@ def _check_ranges(values: dict[str, Any]) -> None:
 
     for name in ("chunk_chars", "rerank_depth", "compression_chars", "rrf_k", "candidate_k", "embed_batch_size", "embed_batch_tokens",
                  "hnsw_ef_search", "max_body_bytes",
-                 "max_file_bytes", "ingest_workers", "lexical_cache_rows", "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after",
+                 "max_file_bytes", "max_pdf_pages", "max_zip_entries", "max_unzipped_bytes", "max_zip_ratio",
+                 "ingest_workers", "lexical_cache_rows", "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after",
                  "llm_timeout", "llm_max_calls", "llm_max_tokens"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):
             raise bad(name, "must be positive")

@@ -1,4 +1,10 @@
-"""Reading documents from disk: ``.txt``/``.md`` files, YAML front matter, validation.
+"""Reading documents from disk: text, Markdown, PDF, Word, PowerPoint, Excel, CSV, HTML; YAML
+front matter; validation.
+
+A file's reader is picked by its content (:mod:`ragspine.readers`): ``.txt``/``.md`` are read
+as they always were; the other formats' text is what the reader extracts, the store keeps it
+and chunk offsets index into it. A paged document's chunks carry ``page`` (the first page
+they touch) and ``page_end`` (the last) in their metadata (:func:`chunk_source`).
 
 Every file is read and checked before anything is written, so one bad file stops the
 whole ingest with the previous version of every document still active.
@@ -9,8 +15,11 @@ metadata (dates become ISO strings; lists and objects are rejected). A sensitivi
 one string label (``[RESTRICTED]``, ``null``) is an error, a key written twice is an error, and a
 label that looks like RESTRICTED is RESTRICTED: it fails closed (``retrieval/sensitivity.py``).
 Defaults: ``doc_id`` = the path relative to the directory given (or the file name),
-``title`` = front matter, else the first Markdown heading, else the file stem. Chunk
-offsets are offsets into the file itself, so ``source_locator`` points into the real file.
+``title`` = front matter, else the format's own (PDF info, core properties, ``<title>``), else
+the first heading, else the file stem. A text file's chunk offsets are offsets into the file
+itself, so ``source_locator`` points into the real file; another format's are offsets into its
+extracted text. A file without front matter (every non-text format) gets the
+``--sensitivity`` given, else the default, as a ``.txt`` without front matter does.
 
 A default ``doc_id`` replaces only the document read from the same file: when the library's
 document of that id was read from another path (two folders' ``copyright.txt``),
@@ -29,6 +38,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ragspine.errors import IngestError
+from ragspine.readers.base import ReadDocument, ReaderLimits
+from ragspine.readers.sniff import EXTENSIONS
 from ragspine.retrieval.metadata import validate_metadata
 from ragspine.retrieval.sensitivity import (
     DEFAULT_SENSITIVITY,
@@ -39,9 +50,11 @@ from ragspine.retrieval.sensitivity import (
 from ragspine.retrieval.storable import check_document, unstorable
 
 if TYPE_CHECKING:
+    from ragspine.retrieval.chunking.base import Chunker
     from ragspine.retrieval.chunking.chunk_store import ChunkStore
+    from ragspine.retrieval.chunking.chunking import Chunk
 
-SUFFIXES = (".txt", ".md", ".markdown")
+SUFFIXES = tuple(EXTENSIONS)  # .txt .md .markdown .pdf .docx .pptx .xlsx .csv .tsv .html .htm
 MAX_FILE_BYTES = 20 * 1024 * 1024
 RESERVED_KEYS = DOCUMENT_FIELDS
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
@@ -60,13 +73,22 @@ class SourceDocument:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     chunker: str | None = None  # front matter ``chunker:`` (a RAGSPINE_CHUNKER name): this file's own
     id_from_path: bool = False  # ``doc_id`` is the default (the path), not the front matter's
+    #: what the reader found: format, pages, headings, tables, PDF line boxes (offsets into ``text``)
+    structure: ReadDocument | None = field(default=None, repr=False, compare=False)
+
+    def pages_of(self, char_start: int, char_end: int) -> list[int]:
+        """The 1-based pages a chunk's ``[char_start, char_end)`` (its locator's offsets) touches;
+        ``[]`` for a document without pages (text, Markdown, CSV, HTML)."""
+        if self.structure is None:
+            return []
+        return self.structure.pages_of(char_start - self.body_offset, char_end - self.body_offset)
 
 
 def collect_files(
     paths: Iterable[str | os.PathLike[str]], problems: list[str] | None = None
 ) -> list[tuple[Path, Path]]:
-    """``(file, root)`` pairs: files as given, directories walked for .txt/.md files. A file
-    named explicitly must be one too. Each bad path raises :class:`IngestError` — or, with
+    """``(file, root)`` pairs: files as given, directories walked for the files of
+    :data:`SUFFIXES`. A file named explicitly must have one of them too. Each bad path raises :class:`IngestError` — or, with
     ``problems``, is appended to it and left out (to report every one at once)."""
     out: list[tuple[Path, Path]] = []
     for raw in paths:
@@ -90,7 +112,8 @@ def _collect(path: Path, raw: str) -> list[tuple[Path, Path]]:
     if not path.is_file():
         raise IngestError(f"{raw}: not a regular file")
     if path.suffix.lower() not in SUFFIXES:  # the rule a directory walk applies, for a named file too
-        raise IngestError(f"{raw}: not a {'/'.join(SUFFIXES)} file; ingest reads UTF-8 text and Markdown (convert it first)")
+        raise IngestError(f"{raw}: not a {'/'.join(SUFFIXES)} file; ingest reads text, Markdown, PDF, Word, PowerPoint,"
+                          " Excel, CSV and HTML (convert it first)")
     return [(path, path.parent)]
 
 
@@ -101,9 +124,13 @@ def read_document(
     defaults: Mapping[str, Any] | None = None,
     sensitivity: str | None = None,
     max_bytes: int = MAX_FILE_BYTES,
+    limits: ReaderLimits | None = None,
 ) -> SourceDocument:
     """Read and validate one file (raises :class:`IngestError` with the file named); a file
-    over ``max_bytes`` (``RAGSPINE_MAX_FILE_BYTES``, default 20 MiB) is refused."""
+    over ``max_bytes`` (``RAGSPINE_MAX_FILE_BYTES``, default 20 MiB) is refused, and so is one
+    over the reader ``limits`` (PDF pages, ZIP entries/size/ratio: :class:`ReaderLimits`)."""
+    from ragspine.readers.registry import read_bytes
+
     where = str(path)
     if unstorable(where):  # a name in another encoding (Python keeps its bytes as lone surrogates)
         shown = where.encode("utf-8", "backslashreplace").decode("utf-8")  # printable: the message is one line on any terminal
@@ -119,12 +146,13 @@ def read_document(
         raw = path.read_bytes()
     except OSError as exc:  # e.g. permission denied
         raise IngestError(f"{where}: cannot read ({exc.strerror})") from None
-    front_matter, body, offset = decode_document(raw, where)
-    front, extra = split_document_fields(front_matter, where)
-    meta: dict[str, Any] = {k: _plain(v) for k, v in {**(defaults or {}), **extra}.items()}
+    read = read_bytes(raw, where, limits)
+    body, offset = read.text, read.body_offset
+    front, extra = split_document_fields(dict(read.fields), where)
+    meta: dict[str, Any] = {k: _plain(v) for k, v in {**read.metadata, **(defaults or {}), **extra}.items()}
     rel = path.relative_to(root) if root is not None and path.is_relative_to(root) else Path(path.name)
     doc_id = str(front.get("doc_id") or rel.as_posix())
-    title = str(front.get("title") or first_heading(body, path.name) or path.stem)
+    title = str(front.get("title") or read.title or path.stem)
     valid_as_of = str(_plain(front.get("valid_as_of")) or "")
     try:  # what no store can keep (NUL, lone surrogates from YAML escapes or a file name), named here
         check_document(doc_id, title=title, text=body, sensitivity=front.get("sensitivity"), valid_as_of=valid_as_of,
@@ -143,7 +171,25 @@ def read_document(
         metadata=metadata,
         chunker=_chunker_name(front.get("chunker"), where),
         id_from_path=not front.get("doc_id"),
+        structure=read,
     )
+
+
+def chunk_source(doc: SourceDocument, chunker: Chunker) -> list[Chunk]:
+    """``doc`` cut by ``chunker``; a paged document's chunks get ``page`` and ``page_end`` (the
+    first and last page their text touches) in their metadata. Unpaged documents' chunks are
+    exactly ``chunker.chunk``'s."""
+    chunks = chunker.chunk(doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
+                           source=doc.source, source_offset=doc.body_offset)
+    if doc.structure is None or not doc.structure.paged:
+        return chunks
+    from dataclasses import replace
+
+    out = []
+    for chunk in chunks:
+        pages = doc.pages_of(chunk.char_start, chunk.char_end)
+        out.append(replace(chunk, metadata={**chunk.metadata, "page": pages[0], "page_end": pages[-1]}))
+    return out
 
 
 def front_sensitivity(front: Mapping[str, Any], where: str, given: str | None = None) -> str:
