@@ -355,7 +355,7 @@ def test_bad_input_exits_2_with_one_line(capsys, env, tmp_path, db, argv, words)
     good_again.write_text("Gearbox text again.\n", encoding="utf-8")
     empty_dir = tmp_path / "emptydir"
     empty_dir.mkdir()
-    (empty_dir / "x.pdf").write_bytes(b"%PDF")
+    (empty_dir / "x.doc").write_bytes(b"\xd0\xcf\x11\xe0")  # a legacy Word file: no reader takes it
     assert run(capsys, "--db", db, "ingest", str(good), "--library", "existing")[0] == 0
     before = active_versions(db)
     paths = {"good": str(good), "good_again": str(good_again), "empty_dir": str(empty_dir)}

@@ -175,13 +175,13 @@ def test_missing_and_oversize_files(tmp_path, monkeypatch) -> None:
 
 
 def test_a_named_file_of_another_kind_is_refused_like_a_walk_skips_it(tmp_path) -> None:
-    pdf = _write(tmp_path / "report.pdf", "%PDF-1.7 not really")
-    with pytest.raises(IngestError, match=r"report.pdf: not a .txt/.md/.markdown file"):
-        collect_files([pdf])
+    doc = _write(tmp_path / "report.doc", "legacy Word")
+    with pytest.raises(IngestError, match=r"report.doc: not a .txt/.md/.markdown/.pdf/.docx/.* file; ingest reads text, Markdown, PDF"):
+        collect_files([doc])
     problems: list[str] = []
     good = _write(tmp_path / "a.md", "text")
-    assert collect_files([pdf, tmp_path / "missing.md", good], problems) == [(good, tmp_path)]
-    assert len(problems) == 2 and "report.pdf" in problems[0] and "no such file" in problems[1]
+    assert collect_files([doc, tmp_path / "missing.md", good], problems) == [(good, tmp_path)]
+    assert len(problems) == 2 and "report.doc" in problems[0] and "no such file" in problems[1]
 
 
 def test_directory_walk_picks_text_files_only(tmp_path) -> None:
