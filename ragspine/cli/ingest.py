@@ -65,9 +65,11 @@ def add_embed_command(sub: Subcommands) -> None:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ragspine.documents import collect_files, read_document
     from ragspine.progress import progress
+    from ragspine.readers.base import ReaderLimits
 
     defaults = dict(_parse_meta(item) for item in args.meta)
-    max_bytes = settings_from_args(args).max_file_bytes
+    settings = settings_from_args(args)
+    max_bytes, limits = settings.max_file_bytes, ReaderLimits.from_settings(settings)
     problems: list[str] = []
     files = collect_files(args.paths, problems)
     seen: dict[str, str] = {}
@@ -76,7 +78,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     with progress(total=len(files), desc="check", unit="file", leave=False) as bar:
         for path, root in files:  # every file, before any write; every problem, not just the first
             try:
-                doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=max_bytes)
+                doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=max_bytes, limits=limits)
                 if doc.doc_id in seen:
                     raise CliError(f"{doc.source}: doc_id {doc.doc_id!r} is also used by {seen[doc.doc_id]};"
                                    " give one of them its own doc_id in front matter")
@@ -91,7 +93,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     _refuse_or_skip(problems, args.skip_bad)
     if not good:
         raise CliError("no file to ingest: every one was bad")
-    files, args.max_file_bytes = good, max_bytes
+    files, args.max_file_bytes, args.reader_limits = good, max_bytes, limits
     with stack_from_args(args, **({"chunker": args.chunker} if args.chunker else {})) as stack:
         stack.preflight(args.library)  # stores, extension, model, vector space: before the first write
         new_library = stack.library(args.library) is None
@@ -138,7 +140,7 @@ def _without_id_clashes(stack: Any, args: argparse.Namespace, files: Any, by_pat
 
 
 def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dict[str, Any]) -> int:
-    from ragspine.documents import read_document
+    from ragspine.documents import chunk_source, read_document
     from ragspine.progress import progress
     from ragspine.retrieval.chunking.chunk_store import DocumentChunks
 
@@ -156,11 +158,9 @@ def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dic
 
     def planned() -> Iterator[DocumentChunks]:  # streamed: one file in memory at a time
         for path, root in files:
-            doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=args.max_file_bytes)
-            yield DocumentChunks(doc.doc_id, chunker_for(doc.chunker).chunk(
-                doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
-                source=doc.source, source_offset=doc.body_offset,
-            ), doc.valid_as_of)
+            doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=args.max_file_bytes,
+                                limits=args.reader_limits)
+            yield DocumentChunks(doc.doc_id, chunk_source(doc, chunker_for(doc.chunker)), doc.valid_as_of)
 
     with progress(total=len(files), desc=f"ingest → {args.library}", unit="doc") as bar:
 

@@ -1,7 +1,4 @@
-"""Fixture files for the reader tests, written by the tests themselves (no binary fixtures).
-
-The ``documents`` extra's modules are declared for :func:`tests.helpers.needs` here (move
-these lines into ``tests.helpers.OPTIONAL_MODULES``)."""
+"""Fixture files for the reader tests, written by the tests themselves (no binary fixtures)."""
 
 from __future__ import annotations
 
@@ -10,10 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import OPTIONAL_MODULES
 from tests.unit.readers.pdfgen import make_pdf
-
-OPTIONAL_MODULES.update({"pypdfium2": "documents", "docx": "documents", "pptx": "documents", "openpyxl": "documents"})
 
 REPORT_PAGES = [
     [(72, 720, "Introduction"), (72, 690, "Kestrel Gearworks reviewed its northern plants this year."),
