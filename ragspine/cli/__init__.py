@@ -1,8 +1,10 @@
 """``ragspine`` — the command line.
 
-    ragspine ingest PATH... --library NAME   add or replace documents (.txt/.md)
+    ragspine ingest PATH... --library NAME   add or replace documents (text, Markdown, PDF, Office, CSV, HTML)
     ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--mode M] [--top-k N] [--llm SPEC] [--json]
                    [--query-transform T] [--decompose D] [--adaptive A] [--corrective] [--trace] [--raptor]
+    ragspine show LOCATOR [--library L] [--context N] [--json]
+                                             a cited passage (a snippet's source_locator) with its page and context
     ragspine libraries                       list libraries
     ragspine stats                           counts and the resolved stack
     ragspine config                          every RAGSPINE_* setting as resolved
@@ -26,7 +28,7 @@ Bad input exits with status 2 and one line on stderr naming the problem; nothing
 written, so the previous version of every document stays active.
 
 The modules: ``app`` (the parser and dispatch), ``common`` (settings and stack from the
-options), ``ingest`` (ingest, embed), ``query`` (query, libraries, stats), ``config`` (config,
+options), ``ingest`` (ingest, embed), ``query`` (query, libraries, stats), ``show``, ``config`` (config,
 migrate), ``demo``, ``serve`` (serve, worker), and one per feature: ``structured`` (facts,
 metric), ``graph``, ``workflow``, ``agent`` (ask), ``raptor``, with the query flags of
 ``filtering`` and ``reasoning``. Only this package (and the service) imports :mod:`ragspine.stack`.

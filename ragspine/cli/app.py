@@ -22,6 +22,7 @@ from ragspine.cli.ingest import add_embed_command, add_ingest_command, cmd_embed
 from ragspine.cli.query import add_library_commands, add_query_command, cmd_libraries, cmd_query, cmd_stats
 from ragspine.cli.raptor import add_raptor_commands, cmd_raptor
 from ragspine.cli.serve import add_serve_commands, cmd_serve, cmd_worker
+from ragspine.cli.show import add_show_command, cmd_show
 from ragspine.cli.structured import add_structured_commands, cmd_facts, cmd_metric
 from ragspine.cli.workflow import add_workflow_commands, cmd_workflow
 from ragspine.errors import RagspineError
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = _Sub()
     add_ingest_command(sub)
     add_query_command(sub)
+    add_show_command(sub)
     add_embed_command(sub)
     add_library_commands(sub)
     add_config_command(sub)
@@ -96,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ingest": cmd_ingest,
     "query": cmd_query,
+    "show": cmd_show,
     "embed": cmd_embed,
     "libraries": cmd_libraries,
     "stats": cmd_stats,

@@ -20,6 +20,7 @@ from ragspine.cli.raptor import add_raptor_flag, raptor_changes
 from ragspine.cli.reasoning import add_reasoning_flags, print_reasoning, reasoning_changes
 from ragspine.registries import LLM_PROVIDERS, POSTPROCESSORS, RERANKERS
 from ragspine.retrieval.filtering.filters import FilterLimits
+from ragspine.retrieval.snippet import page_label
 
 __all__ = ["add_library_commands", "add_query_command", "cmd_libraries", "cmd_query", "cmd_stats"]
 
@@ -100,7 +101,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         sc = s["scores"]
         print(f"{rank}. [{s['library_id']}] {s['title']}  ({s['doc_id']})")
         rerank = f"  rerank {sc['rerank']:.3f}" if "rerank" in sc else ""
-        print(f"   cite: {s['source_locator']}   fused {sc['fused']:.4f}  bm25 {sc['bm25']:.3f}  vector {sc['vector']:.3f}{rerank}")
+        where = f" ({page_label(s['page'], s.get('page_end'))})" if "page" in s else ""
+        print(f"   cite: {s['source_locator']}{where}   fused {sc['fused']:.4f}  bm25 {sc['bm25']:.3f}  vector {sc['vector']:.3f}{rerank}")
         print("   " + " ".join(s["text"].split())[:300])
     return 0
 

@@ -9,9 +9,9 @@ of ``/v1/retrieve`` follows it byte for byte): the chunk's ``text``, ``doc_id``,
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, cast
+from typing import Any, Mapping, TypedDict, cast
 
-__all__ = ["Scores", "Snippet", "with_fused"]
+__all__ = ["Scores", "Snippet", "page_label", "snippet_pages", "with_fused"]
 
 
 class _Scores(TypedDict):
@@ -51,8 +51,12 @@ class Snippet(_Snippet, total=False):
     parent or window text, with ``prompt_text`` (that text, or a compression, for generation
     only), ``prompt_text_in`` (the ``chunk_id`` of the snippet above carrying the same block)
     or ``expansion_withheld`` (it overlaps RESTRICTED text); ``filters_dropped`` when it was
-    found only after the filters were dropped."""
+    found only after the filters were dropped; ``page`` (1-based) for a chunk of a paged
+    document (PDF, PowerPoint, Excel: :func:`snippet_pages`), with ``page_end`` when its text
+    runs onto a later page — never for text, Markdown, CSV or HTML."""
 
+    page: int
+    page_end: int
     parent_id: str
     heading: str
     parent_locator: str
@@ -65,3 +69,18 @@ class Snippet(_Snippet, total=False):
 def with_fused(snippet: Snippet, fused: float) -> Scores:
     """A copy of ``snippet``'s scores with ``fused`` as its fused score (in the same place)."""
     return cast(Scores, {**snippet.get("scores", {}), "fused": fused})
+
+
+def snippet_pages(metadata: Mapping[str, Any]) -> tuple[int, int] | None:
+    """``(page, page_end)`` of a chunk of a paged document (PDF pages, slides, sheets): the pair
+    :func:`ragspine.documents.chunk_source` writes into its metadata — both integers, in order;
+    ``None`` otherwise (text, Markdown, CSV, HTML), so those snippets keep their keys."""
+    page, end = metadata.get("page"), metadata.get("page_end")
+    if type(page) is int and type(end) is int and 1 <= page <= end:
+        return page, end
+    return None
+
+
+def page_label(page: int, page_end: int | None = None) -> str:
+    """``page 3`` or ``pages 3-4``: where a person finds a passage."""
+    return f"pages {page}-{page_end}" if page_end is not None and page_end != page else f"page {page}"

@@ -43,7 +43,7 @@ from ragspine.retrieval.query.base import QueryRewriter
 from ragspine.retrieval.request import DEFAULT_RETRIEVE_TOP_K, Answer, RequestRetriever, SearchRequest
 from ragspine.retrieval.rerank.base import Reranker, make_reranker
 from ragspine.retrieval.sensitivity import RESTRICTED_SENSITIVITY, is_restricted
-from ragspine.retrieval.snippet import Snippet
+from ragspine.retrieval.snippet import Snippet, snippet_pages
 from ragspine.retrieval.types import RetrievalResult
 from ragspine.retrieval.vector.embedding import EmbeddingBackend
 from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
@@ -121,6 +121,11 @@ def to_snippet(result: RetrievalResult, withheld: Collection[tuple[str, int, str
         "period": _text(meta.get("period")),
         "language": _text(meta.get("language")),
     }
+    pages = snippet_pages(meta)
+    if pages is not None:
+        snippet["page"] = pages[0]
+        if pages[1] != pages[0]:
+            snippet["page_end"] = pages[1]
     if chunk.parent_id:
         snippet["parent_id"] = chunk.parent_id
     if chunk.heading:

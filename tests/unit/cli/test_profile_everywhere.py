@@ -65,6 +65,7 @@ COMMANDS = [
     ["raptor", "build"],
     ["workflow", "preview"],
     ["query", "revenue"],
+    ["show", "kb#char=0,5"],
     ["libraries"],
     ["stats"],
     ["embed"],
