@@ -9,7 +9,8 @@ they touch) and ``page_end`` (the last) in their metadata (:func:`chunk_source`)
 Every file is read and checked before anything is written, so one bad file stops the
 whole ingest with the previous version of every document still active.
 
-Front matter (optional, first line ``---``) sets ``doc_id``, ``title``, ``sensitivity``,
+Front matter (optional, first line ``---``) — or, for a file without it (a PDF, a Word file), a
+*sidecar* beside it, ``report.pdf.meta.yaml``, holding the same ``key: value`` lines — sets ``doc_id``, ``title``, ``sensitivity``,
 ``valid_as_of`` (in any case: ``Sensitivity:`` is the sensitivity); every other key is
 metadata (dates become ISO strings; lists and objects are rejected). A sensitivity that is not
 one string label (``[RESTRICTED]``, ``null``) is an error, a key written twice is an error, and a
@@ -20,6 +21,12 @@ the first heading, else the file stem. A text file's chunk offsets are offsets i
 itself, so ``source_locator`` points into the real file; another format's are offsets into its
 extracted text. A file without front matter (every non-text format) gets the
 ``--sensitivity`` given, else the default, as a ``.txt`` without front matter does.
+
+A sidecar is read by the same code as front matter (:func:`parse_fields`, then the same field
+split, sensitivity and metadata checks), so every rule applies unchanged; a file with both
+front matter and a sidecar is an error (no precedence to guess), a directory walk never reads a
+sidecar as a document, and a sidecar no document reads (its file missing, or a misspelt
+name such as ``.meta.yml``) is an error: the file it meant would be read without its sensitivity.
 
 A default ``doc_id`` replaces only the document read from the same file: when the library's
 document of that id was read from another path (two folders' ``copyright.txt``),
@@ -56,6 +63,8 @@ if TYPE_CHECKING:
 
 SUFFIXES = tuple(EXTENSIONS)  # .txt .md .markdown .pdf .docx .pptx .xlsx .csv .tsv .html .htm
 MAX_FILE_BYTES = 20 * 1024 * 1024
+SIDECAR_SUFFIX = ".meta.yaml"  # report.pdf.meta.yaml: report.pdf's fields, for a file without front matter
+MAX_SIDECAR_BYTES = 64 * 1024
 RESERVED_KEYS = DOCUMENT_FIELDS
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
@@ -94,6 +103,10 @@ def collect_files(
     for raw in paths:
         try:
             out.extend(_collect(Path(raw), str(raw)))
+            for orphan in orphan_sidecars(Path(raw)) if Path(raw).is_dir() else []:
+                if problems is None:
+                    raise IngestError(orphan)
+                problems.append(orphan)
         except IngestError as exc:
             if problems is None:
                 raise
@@ -111,6 +124,8 @@ def _collect(path: Path, raw: str) -> list[tuple[Path, Path]]:
         return [(p, path) for p in found]
     if not path.is_file():
         raise IngestError(f"{raw}: not a regular file")
+    if is_sidecar(path):
+        raise IngestError(f"{raw}: a sidecar (the fields of the file beside it), not a document; name that file")
     if path.suffix.lower() not in SUFFIXES:  # the rule a directory walk applies, for a named file too
         raise IngestError(f"{raw}: not a {'/'.join(SUFFIXES)} file; ingest reads text, Markdown, PDF, Word, PowerPoint,"
                           " Excel, CSV and HTML (convert it first)")
@@ -148,7 +163,13 @@ def read_document(
         raise IngestError(f"{where}: cannot read ({exc.strerror})") from None
     read = read_bytes(raw, where, limits)
     body, offset = read.text, read.body_offset
-    front, extra = split_document_fields(dict(read.fields), where)
+    fields, named = dict(read.fields), where  # front matter; else the sidecar's fields, named by the sidecar
+    side = read_sidecar(path)
+    if side is not None:
+        if read.fields or read.body_offset:
+            raise IngestError(f"{where}: has front matter and a sidecar ({sidecar_of(path).name}); keep one of them")
+        fields, named = side, str(sidecar_of(path))
+    front, extra = split_document_fields(fields, named)
     meta: dict[str, Any] = {k: _plain(v) for k, v in {**read.metadata, **(defaults or {}), **extra}.items()}
     rel = path.relative_to(root) if root is not None and path.is_relative_to(root) else Path(path.name)
     doc_id = str(front.get("doc_id") or rel.as_posix())
@@ -159,17 +180,17 @@ def read_document(
                        source=where, metadata=meta)
         metadata = validate_metadata(meta)
     except IngestError as exc:
-        raise IngestError(f"{where}: {exc}") from None
+        raise IngestError(f"{named}: {exc}") from None
     return SourceDocument(
         doc_id=doc_id,
         text=body,
         title=title,
         source=where,
         body_offset=offset,
-        sensitivity=front_sensitivity(front, where, sensitivity),
+        sensitivity=front_sensitivity(front, named, sensitivity),
         valid_as_of=valid_as_of,
         metadata=metadata,
-        chunker=_chunker_name(front.get("chunker"), where),
+        chunker=_chunker_name(front.get("chunker"), named),
         id_from_path=not front.get("doc_id"),
         structure=read,
     )
@@ -189,6 +210,52 @@ def chunk_source(doc: SourceDocument, chunker: Chunker) -> list[Chunk]:
     for chunk in chunks:
         pages = doc.pages_of(chunk.char_start, chunk.char_end)
         out.append(replace(chunk, metadata={**chunk.metadata, "page": pages[0], "page_end": pages[-1]}))
+    return out
+
+
+def sidecar_of(path: Path) -> Path:
+    """Where the sidecar of ``path`` is: ``report.pdf`` → ``report.pdf.meta.yaml`` beside it."""
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def is_sidecar(path: Path) -> bool:
+    """Whether ``path`` is named as a sidecar (``.meta.yaml``, also misspelt ``.meta.yml``, in any case)."""
+    return path.name.lower().endswith((SIDECAR_SUFFIX, ".meta.yml"))
+
+
+def read_sidecar(path: Path) -> dict[str, Any] | None:
+    """The fields of ``path``'s sidecar (``None``: it has none), read as front matter is
+    (:func:`parse_fields`): ``doc_id, title, sensitivity, valid_as_of, chunker`` and metadata."""
+    side = sidecar_of(path)
+    if not side.is_file():
+        return None
+    try:
+        size = side.stat().st_size
+        if size > MAX_SIDECAR_BYTES:
+            raise IngestError(f"{side}: {size:,} bytes; a sidecar holds key: value lines (at most {MAX_SIDECAR_BYTES:,} bytes)")
+        raw = side.read_bytes()
+    except OSError as exc:
+        raise IngestError(f"{side}: cannot read ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"{side}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
+    if "\x00" in text:
+        raise IngestError(f"{side}: contains NUL bytes; a sidecar holds YAML key: value lines")
+    return parse_fields(text, str(side), "sidecar")
+
+
+def orphan_sidecars(directory: Path) -> list[str]:
+    """What is wrong with each sidecar below ``directory`` that no document would read: one
+    without its file beside it, or named otherwise than ``<file>.meta.yaml`` (the document
+    it meant would be read without its fields — its sensitivity — so this fails closed)."""
+    out = []
+    for side in sorted(p for p in directory.rglob("*") if is_sidecar(p) and p.is_file()):
+        document = side.name[: side.name.lower().rindex(".meta.")]
+        if not side.name.endswith(SIDECAR_SUFFIX):
+            out.append(f"{side}: a sidecar is named {document}{SIDECAR_SUFFIX} exactly; rename it")
+        elif not side.with_name(document).is_file():
+            out.append(f"{side}: a sidecar without its document ({document} is not beside it); rename or remove it")
     return out
 
 
@@ -274,25 +341,32 @@ def split_front_matter(content: str, where: str = "document") -> tuple[dict[str,
     match = _FRONT_MATTER.match(content)
     if not match:
         return {}, content, 0
+    return parse_fields(match.group(1), where, "front matter", first_line=2), content[match.end() :], match.end()
+
+
+def parse_fields(text: str, where: str, what: str = "front matter", *, first_line: int = 1) -> dict[str, Any]:
+    """The ``key: value`` lines of front matter (or of a sidecar, ``what``) as a dict, by the
+    same rules: YAML's safe loader, a mapping, no key written twice (in any spelling: ``1`` and
+    ``'1'``). ``first_line``: the line of ``text``'s first line in its file (for messages)."""
     import yaml
 
     try:
-        data = yaml.load(match.group(1), Loader=_unique_key_loader()) or {}
+        data = yaml.load(text, Loader=_unique_key_loader()) or {}
     except _DuplicateKey as exc:
-        raise IngestError(f"{where}: front matter sets {exc.key!r} twice (line {exc.line + 2}); keep one") from None
+        raise IngestError(f"{where}: {what} sets {exc.key!r} twice (line {exc.line + first_line}); keep one") from None
     except yaml.YAMLError as exc:
-        raise IngestError(f"{where}: front matter is not valid YAML ({str(exc).splitlines()[0]})") from None
+        raise IngestError(f"{where}: {what} is not valid YAML ({str(exc).splitlines()[0]})") from None
     except RecursionError:
-        raise IngestError(f"{where}: front matter is nested too deeply; use flat key: value lines") from None
+        raise IngestError(f"{where}: {what} is nested too deeply; use flat key: value lines") from None
     if not isinstance(data, dict):
-        raise IngestError(f"{where}: front matter must be a mapping of key: value lines")
+        raise IngestError(f"{where}: {what} must be a mapping of key: value lines")
     out: dict[str, Any] = {}
     spelled: dict[str, Any] = {}
     for key, value in data.items():
         if str(key) in out:
-            raise IngestError(f"{where}: front matter keys {spelled[str(key)]!r} and {key!r} are both {str(key)!r}; keep one")
+            raise IngestError(f"{where}: {what} keys {spelled[str(key)]!r} and {key!r} are both {str(key)!r}; keep one")
         out[str(key)], spelled[str(key)] = value, key
-    return out, content[match.end() :], match.end()
+    return out
 
 
 class _DuplicateKey(Exception):
