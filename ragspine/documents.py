@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ragspine.errors import IngestError
 from ragspine.readers.base import ReadDocument, ReaderLimits
@@ -204,11 +204,19 @@ def chunk_source(doc: SourceDocument, chunker: Chunker) -> list[Chunk]:
                            source=doc.source, source_offset=doc.body_offset)
     if doc.structure is None or not doc.structure.paged:
         return chunks
+    return with_pages(chunks, doc.structure, doc.body_offset)
+
+
+def with_pages(chunks: Sequence[Chunk], structure: ReadDocument, body_offset: int = 0) -> list[Chunk]:
+    """``chunks`` (of ``structure``'s text, whose offset in its file is ``body_offset``) with
+    ``page`` and ``page_end`` in their metadata; unchanged for an unpaged document."""
+    if not structure.paged:
+        return list(chunks)
     from dataclasses import replace
 
     out = []
     for chunk in chunks:
-        pages = doc.pages_of(chunk.char_start, chunk.char_end)
+        pages = structure.pages_of(chunk.char_start - body_offset, chunk.char_end - body_offset)
         out.append(replace(chunk, metadata={**chunk.metadata, "page": pages[0], "page_end": pages[-1]}))
     return out
 

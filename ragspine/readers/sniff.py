@@ -31,6 +31,11 @@ _NOT_SUPPORTED = (
 _MARKUP = (b"<!doctype html", b"<html", b"<head", b"<body")
 
 
+class UnsupportedFormat(IngestError):
+    """Content no reader takes (an image, a legacy Office file, a ZIP that is not Office), or an
+    extension that claims a format the content is not (the service answers 415)."""
+
+
 def sniff_format(data: bytes, name: str) -> str:
     """The format of ``data`` (one of :data:`EXTENSIONS`' values); :class:`IngestError` for
     content no reader takes, or an extension claiming a binary format the content lacks."""
@@ -41,10 +46,10 @@ def sniff_format(data: bytes, name: str) -> str:
         return _ooxml_format(data, name)
     for magic, what in _NOT_SUPPORTED:
         if data.startswith(magic):
-            raise IngestError(f"{name}: {what}, not a format ingest reads")
+            raise UnsupportedFormat(f"{name}: {what}, not a format ingest reads")
     if claimed in BINARY_FORMATS:
         header = "%PDF- header" if claimed == "pdf" else "ZIP header"
-        raise IngestError(f"{name}: not a {claimed.upper()} file (no {header}): its extension does not match its content")
+        raise UnsupportedFormat(f"{name}: not a {claimed.upper()} file (no {header}): its extension does not match its content")
     if claimed in ("csv", "html", "text"):
         return claimed
     return "html" if looks_like_html(data) else "text"
@@ -66,4 +71,4 @@ def _ooxml_format(data: bytes, name: str) -> str:
     for part, fmt in _OOXML_PARTS:
         if part in names:
             return fmt
-    raise IngestError(f"{name}: a ZIP archive, not a Word, PowerPoint or Excel file (no word/, ppt/ or xl/ part)")
+    raise UnsupportedFormat(f"{name}: a ZIP archive, not a Word, PowerPoint or Excel file (no word/, ppt/ or xl/ part)")

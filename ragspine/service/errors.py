@@ -25,8 +25,10 @@ from ragspine.errors import (
     MissingDependencyError,
     QuestionError,
 )
+from ragspine.readers.sniff import UnsupportedFormat
 from ragspine.service.context import tenant_text
 from ragspine.service.dify import INVALID_REQUEST, TIMED_OUT
+from ragspine.service.ingest import FileTooLarge
 from ragspine.service.jobs import JobQueueUnavailable
 from ragspine.service.store import Conflict, Unstorable
 
@@ -145,6 +147,8 @@ STATUS_OF: tuple[tuple[type[Exception], int, str], ...] = (
     (FilterError, 400, "bad filter: {}"),
     (QuestionError, 400, "{}"),
     (UnsupportedMediaType, 415, "{}"),
+    (UnsupportedFormat, 415, "{}"),
+    (FileTooLarge, 413, "{}"),
     (IngestError, 422, "{}"),
     (MissingDependencyError, 503, "the server is missing a dependency: {}"),
     (ConfigError, 400, "{}"),

@@ -30,8 +30,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragspine.documents import decode_document, first_heading, front_sensitivity
-from ragspine.errors import IngestError
+from ragspine.deadline import DeadlineExceeded
+from ragspine.documents import MAX_FILE_BYTES, front_sensitivity, with_pages
+from ragspine.errors import IngestError, MissingDependencyError
+from ragspine.readers.base import ReadDocument, ReaderLimits
 from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.metadata import validate_metadata
@@ -43,6 +45,10 @@ if TYPE_CHECKING:
     from ragspine.retrieval.pipeline import LibraryPipeline
     from ragspine.service.context import ServiceContext
     from ragspine.service.models import DocumentIn
+
+class FileTooLarge(IngestError):
+    """An uploaded file over ``RAGSPINE_MAX_FILE_BYTES`` (413)."""
+
 
 PROGRESS_EVERY_S = 0.5  # progress is written at most this often (and when the job ends)
 BATCH_DOCS = 500  # documents per replace transaction at most (a job's documents are written in groups)
@@ -70,19 +76,30 @@ def storable(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
-def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) -> dict[str, Any]:
-    """A ``.txt``/``.md`` upload: UTF-8, optional YAML front matter (``doc_id, title,
-    sensitivity, valid_as_of`` + metadata), form fields override it. Locators point into the
-    uploaded file. Raises :class:`IngestError` naming the problem."""
+def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None], *, media_type: str = "",
+                 max_bytes: int = MAX_FILE_BYTES, limits: ReaderLimits | None = None) -> dict[str, Any]:
+    """An uploaded file, read by the reader its content calls for (``ragspine ingest``'s:
+    text and Markdown with optional YAML front matter, PDF, Word, PowerPoint, Excel, CSV, HTML).
+    The form ``fields`` (``doc_id, title, sensitivity, valid_as_of``, ``metadata`` as JSON) are
+    what front matter is to a text file, by the same rules, and override it. Locators point into
+    the uploaded text file, or into another format's extracted text; a paged document's payload
+    keeps its page ranges (``pages``) so its chunks get ``page``/``page_end``.
+
+    Raises :class:`FileTooLarge` over ``max_bytes`` (413), :class:`UnsupportedFormat` for a
+    type no reader takes or a name or media type the content belies (415), and
+    :class:`IngestError` for a corrupt, encrypted or over-limit file or bad fields (422)."""
     name = filename or "upload.txt"
-    front_matter, body, offset = decode_document(raw, name)
-    front, extra_front = split_document_fields(front_matter, name)
+    if len(raw) > max_bytes:
+        raise FileTooLarge(f"{name}: {len(raw):,} bytes is over the {max_bytes:,}-byte limit (RAGSPINE_MAX_FILE_BYTES)")
+    read = read_upload(name, raw, media_type, limits)
+    body, offset = read.text, read.body_offset
+    front, extra_front = split_document_fields(dict(read.fields), name)
     if front.get("chunker") is not None:
         raise IngestError(
             f"{name}: front matter chunker: a service library's chunker is chosen when the library is created"
             " (POST /v1/libraries with \"chunker\"); remove it from the front matter"
         )
-    meta: dict[str, Any] = {k: _plain(v) for k, v in extra_front.items()}
+    meta: dict[str, Any] = {k: _plain(v) for k, v in {**read.metadata, **extra_front}.items()}
     if fields.get("metadata"):
         try:
             extra = json.loads(fields["metadata"] or "")
@@ -100,13 +117,56 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None]) ->
         raise IngestError(f"{name}: {exc}") from None
     stem = name.rsplit("/", 1)[-1]
     doc_id = fields.get("doc_id") or str(front.get("doc_id") or stem)
-    title = fields.get("title") or str(front.get("title") or first_heading(body, stem) or stem.rsplit(".", 1)[0])
-    return storable({
+    title = fields.get("title") or str(front.get("title") or read.title or stem.rsplit(".", 1)[0])
+    payload = storable({
         "doc_id": doc_id, "title": title, "text": body, "metadata": metadata,
         "sensitivity": parse_sensitivity(fields["sensitivity"], name) if fields.get("sensitivity") else front_sensitivity(front, name),
         "valid_as_of": fields.get("valid_as_of") or str(_plain(front.get("valid_as_of")) or ""),
         "source": stem, "source_offset": offset,
     })
+    if read.paged:  # only then: a text upload's job payload is what it always was
+        payload["pages"] = [list(page) for page in read.pages]
+    return payload
+
+
+#: media type → the format it claims (a generic type claims none: the name and content decide)
+MEDIA_FORMATS = {
+    "application/pdf": "pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/csv": "csv", "text/tab-separated-values": "csv", "text/html": "html",
+    "text/plain": "text", "text/markdown": "text", "text/x-markdown": "text",
+}
+GENERIC_MEDIA = ("", "application/octet-stream")
+
+
+def read_upload(name: str, raw: bytes, media_type: str = "", limits: ReaderLimits | None = None) -> ReadDocument:
+    """``raw`` read by the reader its content calls for (:func:`~ragspine.readers.sniff.sniff_format`).
+    A name whose extension no reader takes is refused unless its media type names a format; a
+    media type claiming a binary format (PDF, Office) the content is not is refused, as a
+    lying extension is. Whatever a reader's library raises becomes one line (422), never a 500."""
+    from pathlib import PurePath
+
+    from ragspine.readers.base import one_line
+    from ragspine.readers.registry import make_document_reader
+    from ragspine.readers.sniff import BINARY_FORMATS, EXTENSIONS, UnsupportedFormat, sniff_format
+
+    media = media_type.split(";")[0].strip().lower()
+    claimed = MEDIA_FORMATS.get(media)
+    fmt = sniff_format(raw, name)  # first: what the content is says the most (an image, a legacy .doc)
+    if PurePath(name).suffix.lower() not in EXTENSIONS and claimed is None and media not in GENERIC_MEDIA:
+        kinds = " ".join(sorted(EXTENSIONS))
+        raise UnsupportedFormat(f"{name}: {media} is not a format ingest reads; upload one of {kinds}")
+    if claimed in BINARY_FORMATS and fmt != claimed:
+        raise UnsupportedFormat(f"{name}: sent as {media}, but its content is {fmt}: the media type does not match the content")
+    reader = make_document_reader(fmt, limits)
+    try:
+        return reader.read(raw, name)
+    except (IngestError, MissingDependencyError, DeadlineExceeded):
+        raise
+    except Exception as exc:  # a reader library's own error on a malformed file: the file is bad, not the server
+        raise IngestError(f"{name}: cannot read this {fmt} file ({one_line(exc)})") from None
 
 
 def _plain(value: Any) -> Any:
@@ -114,11 +174,16 @@ def _plain(value: Any) -> Any:
 
 
 def plan(chunker: Chunker, doc: Mapping[str, Any]) -> list[Chunk]:
-    """The chunks of one uploaded document (the library's chunker)."""
-    return chunker.chunk(
+    """The chunks of one uploaded document (the library's chunker); a paged document's get
+    ``page``/``page_end`` (:func:`~ragspine.documents.with_pages`), as ``ragspine ingest``'s do."""
+    chunks = chunker.chunk(
         doc["text"], doc["doc_id"], title=doc["title"], metadata=doc["metadata"], sensitivity=doc["sensitivity"],
         source=doc["source"], source_offset=doc["source_offset"],
     )
+    if not doc.get("pages"):
+        return chunks
+    structure = ReadDocument(text=doc["text"], pages=tuple((int(a), int(b)) for a, b in doc["pages"]))
+    return with_pages(chunks, structure, doc["source_offset"])
 
 
 def active_version(store: ChunkStore, doc_id: str) -> int:

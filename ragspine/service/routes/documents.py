@@ -7,8 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 
+from ragspine.readers.base import ReaderLimits
 from ragspine.service.context import ServiceContext
-from ragspine.service.errors import NotFound, UnsupportedMediaType
+from ragspine.service.errors import NotFound
 from ragspine.service.ingest import active_version, document_payload, file_payload
 from ragspine.service.models import DocumentBatchIn, DocumentIn, JobOut
 from ragspine.service.routes.common import (
@@ -22,10 +23,6 @@ from ragspine.service.routes.common import (
 from ragspine.service.store import Library
 
 router = APIRouter(prefix="/v1", tags=["documents"], dependencies=[Depends(documented_bearer)])
-
-TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown", "application/octet-stream", "")
-TEXT_SUFFIXES = (".txt", ".md", ".markdown")
-
 
 def enqueue(ctx: ServiceContext, library: Library, docs: list[dict[str, Any]], *, payload: dict[str, Any] | None = None) -> JobOut:
     """Record the job, hand it to the queue, then supersede the document's older queued jobs.
@@ -55,13 +52,15 @@ def upload_batch(name: str, body: DocumentBatchIn, ctx: ServiceContext = Depends
     return enqueue(ctx, library_or_404(ctx, tenant, name), [document_payload(d) for d in body.documents])
 
 
-@router.post("/libraries/{name}/documents/upload", status_code=202, response_model=JobOut, summary="Upload a .txt/.md file (a job)")
+@router.post("/libraries/{name}/documents/upload", status_code=202, response_model=JobOut,
+             summary="Upload a file: text, Markdown, PDF, Word, PowerPoint, Excel, CSV, HTML (a job)")
 def upload_file(
     name: str,
-    file: UploadFile = File(description="UTF-8 text or Markdown, optional YAML front matter"),
+    file: UploadFile = File(description="a .txt/.md (UTF-8, optional YAML front matter), .pdf, .docx, .pptx, .xlsx, .csv/.tsv or"
+                            " .html/.htm file; its reader is picked by its content"),
     doc_id: str | None = Form(None, max_length=512, description="default: front matter doc_id, else the file name"),
-    title: str | None = Form(None, max_length=1000),
-    sensitivity: str | None = Form(None, max_length=64),
+    title: str | None = Form(None, max_length=1000, description="default: front matter title, else the file's own, else its first heading"),
+    sensitivity: str | None = Form(None, max_length=64, description="default: front matter sensitivity, else the default (fails closed)"),
     valid_as_of: str | None = Form(None, max_length=64),
     metadata: str | None = Form(None, description="a JSON object of field -> scalar"),
     ctx: ServiceContext = Depends(context),
@@ -69,11 +68,12 @@ def upload_file(
 ) -> JobOut:
     library = library_or_404(ctx, tenant, name)
     filename = file.filename or "upload.txt"
-    media = (file.content_type or "").split(";")[0].strip().lower()
-    if media not in TEXT_TYPES and not filename.lower().endswith(TEXT_SUFFIXES):
-        raise UnsupportedMediaType(f"{filename}: {media} is not text; upload a .txt or .md file")
     fields = {"doc_id": doc_id, "title": title, "sensitivity": sensitivity, "valid_as_of": valid_as_of, "metadata": metadata}
-    return enqueue(ctx, library, [file_payload(filename, file.file.read(), fields)])
+    settings = ctx.settings
+    raw = file.file.read(settings.max_file_bytes + 1)  # one byte over the limit is enough to refuse it
+    payload = file_payload(filename, raw, fields, media_type=file.content_type or "", max_bytes=settings.max_file_bytes,
+                           limits=ReaderLimits.from_settings(settings))
+    return enqueue(ctx, library, [payload])
 
 
 @router.post("/libraries/{name}/embed", status_code=202, response_model=JobOut,
