@@ -9,7 +9,8 @@ label that would read as open. A label is RESTRICTED when it *looks like* RESTRI
 characters such as zero-width spaces, joiners, soft hyphens and a BOM removed, case-folded,
 Unicode confusables such as Cyrillic ``Е``/``І``, Greek ``Ι`` or mathematical bold letters
 folded to their Latin skeleton, separators between letters removed) after combining accents
-are dropped. Every ingest path stores such a label as exactly ``RESTRICTED``
+are dropped, and any character that is not a letter or a digit is ignored (``[RESTRICTED]``,
+``"RESTRICTED"``, ``RESTRICTED!`` are RESTRICTED). Every ingest path stores such a label as exactly ``RESTRICTED``
 (:func:`parse_sensitivity`), so the stores' SQL, which compares ``RESTRICTED``, agrees; and
 every exit that reads a label (:func:`is_restricted`) folds it again, so a lookalike label
 stored before this rule (``RESTRICTED`` + a zero-width space) is RESTRICTED too.
@@ -44,7 +45,7 @@ def is_restricted(sensitivity: object) -> bool:
 
 def _fold(label: str) -> bool:
     bare = "".join(ch for ch in unicodedata.normalize("NFD", label) if unicodedata.category(ch) != "Mn")
-    return compact(bare) == "restricted"
+    return "".join(ch for ch in compact(bare) if ch.isalnum()) == "restricted"  # punctuation anywhere: "[RESTRICTED]", "RESTRICTED!"
 
 
 _cached_fold = lru_cache(maxsize=4096)(_fold)

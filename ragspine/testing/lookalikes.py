@@ -30,6 +30,10 @@ RESTRICTED_LOOKALIKES: dict[str, str] = {
     "surrounding-space": "\u00a0 restricted \u3000",
     "accent": "R\u00c9STRICTED",
     "spaced-letters": "R-E-S-T-R-I-C-T-E-D",
+    "bracketed": "[RESTRICTED]",
+    "quoted": '"RESTRICTED"',
+    "exclaimed": "RESTRICTED!",
+    "parenthesized": "(restricted)",
 }
 
 OPEN_LABELS: tuple[str, ...] = ("INTERNAL", "PUBLIC", "UNRESTRICTED", "CONFIDENTIAL", "社外秘")
