@@ -51,6 +51,7 @@ from ragspine.retrieval.metadata import validate_metadata
 from ragspine.retrieval.sensitivity import (
     DEFAULT_SENSITIVITY,
     DOCUMENT_FIELDS,
+    RESTRICTED_SENSITIVITY,
     parse_sensitivity,
     split_document_fields,
 )
@@ -267,13 +268,20 @@ def orphan_sidecars(directory: Path) -> list[str]:
     return out
 
 
-def front_sensitivity(front: Mapping[str, Any], where: str, given: str | None = None) -> str:
-    """The label of a document's fields (front matter, an upload's): theirs when set, else
-    ``given`` (``--sensitivity``, a form field), else the default; ``sensitivity: null`` (or an
-    empty ``sensitivity:``) is an error, never the default — it fails closed."""
-    if "sensitivity" in front:
-        return parse_sensitivity(front["sensitivity"], where, default=None)
-    return parse_sensitivity(given, where)
+def front_sensitivity(front: Mapping[str, Any], where: str, given: str | None = None, *, given_wins: bool = False) -> str:
+    """The label of a document's fields (front matter, a sidecar's): theirs when set, else
+    ``given`` (``--sensitivity``, an upload's form field), else the default — ``given_wins``
+    (an upload's form): ``given`` when set. Either way RESTRICTED from either side wins: a label
+    given beside the file never opens what the file marks RESTRICTED, nor the reverse.
+    ``sensitivity: null`` (or an empty ``sensitivity:``) is an error, never the default — it
+    fails closed."""
+    own = parse_sensitivity(front["sensitivity"], where, default=None) if "sensitivity" in front else None
+    other = parse_sensitivity(given, where) if given else None
+    if RESTRICTED_SENSITIVITY in (own, other):
+        return RESTRICTED_SENSITIVITY
+    if given_wins and other is not None:
+        return other
+    return own if own is not None else parse_sensitivity(given, where)
 
 
 def source_of(locator: str) -> str:

@@ -30,7 +30,7 @@ def add_ingest_command(sub: Subcommands) -> None:
     ingest.add_argument("paths", nargs="+", metavar="PATH")
     ingest.add_argument("--library", required=True, help="library to ingest into (created if new)")
     ingest.add_argument("--description", help="library description (used by the keyword router)")
-    ingest.add_argument("--sensitivity", help="sensitivity of documents without one in front matter")
+    ingest.add_argument("--sensitivity", help="sensitivity of documents without one in front matter (RESTRICTED here, or in a file, always wins)")
     ingest.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata for every document")
     ingest.add_argument(
         "--no-embed", action="store_true",

@@ -120,7 +120,7 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None], *,
     title = fields.get("title") or str(front.get("title") or read.title or stem.rsplit(".", 1)[0])
     payload = storable({
         "doc_id": doc_id, "title": title, "text": body, "metadata": metadata,
-        "sensitivity": parse_sensitivity(fields["sensitivity"], name) if fields.get("sensitivity") else front_sensitivity(front, name),
+        "sensitivity": front_sensitivity(front, name, fields.get("sensitivity") or None, given_wins=True),
         "valid_as_of": fields.get("valid_as_of") or str(_plain(front.get("valid_as_of")) or ""),
         "source": stem, "source_offset": offset,
     })

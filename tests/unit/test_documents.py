@@ -216,3 +216,14 @@ def test_split_front_matter() -> None:
     assert front == {"1": "x"} and text[offset:] == body == "rest"  # keys become strings
     # a "---" that is not on the first line is body text
     assert split_front_matter("intro\n---\na: 1\n---\n")[0] == {}
+
+
+@pytest.mark.parametrize("front, given, want", [
+    ("sensitivity: INTERNAL\n", "RESTRICTED", "RESTRICTED"),  # --sensitivity RESTRICTED is not opened by the file
+    ("sensitivity: RESTRICTED\n", "PUBLIC", "RESTRICTED"),
+    ("sensitivity: INTERNAL\n", "PUBLIC", "INTERNAL"),  # otherwise the file's own label wins
+    ("", "PUBLIC", "PUBLIC"),
+])
+def test_restricted_from_either_the_file_or_the_flag_wins(tmp_path, front, given, want) -> None:
+    path = _write(tmp_path / "a.md", f"---\n{front}title: A\n---\nbody\n")
+    assert read_document(path, tmp_path, sensitivity=given).sensitivity == want

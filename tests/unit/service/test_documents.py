@@ -221,3 +221,27 @@ def test_an_upload_cannot_choose_its_own_chunker(client) -> None:
     r = client.post("/v1/libraries/hb/documents/upload", files={"file": ("a.md", b"---\nchunker: laws\n---\ntext\n", "text/markdown")},
                     headers=headers)
     assert r.status_code == 422 and "chunker" in r.text and "POST /v1/libraries" in r.text, r.text
+
+
+@pytest.mark.parametrize("front, form", [("RESTRICTED", "PUBLIC"), ("INTERNAL", "restricted"), ("[RESTRICTED]", "PUBLIC")])
+def test_a_form_label_never_opens_a_restricted_file_nor_the_reverse(client, front, form) -> None:
+    """RESTRICTED from either side wins: the form's label overrides the file's otherwise."""
+    headers = new_tenant(client)
+    new_library(client, headers, "hb")
+    raw = f"---\nsensitivity: '{front}'\n---\nZanzibar board memo\n".encode()
+    r = client.post("/v1/libraries/hb/documents/upload", files={"file": ("m.md", raw, "text/markdown")},
+                    data={"sensitivity": form}, headers=headers)
+    assert r.status_code == 202, r.text
+    assert wait_job(client, headers, r.json()["job_id"])["state"] == "succeeded"
+    assert client.post("/v1/retrieve", json={"query": "zanzibar board memo"}, headers=headers).json()["snippets"] == []
+
+
+def test_a_form_label_overrides_an_open_files_label(client) -> None:
+    headers = new_tenant(client)
+    new_library(client, headers, "hb")
+    raw = b"---\nsensitivity: INTERNAL\n---\nZanzibar board memo\n"
+    r = client.post("/v1/libraries/hb/documents/upload", files={"file": ("m.md", raw, "text/markdown")},
+                    data={"sensitivity": "PUBLIC"}, headers=headers)
+    wait_job(client, headers, r.json()["job_id"])
+    snippets = client.post("/v1/retrieve", json={"query": "zanzibar board memo"}, headers=headers).json()["snippets"]
+    assert snippets and {s["sensitivity"] for s in snippets} == {"PUBLIC"}
