@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from ragspine.errors import MissingDependencyError
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.sensitivity import is_restricted
@@ -44,7 +45,8 @@ CORPUS_DIR = Path(__file__).parent / "corpus"
 LIBRARIES = {
     "kestrel-reports": (
         "Kestrel Robotics results, operations, products and policies (English)",
-        ("q3-2024-results.md", "supply-chain-update.md", "product-roadmap.md", "warranty-policy.md", "board-memo-q3.md"),
+        ("q3-2024-results.md", "supply-chain-update.md", "product-roadmap.md", "warranty-policy.md", "board-memo-q3.md",
+         "kr7-service-manual.pdf", "spare-parts-prices.xlsx"),  # their fields in a sidecar (NAME.meta.yaml)
     ),
     "kestrel-china": (
         "红隼机器人 中国区 经营 营收 供应链 (Chinese)",
@@ -74,7 +76,11 @@ QUESTIONS = (
         filters={"topic": "policy"},
         note="metadata filter topic = policy",
     ),
+    DemoQuestion("How often does the KR-7 gearbox need an oil change?", ("kestrel-reports",), note="a PDF: the citation names its page"),
+    DemoQuestion("What is the lead time for a KR-7 output shaft?", ("kestrel-reports",), note="a spreadsheet: its sheets are its pages"),
 )
+#: the questions answered from a PDF or a spreadsheet (the ``documents`` extra reads them)
+FILE_QUESTIONS = QUESTIONS[3:]
 
 
 @dataclass
@@ -89,28 +95,30 @@ class DemoReport:
 
 def run_demo(stack: DemoStack, *, echo: Callable[[str], None] = print) -> DemoReport:
     """Ingest the corpus into ``stack`` and answer :data:`QUESTIONS`."""
-    from ragspine.documents import read_document
+    from dataclasses import replace
 
+    from ragspine.documents import chunk_source, read_document
+
+    skipped: list[str] = []
     for library_id, (description, files) in LIBRARIES.items():
         stack.ensure_library(library_id, description)
         index = stack.pipeline(library_id)
         for name in files:
-            doc = read_document(CORPUS_DIR / name, CORPUS_DIR)
-            index.ingest_text(
-                doc.doc_id,
-                doc.text,
-                title=doc.title,
-                metadata=doc.metadata,
-                sensitivity=doc.sensitivity,
-                source=str(CORPUS_DIR / name),  # a path the user can open (the packaged file)
-                source_offset=doc.body_offset,
-                valid_as_of=doc.valid_as_of,
-            )
+            try:
+                doc = read_document(CORPUS_DIR / name, CORPUS_DIR)
+            except MissingDependencyError as exc:  # a PDF or a spreadsheet without the documents extra
+                skipped.append(f"{name} ({exc})")
+                continue
+            doc = replace(doc, source=str(CORPUS_DIR / name))  # a path the user can open (the packaged file)
+            index.replace_doc_chunks(doc.doc_id, chunk_source(doc, index.chunker), doc.valid_as_of)
     backend = stack.embedding_backend
     mode = stack.mode.name if backend is not None else "economy (BM25 only)"
     report = DemoReport(mode=f"{mode}" + (f" with {model_id_of(backend)}" if backend else ""))
     echo(f"RAGSpine demo — retrieval mode: {report.mode}")
-    echo(f"libraries: {', '.join(LIBRARIES)} ({sum(len(f) for _, f in LIBRARIES.values())} documents)\n")
+    echo(f"libraries: {', '.join(LIBRARIES)} ({sum(len(f) for _, f in LIBRARIES.values()) - len(skipped)} documents)")
+    for line in skipped:
+        echo(f"skipped {line}")
+    echo("")
 
     for question in QUESTIONS:
         retriever = stack.retriever(question.libraries)
@@ -119,7 +127,9 @@ def run_demo(stack: DemoStack, *, echo: Callable[[str], None] = print) -> DemoRe
         echo(f"Q: {question.query}" + (f"   [{question.note}]" if question.note else ""))
         for rank, s in enumerate(snippets, 1):
             echo(f"  {rank}. [{s['library_id']}] {s['title']}")
-            echo(f"     cite: {s['source_locator']}  (fused {s['scores']['fused']:.4f}, bm25 {s['scores']['bm25']:.2f})")
+            page = "" if "page" not in s else f", page {s['page']}" if s.get("page_end", s["page"]) == s["page"] else (
+                f", pages {s['page']}-{s['page_end']}")
+            echo(f"     cite: {s['source_locator']}{page}  (fused {s['scores']['fused']:.4f}, bm25 {s['scores']['bm25']:.2f})")
             echo(f"     \"{_short(s['text'])}\"")
         if any(is_restricted(s["sensitivity"]) for s in snippets):
             report.restricted_leaked = True

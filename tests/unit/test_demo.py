@@ -3,6 +3,7 @@ best lexical match."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -19,10 +20,32 @@ from ragspine.stack import Stack
 from tests.helpers import needs
 
 BOARD_MEMO = "kestrel/board-memo-q3"
+READS_FILES = all(importlib.util.find_spec(m) for m in ("pypdfium2", "openpyxl"))  # the documents extra
 
 
 def _memo_body() -> str:
     return read_document(CORPUS_DIR / "board-memo-q3.md", CORPUS_DIR).text
+
+
+def _cited(path: str, start: int, end: int) -> str:
+    """The span a locator names: of the file's text (a Markdown file's own characters; a PDF's or
+    a spreadsheet's text as its reader extracts it, which is what the store keeps)."""
+    doc = read_document(Path(path), CORPUS_DIR)
+    return doc.text[start - doc.body_offset : end - doc.body_offset]
+
+
+def _check_pages(report: DemoReport) -> None:
+    """The PDF and spreadsheet questions are answered from those files, with their pages."""
+    from ragspine.demo import FILE_QUESTIONS
+
+    for question, snippets in report.answers:
+        if question in FILE_QUESTIONS:
+            top = snippets[0]
+            assert top["source_locator"].split("#")[0].endswith((".pdf", ".xlsx")) and top["page"] >= 1, top
+    (pdf,) = [s for q, snippets in report.answers if q == FILE_QUESTIONS[0] for s in snippets if "4,000 operating hours" in s["text"]]
+    assert pdf["source_locator"].split("#")[0].endswith(".pdf") and pdf.get("page_end", pdf["page"]) == 2  # lubrication: page 2
+    (row,) = [s for q, snippets in report.answers if q == FILE_QUESTIONS[1] for s in snippets if "KR7-OS-01" in s["text"]]
+    assert "| KR-7 output shaft | KR7-OS-01 | 410 | 6 |" in row["text"] and row["page"] == 1  # the first sheet
 
 
 def _check_report(report: DemoReport) -> None:
@@ -39,8 +62,7 @@ def _check_report(report: DemoReport) -> None:
             path, _, span = s["source_locator"].partition("#char=")
             start, end = map(int, span.split(","))
             assert Path(path).is_absolute() and Path(path).parent == CORPUS_DIR  # a file the user can open
-            source = Path(path).read_text(encoding="utf-8")
-            assert source[start:end] == s["text"]
+            assert _cited(path, start, end) == s["text"]
             assert not any(sentence in s["text"] for sentence in memo_sentences)
             if question.libraries:
                 assert s["library_id"] in question.libraries
@@ -71,7 +93,7 @@ def _check_agent_answers(report: DemoReport) -> None:
     for s in composite.sources[1:]:
         path, _, span = s["source_locator"].partition("#char=")
         start, end = map(int, span.split(","))
-        assert Path(path).parent == CORPUS_DIR and Path(path).read_text(encoding="utf-8")[start:end] == s["text"]
+        assert Path(path).parent == CORPUS_DIR and _cited(path, start, end) == s["text"]
         assert s["doc_id"] != BOARD_MEMO
     assert composite.text.startswith(composite.structured.result.text)
 
@@ -97,6 +119,10 @@ def test_run_demo_report(tmp_path, mode):
     assert text.count(f"cite: {CORPUS_DIR}/") >= len(QUESTIONS)
     if mode == "economy":
         assert report.mode.startswith("economy")
+    if READS_FILES:
+        _check_pages(report)
+    else:  # the core install: the demo says what it left out and why
+        assert "skipped kr7-service-manual.pdf" in text and "ragspine[documents]" in text
 
 
 def test_demo_command_in_process(capsys, tmp_path):
@@ -114,6 +140,8 @@ def test_demo_command_in_process(capsys, tmp_path):
     assert "[structured: not_found]" in out and "[structured: unrecognized_param]" in out and "[composite: found]" in out
     assert "  source: fact  kestrel/q3-2024-results, paragraph 1 (library kestrel-reports;" in out and "  source: [S1] " in out
     assert "audit committee" not in out
+    if READS_FILES:
+        assert re.search(rf"cite: {re.escape(str(CORPUS_DIR))}/kr7-service-manual\.pdf#char=\d+,\d+, pages? (\d-)?2 ", out), out
 
 
 def test_ragspine_demo_subprocess(tmp_path):
