@@ -1,0 +1,288 @@
+"""Retrieval through real files, for ``scripts/bench.py --documents`` (issue 28, "Measured").
+
+Each article of xquad-en, xquad-zh and drcd is rendered (``render_documents.py``) as a ``.txt``,
+a PDF (reportlab, A5 pages, CJK in built-in CID fonts) and a Word file, each form its own
+directory, ingested with ``ragspine ingest DIR`` (economy mode: no model) into a library of its
+own and queried through ``Stack`` as ``ragspine query`` is (``--documents-queries``: the first N
+query ids, sorted, as ``--profiles`` does). Reported per set and form:
+
+* **nDCG@10** (passage level, ``_bench_chunking.passage_hits``): a snippet is a hit when it
+  overlaps the gold paragraph — found in that form's extracted text, whitespace aside — by
+  half the shorter span; and its difference to the ``.txt`` form's (the target: within 0.005);
+* **text recovered**: the share of paragraphs found whole, in order, in the extracted text;
+* **citation pages** (PDF): the share of top-1 snippets whose ``page``/``page_end`` are the
+  pages its text is on, by the renderer's own layout record (``OUT/pages/ID.json``, never the
+  reader's); **gold page**: of the top-1 hits, the share whose pages are among the gold
+  paragraph's (a paragraph over two pages is cited at the page of the part the snippet holds);
+* **pages/s and peak memory** of each reader alone, in a child process over the same files
+  (``read_document``, what ingest calls; best of ``--documents-rounds`` interleaved); a Word or
+  text file counts the pages of the same content as a PDF; ``base`` is the child's memory after
+  import, before the first file;
+* one PDF of ~50 pages and one of ~500 (xquad-en's paragraphs over and over), each read alone:
+  the peak must not grow with the page count beyond the text kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from bisect import bisect_right
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench_chunking import DEPTH, load_articles, passage_hits, passage_scores  # noqa: E402
+from _bench_colbert import _cli  # noqa: E402
+from _bench_profiles import _first  # noqa: E402
+from render_documents import align, article_paragraphs, kept, page_at, render_long_pdf, render_set  # noqa: E402
+
+SETS = ("xquad-en", "xquad-zh", "drcd")
+FORMS = ("txt", "pdf", "docx")
+LONG_PAGES = (50, 500)
+
+
+class Layout:
+    """The true pages of any span of one PDF's extracted text, from the renderer's record."""
+
+    def __init__(self, text: str, spans: list[tuple[int, int] | None], record: dict[str, Any]) -> None:
+        self.text, self.record = text, record
+        self.count = [0]  # characters ``nonspace`` keeps, before each offset
+        for ch in text:
+            self.count.append(self.count[-1] + kept(ch))
+        self.spans = [(s, i) for i, s in enumerate(spans) if s is not None]
+        self.starts = [s[0] for s, _ in self.spans]
+
+    def page(self, offset: int) -> int:
+        k = bisect_right(self.starts, offset) - 1
+        if k < 0:  # before the first paragraph: the title
+            return int(self.record["title_page"])
+        (start, end), index = self.spans[k]
+        if offset >= end:  # between paragraphs: where the next one starts
+            if k + 1 < len(self.spans):
+                return page_at(self.record, self.spans[k + 1][1], 0)
+            return page_at(self.record, index, self.count[end] - self.count[start] - 1)
+        return page_at(self.record, index, self.count[offset] - self.count[start])
+
+    def pages(self, start: int, end: int) -> tuple[int, int]:
+        last = end - 1
+        while last > start and not kept(self.text[last]):
+            last -= 1
+        return self.page(start), self.page(last)
+
+
+def _locator_span(locator: str) -> tuple[int, int]:
+    a, b = locator.rsplit("#char=", 1)[1].split(",")
+    return int(a), int(b)
+
+
+def _read_all(directory: Path) -> dict[str, Any]:
+    from ragspine.documents import read_document
+
+    return {p.stem: read_document(p, directory) for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+def _ingest_and_query(form_dir: Path, workdir: Path, queries: dict[str, str]) -> tuple[dict[str, list[Any]], float]:
+    """``ragspine ingest form_dir`` into an economy library of its own; each query's snippets through ``Stack``."""
+    from ragspine.config import load_settings
+    from ragspine.stack import Stack
+
+    env = {"RAGSPINE_CHUNK_STORE": str(workdir / f"{form_dir.name}.db"), "RAGSPINE_CACHE_DIR": str(workdir / "cache"),
+           "RAGSPINE_DATA_DIR": str(workdir), "RAGSPINE_RETRIEVAL_MODE": "economy"}
+    ingest_s = _cli(["ingest", str(form_dir), "--library", "bench"], {**os.environ, **env})
+    with Stack(load_settings(env)) as stack:
+        retriever = stack.retriever(["bench"], retry_without_filters=False)
+        return {qid: retriever.retrieve(text, top_k=DEPTH) for qid, text in queries.items()}, ingest_s
+
+
+def _form_figures(form: str, out: Path, articles: list[dict[str, Any]], asked: dict[str, str], gold: dict[str, Any],
+                  snippets: dict[str, list[Any]]) -> dict[str, Any]:
+    docs = _read_all(out / form)
+    para_index = {(str(a["_id"]), p["start"]): i for a in articles for i, p in enumerate(a["paragraphs"])}
+    spans, layouts, found, total = {}, {}, 0, 0
+    for a in articles:
+        aid = str(a["_id"])
+        doc = docs[aid]
+        spans[aid] = align(doc.text, [t for _, t in article_paragraphs(a)])
+        found += sum(s is not None for s in spans[aid])
+        total += len(spans[aid])
+        if form == "pdf":
+            record = json.loads((out / "pages" / f"{aid}.json").read_text(encoding="utf-8"))
+            layouts[aid] = Layout(doc.text, spans[aid], record)
+    relevance, cited, right, hits_top1, gold_page = [], 0, 0, 0, 0
+    for qid in asked:
+        aid, g0, _ = gold[qid]
+        k = para_index[(aid, g0)]
+        span = spans[aid][k]
+        ranked = snippets[qid]
+        rel = passage_hits(ranked, (f"{aid}.{form}", *span)) if span is not None else [0] * len(ranked)
+        relevance.append(rel)
+        if form != "pdf" or not ranked:
+            continue
+        top = ranked[0]
+        layout = layouts[top["doc_id"].rsplit(".", 1)[0]]
+        want = layout.pages(*_locator_span(top["source_locator"]))
+        got = (top.get("page"), top.get("page_end", top.get("page")))
+        cited += 1
+        right += got == want
+        if rel and rel[0] and span is not None:
+            hits_top1 += 1
+            first, last = layout.pages(*span)
+            gold_page += bool(got[0] is not None and got[0] <= last and first <= (got[1] or got[0]))
+    figures: dict[str, Any] = {**passage_scores(relevance), "text_recovered": round(found / max(total, 1), 4), "paragraphs": total}
+    if form == "pdf":
+        figures.update(citation_pages=round(right / max(cited, 1), 4), cited=cited,
+                       gold_page=round(gold_page / max(hits_top1, 1), 4), top1_hits=hits_top1)
+    return figures
+
+
+def _reader_run(path: Path) -> dict[str, Any]:
+    """One child process reading every file of ``path`` (a directory or a file): seconds, memory."""
+    proc = subprocess.run([sys.executable, __file__, "--reader-worker", str(path)], capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise SystemExit(f"reader worker on {path} failed: {proc.stderr.strip()[-500:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _readers(sets: dict[str, tuple[Path, int]], rounds: int) -> dict[str, dict[str, Any]]:
+    """``{set: {form: {seconds, pages_per_s, base_mb, peak_mb}}}``: every (set, form) once per round, interleaved."""
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {s: {f: [] for f in FORMS} for s in sets}
+    for _ in range(rounds):
+        for name, (out, _) in sets.items():
+            for form in FORMS:
+                runs[name][form].append(_reader_run(out / form))
+    figures: dict[str, dict[str, Any]] = {}
+    for name, (_, pages) in sets.items():
+        figures[name] = {}
+        for form, got in runs[name].items():
+            best = min(r["seconds"] for r in got)
+            figures[name][form] = {"files": got[0]["files"], "pages": pages, "seconds": round(best, 3),
+                                   "pages_per_s": round(pages / best, 1), "base_mb": round(min(r["base_mb"] for r in got), 1),
+                                   "peak_mb": round(max(r["peak_mb"] for r in got), 1)}
+    return figures
+
+
+def _long_pdfs(data_root: Path, workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    with open(data_root / "xquad-en" / "articles.jsonl", encoding="utf-8") as fh:
+        articles = [json.loads(line) for line in fh]
+    out: dict[str, Any] = {}
+    for want in LONG_PAGES:
+        path = workdir / "long" / f"long-{want}.pdf"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pages = render_long_pdf(articles, path, want)
+        run = _reader_run(path)
+        out[str(want)] = {"pages": pages, "bytes": path.stat().st_size, "text_chars": run["text_chars"], "seconds": round(run["seconds"], 3),
+                          "pages_per_s": round(pages / run["seconds"], 1), "base_mb": run["base_mb"], "peak_mb": run["peak_mb"]}
+        log(f"  documents: a {pages}-page PDF ({path.stat().st_size / 1e6:.1f} MB): peak {run['peak_mb']} MB"
+            f" (base {run['base_mb']} MB), {out[str(want)]['pages_per_s']} pages/s")
+    return out
+
+
+def section(args: argparse.Namespace, data_root: Path, log: Callable[[str], None], workdir: Path) -> dict[str, Any]:
+    """``{"sets": {set: {form: figures}}, "readers": {set: {form: speed}}, "long_pdf": {pages: figures}}``."""
+    names = [n for n in str(getattr(args, "documents_sets", ",".join(SETS))).split(",") if n]
+    limit = getattr(args, "documents_queries", 300)
+    results: dict[str, Any] = {"queries": limit, "sets": {}}
+    rendered: dict[str, tuple[Path, int]] = {}
+    for name in names:
+        data = data_root / name
+        if not (data / "articles.jsonl").exists():
+            log(f"  documents: {data} has no articles.jsonl, skipped")
+            continue
+        out = workdir / name
+        t0 = time.perf_counter()
+        done = render_set(data, out)
+        log(f"  documents: {name}: {done['articles']} articles ({done['lang']}) rendered, {done['pages']} PDF pages,"
+            f" {time.perf_counter() - t0:.0f} s")
+        rendered[name] = (out, done["pages"])
+        articles, span_queries, gold = load_articles(data)
+        asked = _first(span_queries, limit)
+        rows: dict[str, Any] = {}
+        for form in FORMS:
+            with tempfile.TemporaryDirectory(prefix="ragspine-documents-", dir=workdir) as tmp:
+                snippets, ingest_s = _ingest_and_query(out / form, Path(tmp), asked)
+            rows[form] = {**_form_figures(form, out, articles, asked, gold, snippets), "ingest_s": round(ingest_s, 1)}
+            if form != "txt":
+                rows[form]["delta_vs_txt"] = round(rows[form]["ndcg@10"] - rows["txt"]["ndcg@10"], 4)
+            log(f"  documents: {name} {form}: nDCG@10 {rows[form]['ndcg@10']:.4f}"
+                + (f" ({rows[form]['delta_vs_txt']:+.4f} vs txt)" if form != "txt" else "")
+                + f", text recovered {rows[form]['text_recovered']:.2%}"
+                + (f", citation pages {rows[form]['citation_pages']:.2%}, gold page {rows[form]['gold_page']:.2%}" if form == "pdf" else ""))
+        results["sets"][name] = rows
+    results["readers"] = _readers(rendered, int(getattr(args, "documents_rounds", 2)))
+    for name, forms in results["readers"].items():
+        for form, r in forms.items():
+            log(f"  documents: {name} {form} reader: {r['pages_per_s']} pages/s, peak {r['peak_mb']} MB (base {r['base_mb']} MB)")
+    results["long_pdf"] = _long_pdfs(data_root, workdir, log)
+    return results
+
+
+def table(results: dict[str, Any]) -> list[str]:
+    """Markdown: one row per set and form."""
+    lines = ["| set | form | nDCG@10 | vs .txt | text recovered | citation pages | gold page | reader pages/s | reader peak MB (base) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, forms in results.get("sets", {}).items():
+        for form, r in forms.items():
+            speed = results.get("readers", {}).get(name, {}).get(form, {})
+            delta = f"{r['delta_vs_txt']:+.4f}" if "delta_vs_txt" in r else "—"
+            cite = f"{r['citation_pages']:.1%} of {r['cited']}" if "citation_pages" in r else "—"
+            gold = f"{r['gold_page']:.1%} of {r['top1_hits']}" if "gold_page" in r else "—"
+            lines.append(f"| {name} | {form} | {r['ndcg@10']:.4f} | {delta} | {r['text_recovered']:.1%} | {cite} | {gold} |"
+                         f" {speed.get('pages_per_s', 'n/a')} | {speed.get('peak_mb', 'n/a')} ({speed.get('base_mb', 'n/a')}) |")
+    long_pdf = results.get("long_pdf", {})
+    if long_pdf:
+        lines += ["", "| PDF | size | text kept | pages/s | peak MB (base) |", "|---|---|---|---|---|"]
+        for r in long_pdf.values():
+            lines.append(f"| {r['pages']} pages | {r['bytes'] / 1e6:.1f} MB | {r['text_chars'] / 1e6:.2f} M chars | {r['pages_per_s']} |"
+                         f" {r['peak_mb']} ({r['base_mb']}) |")
+    return lines
+
+
+def report_rows(results: dict[str, Any], add: Callable[..., None]) -> None:
+    for name, forms in results.get("sets", {}).items():
+        for form, r in forms.items():
+            value = f"{r['ndcg@10']:.4f}" + (f" ({r['delta_vs_txt']:+.4f})" if "delta_vs_txt" in r else "")
+            add(f"documents {name} {form}: nDCG@10 (vs .txt)", None, value)
+            if "citation_pages" in r:
+                add(f"documents {name} {form}: top-1 citation pages right / gold page", None,
+                    f"{r['citation_pages']:.1%} / {r['gold_page']:.1%}")
+    for name, forms in results.get("readers", {}).items():
+        for form, r in forms.items():
+            add(f"documents {name} {form} reader: pages/s, peak MB", None, f"{r['pages_per_s']}, {r['peak_mb']}")
+    for r in results.get("long_pdf", {}).values():
+        add(f"documents {r['pages']}-page PDF: peak MB (base)", None, f"{r['peak_mb']} ({r['base_mb']})")
+
+
+def _reader_worker(path: Path) -> None:
+    """Child process: read every file of ``path`` (or the one file) with the product's readers."""
+    import ragspine.readers.registry  # noqa: F401  # the import cost is not the reader's
+    from ragspine.documents import read_document
+    from ragspine.progress import peak_rss_mb
+
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    for module in ("pypdfium2", "docx"):  # loaded before the base is taken: a library's import is not per page
+        try:
+            __import__(module)
+        except ImportError:
+            pass
+    base = peak_rss_mb() or 0.0
+    chars = 0
+    t0 = time.perf_counter()
+    for file in files:
+        chars += len(read_document(file, file.parent).text)
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"files": len(files), "seconds": seconds, "text_chars": chars, "base_mb": round(base, 1),
+                      "peak_mb": round(peak_rss_mb() or 0.0, 1)}))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--reader-worker":
+        _reader_worker(Path(sys.argv[2]))
+    else:
+        raise SystemExit("run through scripts/bench.py --documents")
