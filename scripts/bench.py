@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import os
 import platform
@@ -433,6 +434,10 @@ def verdict(key: str, value: Any) -> str:
     return "ok" if ok else "MISS"
 
 
+#: result key -> the ``scripts/_bench_*.py`` module whose ``report_rows(result, add)`` adds its rows
+SECTION_ROWS = {"embedding": "_bench_embedding", "documents": "_bench_documents", "colbert_cli": "_bench_colbert"}
+
+
 def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     rows: list[tuple[str, str, str, str]] = []
     measured: set[str] = set()  # the targets a row of this run reports
@@ -472,16 +477,9 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         a = s["top10_agreement_with_bm25s"]
         add("speed    top-10 same as bm25s (set / order)", None, f"{a['same_set']}/{a['queries']} / {a['same_order']}/{a['queries']}")
         add(f"speed    ingest chunks/s ({s['corpus_chunks']} chunks, to searchable)", None, s["ingest_chunks_per_s"])
-    e = results.get("embedding")
-    if e:
-        from _bench_embedding import report_rows
-
-        report_rows(e, add)
-    cb = results.get("colbert_cli")
-    if cb:
-        from _bench_colbert import report_rows as colbert_rows
-
-        colbert_rows(cb, add)
+    for key, module in SECTION_ROWS.items():  # sections whose module writes its own summary rows
+        if results.get(key):
+            importlib.import_module(module).report_rows(results[key], add)
     sc = results.get("scale")
     if sc:
         for n, r in sc.items():
@@ -618,6 +616,11 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
     parser.add_argument("--reps", type=int, default=5, help="repetitions of the speed loop (every query each time)")
     parser.add_argument("--embed-texts", type=int, default=640, help="chunks per size for --embedding")
     parser.add_argument("--embed-chars", default="480,1500", help="chunk sizes (characters) for --embedding")
+    parser.add_argument("--documents", action="store_true",
+                        help="dev sets rendered as PDF and Word files (scripts/render_documents.py), ingested and queried against the .txt form")
+    parser.add_argument("--documents-sets", default="xquad-en,xquad-zh,drcd", help="dev sets for --documents")
+    parser.add_argument("--documents-queries", type=int, default=300, help="--documents: the first N queries of each set")
+    parser.add_argument("--documents-rounds", type=int, default=2, help="--documents: interleaved rounds of the reader timings (best kept)")
     parser.add_argument("--colbert-cli", action="store_true", help="what --reranker colbert costs a CLI query: cold, warm (asked before), new query")
     parser.add_argument("--colbert-docs", type=int, default=300, help="SciFact documents in the --colbert-cli library")
     parser.add_argument("--colbert-queries", type=int, default=10, help="queries per kind for --colbert-cli")
@@ -636,7 +639,8 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
         args.quality = args.speed = args.embedding = args.colbert_cli = True
         args.scale = args.scale or DEFAULT_SCALE
     if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare
-            or args.llm or args.llm_calibrate or args.raptor or args.write_paths or args.agent_eval or args.profiles or args.colbert_cli):
+            or args.llm or args.llm_calibrate or args.raptor or args.write_paths or args.agent_eval or args.profiles or args.colbert_cli
+            or args.documents):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -717,6 +721,13 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
             skip={p for p in args.profile_skip.split(",") if p},
         )
         print("\n".join(_bench_profiles.table(results["profiles"])))
+    if args.documents:
+        import _bench_documents
+
+        root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
+        with tempfile.TemporaryDirectory() as workdir:
+            results["documents"] = _bench_documents.section(args, root, log, Path(workdir))
+        print("\n".join(_bench_documents.table(results["documents"])))
     if args.llm or args.llm_calibrate:
         import _bench_llm
 
