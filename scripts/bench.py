@@ -34,6 +34,10 @@ Parts (any combination; none selected = quality, speed and embedding):
   built and queried through ``Stack`` as ``ragspine --profile NAME`` does, on every dev set
   (``--profile-sets``; SciFact and nq-open by document, the article forms by passage), next to
   bm25s on the same queries in the same run.
+* ``--multilingual-leg``: the ``multilingual`` profile's dense leg before (``e5``) and after
+  (``static_e5``) (``_bench_multilingual.py``): chunks/s of 480-character Chinese chunks, and
+  nDCG@10 on xquad-zh, drcd and xquad-en questions against xquad-zh, next to BM25 alone;
+  ``--multilingual-before-from FILE`` reuses an earlier run's e5 figures (the e5 runs are long).
 * ``--llm``: query-time reasoning (``_bench_llm.py``): HyDE, RAG-Fusion, step-back,
   decomposition, Adaptive-RAG and the corrective loop against the plain exit on a seeded sample
   of ``--llm-queries`` queries of ``--llm-sets``, with a scripted stand-in model and/or the
@@ -612,6 +616,13 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
     parser.add_argument("--profile-queries", type=int, default=None, help="--profiles: the first N queries of each set (default: all)")
     parser.add_argument("--profile-skip", default="multilingual@scifact,multilingual@nq-open",
                         help="--profiles: PROFILE@SET pairs not run (default: e5 on the two large English sets, ~1 chunk/s here)")
+    parser.add_argument("--multilingual-leg", action="store_true",
+                        help="the multilingual profile's dense leg, e5 (before) and static_e5 (after): chunks/s and nDCG@10")
+    parser.add_argument("--multilingual-queries", type=int, default=300, help="--multilingual-leg: the first N queries of each set")
+    parser.add_argument("--multilingual-e5-chunks", type=int, default=40, help="--multilingual-leg: 480-char chunks timed for e5 (~1/s)")
+    parser.add_argument("--multilingual-leg-chunks", type=int, default=800, help="--multilingual-leg: 480-char chunks timed for static_e5 (~830 exist)")
+    parser.add_argument("--multilingual-before-from", type=Path, default=None,
+                        help="--multilingual-leg: an earlier run's --out JSON whose e5 figures are reused (marked) instead of run again")
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding the dev sets (default: the --data folder's parent)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions of the speed loop (every query each time)")
     parser.add_argument("--embed-texts", type=int, default=640, help="chunks per size for --embedding")
@@ -640,7 +651,7 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
         args.scale = args.scale or DEFAULT_SCALE
     if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare
             or args.llm or args.llm_calibrate or args.raptor or args.write_paths or args.agent_eval or args.profiles or args.colbert_cli
-            or args.documents):
+            or args.documents or args.multilingual_leg):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -728,6 +739,15 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
         with tempfile.TemporaryDirectory() as workdir:
             results["documents"] = _bench_documents.section(args, root, log, Path(workdir))
         print("\n".join(_bench_documents.table(results["documents"])))
+    if args.multilingual_leg:
+        import _bench_multilingual
+
+        root = args.data_root or (args.data.parent if args.data else DEFAULT_DATA.parent)
+        results["multilingual_leg"] = _bench_multilingual.section(
+            root, log, queries=args.multilingual_queries, e5_chunks=args.multilingual_e5_chunks,
+            leg_chunks=args.multilingual_leg_chunks, before_from=args.multilingual_before_from,
+        )
+        print("\n".join(_bench_multilingual.table(results["multilingual_leg"])))
     if args.llm or args.llm_calibrate:
         import _bench_llm
 
