@@ -9,7 +9,7 @@
   xquad-zh and drcd (first ``queries`` query ids, the ``--profiles`` scoring: a snippet is a hit
   when it overlaps the gold paragraph) and cross-lingually: xquad-en's questions against
   xquad-zh's articles (the two are parallel: same query ids, same gold paragraphs), where BM25
-  can match only the names and numbers the translation kept.
+  can match only the names and numbers the translation kept. ``queries`` 0: every query.
 
 The e5 runs are long (drcd: ~540 chunks of 1500 characters). ``before_from``: a JSON written
 by an earlier run of this section (``bench.py --out``) whose e5 figures stand in for the ones
@@ -68,7 +68,7 @@ def _sets(root: Path, queries: int) -> dict[str, tuple[list[tuple[str, str, str]
         docs_from, asked_from = (("xquad-zh", "xquad-en") if name == "xquad-en→zh" else (name, name))
         articles, _, gold = load_articles(root / docs_from)
         _, asked, _ = load_articles(root / asked_from)
-        first = {q: asked[q] for q in sorted(asked)[:queries]}
+        first = {q: asked[q] for q in sorted(asked)[:queries or None]}
         out[name] = ([(str(a["_id"]), a.get("title", ""), a["text"]) for a in articles], first, gold)
     return out
 

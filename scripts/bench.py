@@ -618,7 +618,7 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
                         help="--profiles: PROFILE@SET pairs not run (default: e5 on the two large English sets, ~1 chunk/s here)")
     parser.add_argument("--multilingual-leg", action="store_true",
                         help="the multilingual profile's dense leg, e5 (before) and static_e5 (after): chunks/s and nDCG@10")
-    parser.add_argument("--multilingual-queries", type=int, default=300, help="--multilingual-leg: the first N queries of each set")
+    parser.add_argument("--multilingual-queries", type=int, default=300, help="--multilingual-leg: the first N queries of each set (0: all)")
     parser.add_argument("--multilingual-e5-chunks", type=int, default=40, help="--multilingual-leg: 480-char chunks timed for e5 (~1/s)")
     parser.add_argument("--multilingual-leg-chunks", type=int, default=800, help="--multilingual-leg: 480-char chunks timed for static_e5 (~830 exist)")
     parser.add_argument("--multilingual-before-from", type=Path, default=None,
