@@ -562,6 +562,8 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
     parser.add_argument("--embedding", action="store_true", help="ONNX backend texts/s vs raw fastembed")
     parser.add_argument("--scale", metavar="N[,N]", default=None, help=f"synthetic library sizes, e.g. {DEFAULT_SCALE}")
     parser.add_argument("--all", action="store_true", help=f"quality, speed, embedding and --scale {DEFAULT_SCALE}")
+    parser.add_argument("--indexing", action="store_true",
+                        help="what indexing costs, in one run: --embedding, --ingest-memory, --multilingual-leg and --colbert-cli")
     parser.add_argument("--modes", default="economy,hybrid", help="retrieval modes for --quality")
     parser.add_argument("--chunkings", default="doc", help="doc (one chunk per document) and/or 480 (the default chunker)")
     parser.add_argument("--chunkers", metavar="NAME[,NAME]", default=None,
@@ -646,6 +648,8 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
     if args.scale_worker is not None:
         scale_worker(args.scale_worker, args.scale_queries, args.out)
         return 0
+    if args.indexing:
+        args.embedding = args.multilingual_leg = args.colbert_cli = True
     if args.all:
         args.quality = args.speed = args.embedding = args.colbert_cli = True
         args.scale = args.scale or DEFAULT_SCALE
