@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping
 
 from ragspine.errors import ConfigError
 from ragspine.limits import MAX_CLUSTER_LIMIT, MAX_LEVELS, MAX_RERANK_DEPTH, PARENT_CHUNKS
+from ragspine.readers.ocr import OCR_ENGINES
 from ragspine.registries import (
     AGENT_ROUTERS,
     CHUNKERS,
@@ -311,6 +312,11 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_MAX_ZIP_RATIO", 100.0, "highest compression ratio of a DOCX/PPTX/XLSX, all entries together (higher: a ZIP bomb)",
         float,
     ),
+    "ocr": _named("RAGSPINE_OCR", "none", "OCR of PDF pages without a text layer and of PNG/JPEG/TIFF files", OCR_ENGINES),
+    "ocr_langs": Setting(
+        "RAGSPINE_OCR_LANGS", "eng", "languages the OCR engine reads, joined by '+' (tesseract: eng+chi_sim+jpn)",
+        check="ragspine.readers.ocr:check_langs",
+    ),
     "max_body_bytes": Setting("RAGSPINE_MAX_BODY_BYTES", 10 * 1024 * 1024, "largest request body the service reads (413 above)", int),
     "max_filter_conditions": Setting("RAGSPINE_MAX_FILTER_CONDITIONS", 64, "conditions a filter may have (CLI, service: 400 above)", int),
     "max_filter_values": Setting(
@@ -455,6 +461,8 @@ class Settings:
     max_zip_entries: int
     max_unzipped_bytes: int
     max_zip_ratio: float
+    ocr: str
+    ocr_langs: str
     max_body_bytes: int
     max_filter_conditions: int
     max_filter_values: int

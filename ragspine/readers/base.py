@@ -35,22 +35,31 @@ class ReaderLimits:
     max_zip_entries: int = MAX_ZIP_ENTRIES  # entries of a DOCX/PPTX/XLSX (a ZIP archive)
     max_unzipped_bytes: int = MAX_UNZIPPED_BYTES  # their uncompressed size, all entries together
     max_zip_ratio: float = MAX_ZIP_RATIO  # uncompressed / compressed size, all entries together
+    #: the OCR engine reading a page without a text layer and an image file (RAGSPINE_OCR, an
+    #: ``OCR_ENGINES`` name; "none": such a page contributes nothing, an image is refused)
+    ocr: str = "none"
+    ocr_langs: str = "eng"  # RAGSPINE_OCR_LANGS: the engine's languages, joined by "+"
 
     @classmethod
     def from_settings(cls, settings: Any) -> ReaderLimits:
         """The limits of a :class:`ragspine.config.Settings`."""
-        return cls(settings.max_pdf_pages, settings.max_zip_entries, settings.max_unzipped_bytes, settings.max_zip_ratio)
+        return cls(settings.max_pdf_pages, settings.max_zip_entries, settings.max_unzipped_bytes, settings.max_zip_ratio,
+                   ocr=settings.ocr, ocr_langs=settings.ocr_langs)
 
 
 @dataclass(frozen=True)
 class LineBox:
     """Where one line of a PDF's text is on its page: ``text[start:end]`` lies in
-    ``(left, bottom, right, top)``, PDF points from the page's bottom-left corner."""
+    ``(left, bottom, right, top)``, PDF points from the page's bottom-left corner (an image
+    file's page: points at the image's resolution, 72 dpi when it states none). A line an OCR
+    engine read has ``ocr`` set and the engine's ``confidence`` (0..1)."""
 
     start: int
     end: int
     page: int  # 1-based
     box: tuple[float, float, float, float]
+    ocr: bool = False
+    confidence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,7 @@ class ReadDocument:
     pages: tuple[tuple[int, int], ...] = ()  # page/slide/sheet ranges; empty: not a paged document
     headings: tuple[tuple[int, int, str], ...] = ()  # (offset, level 1-6, heading text)
     tables: tuple[tuple[int, int], ...] = ()
-    line_boxes: tuple[LineBox, ...] = ()  # PDF only
+    line_boxes: tuple[LineBox, ...] = ()  # PDF and OCR'd images only
     format: str = "text"
 
     @property

@@ -11,6 +11,11 @@ page's paragraphs. Pages are the structure map's pages; the document outline (bo
 gives headings; every line keeps its box on the page (:class:`~ragspine.readers.base.LineBox`)
 so a citation can be highlighted. An encrypted or corrupt PDF, or one over
 ``RAGSPINE_MAX_PDF_PAGES`` pages, is refused.
+
+A page whose text layer is (nearly) empty — a scan — contributes nothing, unless
+``RAGSPINE_OCR`` names an engine (:mod:`ragspine.readers.ocr`): then it is rendered at
+300 dpi and read by OCR, its lines keep their boxes (``LineBox.ocr``), and the document's
+metadata says ``ocr: true`` (with ``ocr_pages``, how many pages, and ``ocr_engine``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from ragspine.readers.base import LineBox, ReadDocument, ReaderLimits, TextBuild
 
 _ENCRYPTED = 4  # PDFium's FPDF_ERR_PASSWORD
 _DROP = dict.fromkeys(map(ord, "\x00\ufffe\uffff\x02"), None)
+#: a page whose text layer has fewer non-space characters than this is a scan (a stray page number at most)
+OCR_BELOW_CHARS = 4
+Lines = list[tuple[str, Any]]
 
 
 class PdfiumDocumentReader:
@@ -45,20 +53,27 @@ class PdfiumDocumentReader:
                 raise IngestError(f"{where}: {count:,} pages is over the {self.limits.max_pdf_pages:,}-page limit"
                                   " (RAGSPINE_MAX_PDF_PAGES); split the file or raise the limit")
             builder, boxes = TextBuilder(), list[LineBox]()
+            pages: list[Lines] = []
             for index in range(count):
-                builder.start_page()
                 try:
-                    lines = _page_lines(pdfium, doc[index], self.line_boxes)
+                    pages.append(_page_lines(pdfium, doc[index], self.line_boxes))
                 except pdfium.PdfiumError as exc:
                     raise IngestError(f"{where}: page {index + 1} is corrupt ({one_line(exc)})") from None
-                _add_page(builder, lines, index + 1, boxes)
+            scanned = _scanned(pages) if self.limits.ocr != "none" else []
+            confidences = _ocr_pages(pdfium, doc, pages, scanned, self.limits, where)
+            for index, lines in enumerate(pages):
+                builder.start_page()
+                _add_page(builder, lines, index + 1, boxes, confidences.get(index))
             builder.end_page()
             headings = _outline(doc, builder)
             info = doc.get_metadata_dict(skip_empty=True)
         finally:
             doc.close()
         builder.headings = sorted(builder.headings + headings)
-        return builder.build(where, title=" ".join(info.get("Title", "").split()), metadata=_metadata(info),
+        metadata: dict[str, Any] = _metadata(info)
+        if confidences:
+            metadata.update(ocr=True, ocr_pages=len(confidences), ocr_engine=self.limits.ocr)
+        return builder.build(where, title=" ".join(info.get("Title", "").split()), metadata=metadata,
                              line_boxes=tuple(boxes), format="pdf")
 
 
@@ -68,6 +83,39 @@ def _import() -> Any:
     except ModuleNotFoundError:
         raise MissingDependencyError("pypdfium2", "documents", "reading PDF files") from None
     return pdfium
+
+
+def _scanned(pages: list[Lines]) -> list[int]:
+    """The 0-based pages whose text layer is (nearly) empty."""
+    return [i for i, lines in enumerate(pages) if sum(len("".join(t.split())) for t, _ in lines) < OCR_BELOW_CHARS]
+
+
+def _ocr_pages(pdfium: Any, doc: Any, pages: list[Lines], scanned: list[int], limits: ReaderLimits,
+               where: str) -> dict[int, list[float]]:
+    """OCR of the ``scanned`` pages: their lines (in ``pages``) replaced by what the engine reads;
+    page index -> the confidence of each line. A progress line on stderr while it runs."""
+    if not scanned:
+        return {}
+    from ragspine.progress import progress
+    from ragspine.readers.ocr import RENDER_DPI, read_page_image, shared_ocr_engine
+
+    engine = shared_ocr_engine(limits.ocr, limits.ocr_langs)
+    assert engine is not None  # limits.ocr is not "none" here
+    scale, confidences = RENDER_DPI / 72, {}
+    with progress(desc=f"OCR {where}", unit="page", total=len(scanned), leave=False) as bar:
+        for index in scanned:
+            page = doc[index]
+            try:
+                image = page.render(scale=scale, grayscale=True).to_pil()
+                left, _, _, top = page.get_cropbox()
+            except pdfium.PdfiumError as exc:
+                raise IngestError(f"{where}: page {index + 1} cannot be rendered for OCR ({one_line(exc)})") from None
+            image.info["dpi"] = (RENDER_DPI, RENDER_DPI)
+            read = read_page_image(engine, image, scale=scale, left=left, top=top)
+            pages[index] = [(text, box) for text, box, _ in read]
+            confidences[index] = [confidence for _, _, confidence in read]
+            bar.update(1)
+    return confidences
 
 
 def _page_lines(pdfium: Any, page: Any, with_boxes: bool) -> list[tuple[str, tuple[float, float, float, float] | None]]:
@@ -96,22 +144,23 @@ def _box(pdfium: Any, textpage: Any, start: int, end: int) -> tuple[float, float
     return (min(r[0] for r in rects), min(r[1] for r in rects), max(r[2] for r in rects), max(r[3] for r in rects))
 
 
-def _add_page(builder: TextBuilder, lines: list[Any], page: int, boxes: list[LineBox]) -> None:
-    """The page's lines as paragraphs: a gap wider than the line above's height breaks one."""
-    paragraphs: list[list[tuple[str, Any]]] = []
+def _add_page(builder: TextBuilder, lines: Lines, page: int, boxes: list[LineBox], ocr: list[float] | None = None) -> None:
+    """The page's lines as paragraphs: a gap wider than the line above's height breaks one.
+    ``ocr``: the lines were read by OCR, with these confidences."""
+    paragraphs: list[list[tuple[str, Any, float | None]]] = []
     previous = None
-    for text, box in lines:
+    for number, (text, box) in enumerate(lines):
         gap = previous is not None and box is not None and (previous[1] - box[3]) > (previous[3] - previous[1])
         if not paragraphs or gap:
             paragraphs.append([])
-        paragraphs[-1].append((text, box))
+        paragraphs[-1].append((text, box, ocr[number] if ocr is not None else None))
         previous = box if box is not None else previous
     for paragraph in paragraphs:
-        span = builder.paragraph("\n".join(text for text, _ in paragraph))
+        span = builder.paragraph("\n".join(text for text, _, _ in paragraph))
         offset = span[0] if span else 0
-        for text, box in paragraph:
+        for text, box, confidence in paragraph:
             if box is not None:
-                boxes.append(LineBox(offset, offset + len(text), page, box))
+                boxes.append(LineBox(offset, offset + len(text), page, box, ocr is not None, confidence))
             offset += len(text) + 1
 
 

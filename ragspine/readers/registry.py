@@ -15,6 +15,7 @@ DOCUMENT_READERS = Registry("document reader", entries={
     "xlsx": Entry("ragspine.readers.spreadsheet:XlsxDocumentReader", "Excel .xlsx through openpyxl", extra="documents"),
     "csv": Entry("ragspine.readers.spreadsheet:CsvDocumentReader", "UTF-8 .csv/.tsv through the standard library"),
     "html": Entry("ragspine.readers.html:StdlibHtmlDocumentReader", ".html/.htm through the standard library's parser"),
+    "image": Entry("ragspine.readers.image:OcrImageDocumentReader", "PNG/JPEG/TIFF through OCR (RAGSPINE_OCR)"),
 })
 
 

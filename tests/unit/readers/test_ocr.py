@@ -1,0 +1,165 @@
+"""OCR of pages without a text layer: an image-only PDF page and a PNG read by Tesseract, with
+known text (CER bound), boxes on the page and ``ocr`` in the metadata; OCR off is as before."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from typing import Any
+
+import pytest
+
+from ragspine.errors import ConfigError, IngestError
+from ragspine.readers import ReaderLimits, read_bytes
+from ragspine.readers.ocr import TesseractOcrEngine, check_langs, tesseract_lines
+from ragspine.readers.sniff import UnsupportedFormat, sniff_format
+from tests.helpers import needs
+from tests.unit.readers.pdfgen import make_pdf
+
+needs("pypdfium2", "PIL")
+
+SCAN = ["Invoice 58213 covers a replacement pump,", "two filters and the labour for installation.",
+        "The warranty runs for twenty-four months."]
+TEXT_PAGE = [(72, 720, "Cover letter"), (72, 690, "The scanned invoice follows on the next page.")]
+CER_BOUND = 0.05  # Tesseract 5 reads these clean 200-dpi renders with 0-1% CER; 5% leaves room for other builds
+ON = ReaderLimits(ocr="tesseract", ocr_langs="eng")
+
+
+def needs_tesseract() -> None:
+    """Skip without the ``tesseract`` binary (apt) — a failure under ``RAGSPINE_REQUIRE_BACKENDS=1``."""
+    if shutil.which("tesseract") is None:
+        message = "the tesseract binary is not installed (apt-get install tesseract-ocr)"
+        if os.environ.get("RAGSPINE_REQUIRE_BACKENDS") == "1":
+            pytest.fail(message + " (RAGSPINE_REQUIRE_BACKENDS=1 makes this a failure)", pytrace=False)
+        pytest.skip(message)
+
+
+def cer(reference: str, hypothesis: str) -> float:
+    ref, hyp = " ".join(reference.split()), " ".join(hypothesis.split())
+    previous = list(range(len(hyp) + 1))
+    for i, a in enumerate(ref, 1):
+        current = [i]
+        for j, b in enumerate(hyp, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a != b)))
+        previous = current
+    return previous[-1] / len(ref)
+
+
+def scan_image(dpi: int = 200) -> Any:
+    """A US-Letter page at ``dpi`` with the :data:`SCAN` lines in 14 pt, black on white."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("L", (round(8.5 * dpi), round(11 * dpi)), 255)
+    draw, font = ImageDraw.Draw(image), ImageFont.load_default(size=round(14 * dpi / 72))
+    for number, line in enumerate(SCAN):
+        draw.text((dpi, dpi + number * round(28 * dpi / 72)), line, font=font, fill=0)
+    return image
+
+
+def png_bytes(dpi: int = 200) -> bytes:
+    out = io.BytesIO()
+    scan_image(dpi).save(out, format="PNG", dpi=(dpi, dpi))
+    return out.getvalue()
+
+
+def mixed_pdf() -> bytes:
+    """Page 1 with a text layer, page 2 an image only (a scan)."""
+    import pypdfium2 as pdfium
+
+    scanned = io.BytesIO()
+    scan_image().save(scanned, format="PDF", resolution=200)
+    doc = pdfium.PdfDocument(make_pdf([TEXT_PAGE]))
+    doc.import_pages(pdfium.PdfDocument(scanned.getvalue()))
+    out = io.BytesIO()
+    doc.save(out)
+    return out.getvalue()
+
+
+def test_ocr_off_an_image_only_page_contributes_nothing_as_before() -> None:
+    data = mixed_pdf()
+    doc = read_bytes(data, "mixed.pdf")
+    assert doc == read_bytes(data, "mixed.pdf", ReaderLimits(ocr="none"))
+    assert len(doc.pages) == 2 and doc.text[slice(*doc.pages[1])] == ""
+    assert doc.text == "Cover letter\n\nThe scanned invoice follows on the next page."
+    assert "ocr" not in doc.metadata and not any(box.ocr for box in doc.line_boxes)
+    with pytest.raises(IngestError, match="no text"):  # a PDF of scans only: refused, as before
+        scanned = io.BytesIO()
+        scan_image().save(scanned, format="PDF", resolution=200)
+        read_bytes(scanned.getvalue(), "scan.pdf")
+
+
+def test_an_image_file_without_ocr_is_refused_naming_the_setting() -> None:
+    assert sniff_format(png_bytes(), "scan.png") == "image"
+    with pytest.raises(UnsupportedFormat, match=r"^scan.png: a PNG image; .*set RAGSPINE_OCR"):
+        read_bytes(png_bytes(), "scan.png")
+    with pytest.raises(UnsupportedFormat, match="scan.pdf: a PNG image"):  # a lying extension stays refused
+        sniff_format(png_bytes(), "scan.pdf")
+
+
+def test_an_image_only_pdf_page_is_read_by_ocr_with_boxes() -> None:
+    needs_tesseract()
+    doc = read_bytes(mixed_pdf(), "mixed.pdf", ON)
+    first, second = (doc.text[a:b] for a, b in doc.pages)
+    assert first == "Cover letter\n\nThe scanned invoice follows on the next page."  # the text layer is kept as is
+    assert cer("\n".join(SCAN), second) < CER_BOUND, second
+    assert doc.metadata["ocr"] is True and doc.metadata["ocr_pages"] == 1 and doc.metadata["ocr_engine"] == "tesseract"
+    ocr_boxes = [box for box in doc.line_boxes if box.ocr]
+    assert [box.page for box in ocr_boxes] == [2, 2, 2] and not any(box.ocr for box in doc.line_boxes if box.page == 1)
+    for box in ocr_boxes:
+        left, bottom, right, top = box.box
+        assert 0 <= left < right <= 612 and 0 <= bottom < top <= 792  # inside the Letter page, in points
+        assert box.confidence is not None and 0.5 < box.confidence <= 1
+        assert doc.pages_of(box.start, box.end) == [2] and doc.text[box.start : box.end] in second
+    # lines top to bottom, the first one inch (72 pt) below the page's top edge, at the left margin
+    assert [b.box[3] for b in ocr_boxes] == sorted((b.box[3] for b in ocr_boxes), reverse=True)
+    assert abs(ocr_boxes[0].box[0] - 72) < 6 and 792 - 72 - 20 < ocr_boxes[0].box[3] <= 792 - 72 + 6
+
+
+def test_a_png_is_read_by_ocr_with_boxes_in_points() -> None:
+    needs_tesseract()
+    doc = read_bytes(png_bytes(dpi=200), "scan.png", ON)
+    assert doc.format == "image" and doc.metadata == {"ocr": True, "ocr_pages": 1, "ocr_engine": "tesseract"}
+    assert cer("\n".join(SCAN), doc.text) < CER_BOUND, doc.text
+    assert len(doc.pages) == 1 and len(doc.line_boxes) == 3
+    for box in doc.line_boxes:  # 200 dpi: the page is 612 x 792 points
+        left, bottom, right, top = box.box
+        assert box.ocr and 0 <= left < right <= 612 and 0 <= bottom < top <= 792
+        assert doc.text[box.start : box.end] in doc.text.split("\n\n")
+
+
+def test_tesseract_tsv_becomes_lines() -> None:
+    header = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
+    rows = [
+        "5\t1\t1\t1\t1\t1\t10\t20\t30\t10\t90\tHello", "5\t1\t1\t1\t1\t2\t45\t18\t40\t14\t70\tworld",
+        "4\t1\t1\t1\t2\t0\t10\t40\t60\t12\t-1\t", "5\t1\t1\t1\t2\t1\t10\t40\t12\t12\t96\t中", "5\t1\t1\t1\t2\t2\t24\t40\t12\t12\t94\t文",
+        "5\t1\t1\t1\t2\t3\t38\t40\t30\t12\t-1\tOK", "5\t1\t2\t1\t1\t1\t0\t0\t5\t5\t50\t ",
+    ]
+    lines = tesseract_lines("\n".join([header, *rows]))
+    assert [(line.text, line.box) for line in lines] == [("Hello world", (10.0, 18.0, 85.0, 32.0)), ("中文 OK", (10.0, 40.0, 68.0, 52.0))]
+    assert lines[0].confidence == 0.8 and lines[1].confidence == round((96 + 94 + 0) / 300, 4)
+
+
+def test_a_missing_binary_or_language_is_one_line_naming_the_apt_package() -> None:
+    with pytest.raises(ConfigError, match=r"no 'no-such-tesseract' binary on PATH; apt-get install tesseract-ocr tesseract-ocr-eng$"):
+        TesseractOcrEngine(binary="no-such-tesseract")
+    needs_tesseract()
+    with pytest.raises(ConfigError, match=r"RAGSPINE_OCR_LANGS=eng\+xxx: tesseract has no data for xxx; .*tesseract-ocr-xxx$"):
+        TesseractOcrEngine(langs="eng+xxx")
+
+
+def test_settings_name_the_engines_and_canonical_languages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragspine.config import load_settings
+
+    assert (load_settings().ocr, load_settings().ocr_langs) == ("none", "eng")
+    monkeypatch.setenv("RAGSPINE_OCR_LANGS", " eng, chi_sim+jpn ")
+    monkeypatch.setenv("RAGSPINE_OCR", "Tesseract")
+    settings = load_settings()
+    assert (settings.ocr, settings.ocr_langs) == ("tesseract", "eng+chi_sim+jpn")
+    assert ReaderLimits.from_settings(settings) == ReaderLimits(ocr="tesseract", ocr_langs="eng+chi_sim+jpn")
+    monkeypatch.setenv("RAGSPINE_OCR", "abbyy")
+    with pytest.raises(ConfigError, match=r"unknown OCR engine 'abbyy' \(RAGSPINE_OCR\); choose one of none, tesseract"):
+        load_settings()
+    assert check_langs("jpn") == "jpn"
+    with pytest.raises(ConfigError, match="RAGSPINE_OCR_LANGS"):
+        check_langs("eng;rm -rf")
