@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragspine.errors import IngestError, MissingDependencyError
+from ragspine.errors import BackendError, IngestError, MissingDependencyError
 from ragspine.readers.base import LineBox, ReadDocument, ReaderLimits, TextBuilder, one_line
 from ragspine.readers.sniff import UnsupportedFormat, image_kind
 
@@ -38,10 +38,16 @@ class OcrImageDocumentReader:
             builder.start_page()
             scale = dpi / 72  # pixels per point
             height = frame.height / scale
-            for text, box, confidence in read_page_image(engine, frame, scale=scale, top=height):
+            try:
+                read = read_page_image(engine, frame, scale=scale, top=height)
+            except BackendError as exc:  # the engine failed on this page: the file is bad, not the run
+                raise IngestError(f"{where}: page {number}: {exc}") from None
+            for text, box, confidence in read:
                 span = builder.paragraph(text)
                 if span is not None:
                     boxes.append(LineBox(span[0], span[1], number, box, True, confidence))
+        if not boxes:
+            raise IngestError(f"{where}: OCR ({self.limits.ocr}) read no text in the image")
         return builder.build(where, metadata={"ocr": True, "ocr_pages": pages, "ocr_engine": self.limits.ocr},
                              line_boxes=tuple(boxes), format="image")
 

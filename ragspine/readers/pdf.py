@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragspine.errors import IngestError, MissingDependencyError
+from ragspine.errors import BackendError, IngestError, MissingDependencyError
 from ragspine.readers.base import LineBox, ReadDocument, ReaderLimits, TextBuilder, one_line
 
 _ENCRYPTED = 4  # PDFium's FPDF_ERR_PASSWORD
@@ -111,7 +111,10 @@ def _ocr_pages(pdfium: Any, doc: Any, pages: list[Lines], scanned: list[int], li
             except pdfium.PdfiumError as exc:
                 raise IngestError(f"{where}: page {index + 1} cannot be rendered for OCR ({one_line(exc)})") from None
             image.info["dpi"] = (RENDER_DPI, RENDER_DPI)
-            read = read_page_image(engine, image, scale=scale, left=left, top=top)
+            try:
+                read = read_page_image(engine, image, scale=scale, left=left, top=top)
+            except BackendError as exc:  # the engine failed on this page: the file is bad, not the run
+                raise IngestError(f"{where}: page {index + 1}: {exc}") from None
             pages[index] = [(text, box) for text, box, _ in read]
             confidences[index] = [confidence for _, _, confidence in read]
             bar.update(1)

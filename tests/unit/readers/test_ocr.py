@@ -128,6 +128,39 @@ def test_a_png_is_read_by_ocr_with_boxes_in_points() -> None:
         assert doc.text[box.start : box.end] in doc.text.split("\n\n")
 
 
+def test_ocr_on_leaves_a_pdf_with_a_text_layer_as_it_was() -> None:
+    plain = make_pdf([TEXT_PAGE])
+    assert read_bytes(plain, "a.pdf", ON) == read_bytes(plain, "a.pdf")  # no text-less page: no engine is even built
+
+
+def test_a_page_of_fewer_than_4_characters_is_ocrd_in_place() -> None:
+    needs_tesseract()
+    data = make_pdf([TEXT_PAGE, [(300, 40, "12")]], font_size=24)  # a stray page number on a scan
+    off, on = read_bytes(data, "a.pdf"), read_bytes(data, "a.pdf", ON)
+    assert off.text.endswith("page.\n\n12") and "ocr" not in off.metadata
+    assert on.text == off.text and on.metadata["ocr_pages"] == 1  # the rendered "12" is read back
+    assert [(b.page, b.ocr) for b in on.line_boxes] == [(1, False), (1, False), (2, True)]
+    (left, bottom, right, top), = (b.box for b in on.line_boxes if b.ocr)
+    assert 295 < left < right < 340 and 30 < bottom < top < 70  # where the PDF drew it
+
+
+def test_a_multi_page_tiff_is_one_page_a_frame_and_a_blank_image_is_refused() -> None:
+    from PIL import Image
+
+    needs_tesseract()
+    out = io.BytesIO()
+    scan_image().save(out, format="TIFF", save_all=True, append_images=[scan_image()], dpi=(200, 200))
+    doc = read_bytes(out.getvalue(), "scan.tif", ON)
+    assert doc.format == "image" and len(doc.pages) == 2 and doc.metadata["ocr_pages"] == 2
+    assert sorted({box.page for box in doc.line_boxes}) == [1, 2]
+    for a, b in doc.pages:
+        assert cer("\n".join(SCAN), doc.text[a:b]) < CER_BOUND
+    blank = io.BytesIO()
+    Image.new("L", (400, 300), 255).save(blank, format="JPEG")
+    with pytest.raises(IngestError, match=r"^blank.jpg: OCR \(tesseract\) read no text in the image$"):
+        read_bytes(blank.getvalue(), "blank.jpg", ON)
+
+
 def test_tesseract_tsv_becomes_lines() -> None:
     header = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
     rows = [
