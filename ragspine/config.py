@@ -314,7 +314,7 @@ SETTINGS: dict[str, Setting] = {
     ),
     "ocr": _named("RAGSPINE_OCR", "none", "OCR of PDF pages without a text layer and of PNG/JPEG/TIFF files", OCR_ENGINES),
     "ocr_langs": Setting(
-        "RAGSPINE_OCR_LANGS", "eng", "languages the OCR engine reads, joined by '+' (tesseract: eng+chi_sim+jpn)",
+        "RAGSPINE_OCR_LANGS", "eng", "languages tesseract reads, joined by '+' (eng+chi_sim+jpn); rapidocr's one model ignores it",
         check="ragspine.readers.ocr:check_langs",
     ),
     "max_body_bytes": Setting("RAGSPINE_MAX_BODY_BYTES", 10 * 1024 * 1024, "largest request body the service reads (413 above)", int),

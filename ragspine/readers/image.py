@@ -25,10 +25,11 @@ class OcrImageDocumentReader:
 
     def read(self, data: bytes, where: str) -> ReadDocument:
         kind = image_kind(data) or "an image"
+        from ragspine.readers.ocr import OCR_ENGINES, read_page_image, shared_ocr_engine
+
         if self.limits.ocr == "none":
-            raise UnsupportedFormat(f"{where}: {kind}; ingest reads an image only through OCR: set RAGSPINE_OCR"
-                                    " (tesseract or rapidocr)")
-        from ragspine.readers.ocr import read_page_image, shared_ocr_engine
+            engines = "|".join(name for name in OCR_ENGINES.names() if name != "none")
+            raise UnsupportedFormat(f"{where}: {kind}; ingest reads an image only through OCR: set RAGSPINE_OCR={engines}")
 
         engine = shared_ocr_engine(self.limits.ocr, self.limits.ocr_langs)
         assert engine is not None  # ocr is not "none" here

@@ -92,8 +92,9 @@ def _scanned(pages: list[Lines]) -> list[int]:
 
 def _ocr_pages(pdfium: Any, doc: Any, pages: list[Lines], scanned: list[int], limits: ReaderLimits,
                where: str) -> dict[int, list[float]]:
-    """OCR of the ``scanned`` pages: their lines (in ``pages``) replaced by what the engine reads;
-    page index -> the confidence of each line. A progress line on stderr while it runs."""
+    """OCR of the ``scanned`` pages: their lines (in ``pages``) replaced by what the engine reads,
+    if it reads anything; page index -> the confidence of each line read. A progress line on
+    stderr while it runs."""
     if not scanned:
         return {}
     from ragspine.progress import progress
@@ -115,8 +116,9 @@ def _ocr_pages(pdfium: Any, doc: Any, pages: list[Lines], scanned: list[int], li
                 read = read_page_image(engine, image, scale=scale, left=left, top=top)
             except BackendError as exc:  # the engine failed on this page: the file is bad, not the run
                 raise IngestError(f"{where}: page {index + 1}: {exc}") from None
-            pages[index] = [(text, box) for text, box, _ in read]
-            confidences[index] = [confidence for _, _, confidence in read]
+            if read:  # nothing read: the page keeps what its text layer had (a stray page number)
+                pages[index] = [(text, box) for text, box, _ in read]
+                confidences[index] = [confidence for _, _, confidence in read]
             bar.update(1)
     return confidences
 

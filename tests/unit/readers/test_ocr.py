@@ -1,4 +1,4 @@
-"""OCR of pages without a text layer: an image-only PDF page and a PNG read by Tesseract, with
+"""OCR of pages without a text layer: an image-only PDF page and a PNG read by each engine, with
 known text (CER bound), boxes on the page and ``ocr`` in the metadata; OCR off is as before."""
 
 from __future__ import annotations
@@ -6,14 +6,15 @@ from __future__ import annotations
 import io
 import os
 import shutil
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
 from ragspine.errors import ConfigError, IngestError
 from ragspine.readers import ReaderLimits, read_bytes
-from ragspine.readers.ocr import TesseractOcrEngine, check_langs, tesseract_lines
+from ragspine.readers.ocr import OCR_ENGINES, OcrLine, TesseractOcrEngine, check_langs, shared_ocr_engine, tesseract_lines
 from ragspine.readers.sniff import UnsupportedFormat, sniff_format
+from ragspine.registry import Entry
 from tests.helpers import needs
 from tests.unit.readers.pdfgen import make_pdf
 
@@ -22,8 +23,18 @@ needs("pypdfium2", "PIL")
 SCAN = ["Invoice 58213 covers a replacement pump,", "two filters and the labour for installation.",
         "The warranty runs for twenty-four months."]
 TEXT_PAGE = [(72, 720, "Cover letter"), (72, 690, "The scanned invoice follows on the next page.")]
-CER_BOUND = 0.05  # Tesseract 5 reads these clean 200-dpi renders with 0-1% CER; 5% leaves room for other builds
+CER_BOUND = 0.05  # both engines read these clean 200-dpi renders with 0-1% CER; 5% leaves room for other builds
 ON = ReaderLimits(ocr="tesseract", ocr_langs="eng")
+
+
+@pytest.fixture(params=["rapidocr", "tesseract"])
+def on(request: pytest.FixtureRequest) -> ReaderLimits:
+    """OCR on, by each engine (skipped when it is not installed)."""
+    if request.param == "rapidocr":
+        needs("rapidocr")
+    else:
+        needs_tesseract()
+    return ReaderLimits(ocr=request.param, ocr_langs="eng")
 
 
 def needs_tesseract() -> None:
@@ -97,13 +108,12 @@ def test_an_image_file_without_ocr_is_refused_naming_the_setting() -> None:
         sniff_format(png_bytes(), "scan.pdf")
 
 
-def test_an_image_only_pdf_page_is_read_by_ocr_with_boxes() -> None:
-    needs_tesseract()
-    doc = read_bytes(mixed_pdf(), "mixed.pdf", ON)
+def test_an_image_only_pdf_page_is_read_by_ocr_with_boxes(on: ReaderLimits) -> None:
+    doc = read_bytes(mixed_pdf(), "mixed.pdf", on)
     first, second = (doc.text[a:b] for a, b in doc.pages)
     assert first == "Cover letter\n\nThe scanned invoice follows on the next page."  # the text layer is kept as is
     assert cer("\n".join(SCAN), second) < CER_BOUND, second
-    assert doc.metadata["ocr"] is True and doc.metadata["ocr_pages"] == 1 and doc.metadata["ocr_engine"] == "tesseract"
+    assert doc.metadata["ocr"] is True and doc.metadata["ocr_pages"] == 1 and doc.metadata["ocr_engine"] == on.ocr
     ocr_boxes = [box for box in doc.line_boxes if box.ocr]
     assert [box.page for box in ocr_boxes] == [2, 2, 2] and not any(box.ocr for box in doc.line_boxes if box.page == 1)
     for box in ocr_boxes:
@@ -116,10 +126,9 @@ def test_an_image_only_pdf_page_is_read_by_ocr_with_boxes() -> None:
     assert abs(ocr_boxes[0].box[0] - 72) < 6 and 792 - 72 - 20 < ocr_boxes[0].box[3] <= 792 - 72 + 6
 
 
-def test_a_png_is_read_by_ocr_with_boxes_in_points() -> None:
-    needs_tesseract()
-    doc = read_bytes(png_bytes(dpi=200), "scan.png", ON)
-    assert doc.format == "image" and doc.metadata == {"ocr": True, "ocr_pages": 1, "ocr_engine": "tesseract"}
+def test_a_png_is_read_by_ocr_with_boxes_in_points(on: ReaderLimits) -> None:
+    doc = read_bytes(png_bytes(dpi=200), "scan.png", on)
+    assert doc.format == "image" and doc.metadata == {"ocr": True, "ocr_pages": 1, "ocr_engine": on.ocr}
     assert cer("\n".join(SCAN), doc.text) < CER_BOUND, doc.text
     assert len(doc.pages) == 1 and len(doc.line_boxes) == 3
     for box in doc.line_boxes:  # 200 dpi: the page is 612 x 792 points
@@ -134,7 +143,7 @@ def test_ocr_on_leaves_a_pdf_with_a_text_layer_as_it_was() -> None:
 
 
 def test_a_page_of_fewer_than_4_characters_is_ocrd_in_place() -> None:
-    needs_tesseract()
+    needs_tesseract()  # RapidOCR's detector finds no line on this page: the next test's case
     data = make_pdf([TEXT_PAGE, [(300, 40, "12")]], font_size=24)  # a stray page number on a scan
     off, on = read_bytes(data, "a.pdf"), read_bytes(data, "a.pdf", ON)
     assert off.text.endswith("page.\n\n12") and "ocr" not in off.metadata
@@ -144,21 +153,52 @@ def test_a_page_of_fewer_than_4_characters_is_ocrd_in_place() -> None:
     assert 295 < left < right < 340 and 30 < bottom < top < 70  # where the PDF drew it
 
 
-def test_a_multi_page_tiff_is_one_page_a_frame_and_a_blank_image_is_refused() -> None:
+class FixedOcrEngine:
+    """A test engine: every page reads as ``lines`` (boxes in pixels)."""
+
+    lines: list[OcrLine] = []
+
+    def __init__(self, *, langs: str) -> None:
+        self.langs = langs
+
+    def recognize(self, image: Any) -> list[OcrLine]:
+        assert abs(image.width - 2550) <= 1 and abs(image.height - 3300) <= 1 and image.mode == "L"  # Letter at 300 dpi
+        return list(self.lines)
+
+
+@pytest.fixture
+def fixed() -> Iterator[ReaderLimits]:
+    OCR_ENGINES.register("fixed", Entry(f"{__name__}:FixedOcrEngine"))
+    shared_ocr_engine.cache_clear()
+    yield ReaderLimits(ocr="fixed")
+    OCR_ENGINES.unregister("fixed")
+    shared_ocr_engine.cache_clear()
+
+
+def test_pixel_boxes_become_points_from_the_bottom_left_and_an_empty_read_keeps_the_text_layer(fixed: ReaderLimits) -> None:
+    FixedOcrEngine.lines = [OcrLine("Scanned  line", (300, 300, 600, 350), 0.9), OcrLine("second", (300, 400, 450, 450), 0.8)]
+    doc = read_bytes(mixed_pdf(), "mixed.pdf", fixed)
+    assert doc.text[slice(*doc.pages[1])] == "Scanned line\nsecond"  # whitespace runs as one space
+    assert [(b.page, tuple(round(v, 6) for v in b.box), b.ocr, b.confidence) for b in doc.line_boxes if b.ocr] == [
+        (2, (72.0, 792 - 84.0, 144.0, 792 - 72.0), True, 0.9), (2, (72.0, 792 - 108.0, 108.0, 792 - 96.0), True, 0.8)]
+    FixedOcrEngine.lines = []
+    data = make_pdf([TEXT_PAGE, [(300, 40, "12")]])
+    assert read_bytes(data, "a.pdf", fixed) == read_bytes(data, "a.pdf")  # nothing read: "12" stays, no "ocr"
+
+def test_a_multi_page_tiff_is_one_page_a_frame_and_a_blank_image_is_refused(on: ReaderLimits) -> None:
     from PIL import Image
 
-    needs_tesseract()
     out = io.BytesIO()
     scan_image().save(out, format="TIFF", save_all=True, append_images=[scan_image()], dpi=(200, 200))
-    doc = read_bytes(out.getvalue(), "scan.tif", ON)
+    doc = read_bytes(out.getvalue(), "scan.tif", on)
     assert doc.format == "image" and len(doc.pages) == 2 and doc.metadata["ocr_pages"] == 2
     assert sorted({box.page for box in doc.line_boxes}) == [1, 2]
     for a, b in doc.pages:
         assert cer("\n".join(SCAN), doc.text[a:b]) < CER_BOUND
     blank = io.BytesIO()
     Image.new("L", (400, 300), 255).save(blank, format="JPEG")
-    with pytest.raises(IngestError, match=r"^blank.jpg: OCR \(tesseract\) read no text in the image$"):
-        read_bytes(blank.getvalue(), "blank.jpg", ON)
+    with pytest.raises(IngestError, match=rf"^blank.jpg: OCR \({on.ocr}\) read no text in the image$"):
+        read_bytes(blank.getvalue(), "blank.jpg", on)
 
 
 def test_tesseract_tsv_becomes_lines() -> None:
@@ -191,7 +231,7 @@ def test_settings_name_the_engines_and_canonical_languages(monkeypatch: pytest.M
     assert (settings.ocr, settings.ocr_langs) == ("tesseract", "eng+chi_sim+jpn")
     assert ReaderLimits.from_settings(settings) == ReaderLimits(ocr="tesseract", ocr_langs="eng+chi_sim+jpn")
     monkeypatch.setenv("RAGSPINE_OCR", "abbyy")
-    with pytest.raises(ConfigError, match=r"unknown OCR engine 'abbyy' \(RAGSPINE_OCR\); choose one of none, tesseract"):
+    with pytest.raises(ConfigError, match=r"unknown OCR engine 'abbyy' \(RAGSPINE_OCR\); choose one of none, rapidocr, tesseract"):
         load_settings()
     assert check_langs("jpn") == "jpn"
     with pytest.raises(ConfigError, match="RAGSPINE_OCR_LANGS"):
