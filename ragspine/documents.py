@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ragspine.errors import IngestError
 from ragspine.readers.base import ReadDocument, ReaderLimits
-from ragspine.readers.sniff import EXTENSIONS
+from ragspine.readers.sniff import EXTENSIONS, IMAGE_EXTENSIONS
 from ragspine.retrieval.metadata import validate_metadata
 from ragspine.retrieval.sensitivity import (
     DEFAULT_SENSITIVITY,
@@ -95,15 +95,17 @@ class SourceDocument:
 
 
 def collect_files(
-    paths: Iterable[str | os.PathLike[str]], problems: list[str] | None = None
+    paths: Iterable[str | os.PathLike[str]], problems: list[str] | None = None, *, images: bool = False,
 ) -> list[tuple[Path, Path]]:
     """``(file, root)`` pairs: files as given, directories walked for the files of
-    :data:`SUFFIXES`. A file named explicitly must have one of them too. Each bad path raises :class:`IngestError` — or, with
+    :data:`SUFFIXES` (and, with ``images`` — OCR on — PNG, JPEG and TIFF files). A file named
+    explicitly must have one of them too. Each bad path raises :class:`IngestError` — or, with
     ``problems``, is appended to it and left out (to report every one at once)."""
+    suffixes = SUFFIXES + (IMAGE_EXTENSIONS if images else ())
     out: list[tuple[Path, Path]] = []
     for raw in paths:
         try:
-            out.extend(_collect(Path(raw), str(raw)))
+            out.extend(_collect(Path(raw), str(raw), suffixes))
             for orphan in orphan_sidecars(Path(raw)) if Path(raw).is_dir() else []:
                 if problems is None:
                     raise IngestError(orphan)
@@ -115,21 +117,22 @@ def collect_files(
     return out
 
 
-def _collect(path: Path, raw: str) -> list[tuple[Path, Path]]:
+def _collect(path: Path, raw: str, suffixes: tuple[str, ...] = SUFFIXES) -> list[tuple[Path, Path]]:
     if not path.exists():
         raise IngestError(f"{raw}: no such file or directory")
     if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
+        found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in suffixes)
         if not found:
-            raise IngestError(f"{raw}: directory has no {'/'.join(SUFFIXES)} files")
+            raise IngestError(f"{raw}: directory has no {'/'.join(suffixes)} files")
         return [(p, path) for p in found]
     if not path.is_file():
         raise IngestError(f"{raw}: not a regular file")
     if is_sidecar(path):
         raise IngestError(f"{raw}: a sidecar (the fields of the file beside it), not a document; name that file")
-    if path.suffix.lower() not in SUFFIXES:  # the rule a directory walk applies, for a named file too
-        raise IngestError(f"{raw}: not a {'/'.join(SUFFIXES)} file; ingest reads text, Markdown, PDF, Word, PowerPoint,"
-                          " Excel, CSV and HTML (convert it first)")
+    if path.suffix.lower() not in suffixes:  # the rule a directory walk applies, for a named file too
+        images = "" if suffixes != SUFFIXES else "; images with RAGSPINE_OCR set"
+        raise IngestError(f"{raw}: not a {'/'.join(suffixes)} file; ingest reads text, Markdown, PDF, Word, PowerPoint,"
+                          f" Excel, CSV and HTML{images} (convert it first)")
     return [(path, path.parent)]
 
 

@@ -71,7 +71,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     max_bytes, limits = settings.max_file_bytes, ReaderLimits.from_settings(settings)
     problems: list[str] = []
-    files = collect_files(args.paths, problems)
+    files = collect_files(args.paths, problems, images=settings.ocr != "none")  # images only when OCR can read them
     seen: dict[str, str] = {}
     by_path: dict[str, str] = {}  # default doc_ids (the file's path): doc_id -> the file
     good: list[tuple[Any, Any]] = []

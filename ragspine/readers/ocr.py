@@ -175,7 +175,7 @@ class RapidOcrEngine:
         import numpy as np
 
         try:
-            out = self._engine(np.asarray(image.convert("RGB")))
+            out: Any = self._engine(np.asarray(image.convert("RGB")))  # the whole pipeline's output (boxes, txts, scores)
         except Exception as exc:  # the engine's own errors, whatever their type  # noqa: BLE001
             raise BackendError(f"rapidocr failed: {' '.join(str(exc).split())[:200]}") from None
         lines = []

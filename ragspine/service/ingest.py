@@ -137,6 +137,7 @@ MEDIA_FORMATS = {
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
     "text/csv": "csv", "text/tab-separated-values": "csv", "text/html": "html",
     "text/plain": "text", "text/markdown": "text", "text/x-markdown": "text",
+    "image/png": "image", "image/jpeg": "image", "image/tiff": "image",  # read by OCR when RAGSPINE_OCR is set, else 415 naming it
 }
 GENERIC_MEDIA = ("", "application/octet-stream")
 
@@ -150,12 +151,12 @@ def read_upload(name: str, raw: bytes, media_type: str = "", limits: ReaderLimit
 
     from ragspine.readers.base import one_line
     from ragspine.readers.registry import make_document_reader
-    from ragspine.readers.sniff import BINARY_FORMATS, EXTENSIONS, UnsupportedFormat, sniff_format
+    from ragspine.readers.sniff import BINARY_FORMATS, EXTENSIONS, IMAGE_EXTENSIONS, UnsupportedFormat, sniff_format
 
     media = media_type.split(";")[0].strip().lower()
     claimed = MEDIA_FORMATS.get(media)
     fmt = sniff_format(raw, name)  # first: what the content is says the most (an image, a legacy .doc)
-    if PurePath(name).suffix.lower() not in EXTENSIONS and claimed is None and media not in GENERIC_MEDIA:
+    if PurePath(name).suffix.lower() not in (*EXTENSIONS, *IMAGE_EXTENSIONS) and claimed is None and media not in GENERIC_MEDIA:
         kinds = " ".join(sorted(EXTENSIONS))
         raise UnsupportedFormat(f"{name}: {media} is not a format ingest reads; upload one of {kinds}")
     if claimed in BINARY_FORMATS and fmt != claimed:

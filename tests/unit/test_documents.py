@@ -227,3 +227,12 @@ def test_split_front_matter() -> None:
 def test_restricted_from_either_the_file_or_the_flag_wins(tmp_path, front, given, want) -> None:
     path = _write(tmp_path / "a.md", f"---\n{front}title: A\n---\nbody\n")
     assert read_document(path, tmp_path, sensitivity=given).sensitivity == want
+
+
+def test_a_directory_walk_takes_images_only_when_ocr_can_read_them(tmp_path) -> None:
+    _write(tmp_path / "a.md", "# A\n\nbody\n")
+    _write(tmp_path / "scan.png", b"\x89PNG\r\n\x1a\n")
+    assert [p.name for p, _ in collect_files([tmp_path])] == ["a.md"]
+    assert sorted(p.name for p, _ in collect_files([tmp_path], images=True)) == ["a.md", "scan.png"]
+    with pytest.raises(IngestError, match="RAGSPINE_OCR"):
+        collect_files([tmp_path / "scan.png"])

@@ -81,7 +81,7 @@ def test_a_text_upload_is_as_before(client, headers) -> None:
 
 
 @pytest.mark.parametrize("name, data, media, status, needle", [
-    ("scan.png", b"\x89PNG\r\n\x1a\n....", "image/png", 415, "not a format ingest reads"),
+    ("scan.png", b"\x89PNG\r\n\x1a\n....", "image/png", 415, "set RAGSPINE_OCR"),
     ("photo.pdf", b"\x89PNG\r\n\x1a\n....", PDF, 415, "a PNG image"),
     ("old.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 64, "application/msword", 415, "legacy Office"),
     ("fake.docx", b"just some text", DOCX, 415, "its extension does not match its content"),
