@@ -201,7 +201,9 @@ def _embed(index: Any, library: str) -> int:
             if hasattr(bar, "refresh"):
                 bar.refresh()
 
-        return int(index.sync_vectors(progress=bar.update, expect=expect))
+        # this process ends next: an in-process vector store is not filled (the embedding cache
+        # keeps the vectors; the next process's first query loads them), so memory stays flat
+        return int(index.sync_vectors(progress=bar.update, expect=expect, fill_local=False))
 
 
 def cmd_embed(args: argparse.Namespace) -> int:

@@ -301,11 +301,16 @@ class LibraryPipeline:
         """Remove a document from the active set (its history stays in the store)."""
         return self.replace_doc_chunks(doc_id, [])
 
-    def sync_vectors(self, progress: Callable[[int], None] | None = None, expect: Callable[[int], None] | None = None) -> int:
+    def sync_vectors(
+        self, progress: Callable[[int], None] | None = None, expect: Callable[[int], None] | None = None, *, fill_local: bool = True,
+    ) -> int:
         """Embed every active chunk lacking a current vector (after a bulk ingest, or
         ``ragspine embed``); queries never embed chunks. ``expect(n)``: how many are left to
-        embed once the cached ones are stored; ``progress(k)``: after each embedded batch."""
-        return self.retriever.sync_vectors(progress, expect)
+        embed once the cached ones are stored; ``progress(k)``: after each embedded batch.
+        The work goes a step of chunks at a time (memory flat in the library's size);
+        ``fill_local=False`` (a process that ends next): a process-local vector store is left
+        empty when the embedding cache outlives the process (see :meth:`DenseLeg.ensure_vectors`)."""
+        return self.retriever.sync_vectors(progress, expect, fill_local=fill_local)
 
     # -- reading ------------------------------------------------------------------------------
     def queries(self, query: str | SearchRequest) -> list[Probe]:

@@ -132,19 +132,24 @@ class HybridRetriever:
         candidates: Sequence[tuple[str, int]],
         progress: Callable[[int], None] | None = None,
         expect: Callable[[int], None] | None = None,
+        *,
+        fill_local: bool = True,
     ) -> int:
         """Give every ``(chunk_id, version)`` a current vector; returns how many were embedded
-        (see :meth:`DenseLeg.ensure_vectors` for ``progress`` and ``expect``)."""
-        return self.dense.ensure_vectors(candidates, progress, expect) if self.dense is not None else 0
+        (see :meth:`DenseLeg.ensure_vectors` for ``progress``, ``expect`` and ``fill_local``)."""
+        return self.dense.ensure_vectors(candidates, progress, expect, fill_local=fill_local) if self.dense is not None else 0
 
-    def sync_vectors(self, progress: Callable[[int], None] | None = None, expect: Callable[[int], None] | None = None) -> int:
+    def sync_vectors(
+        self, progress: Callable[[int], None] | None = None, expect: Callable[[int], None] | None = None, *, fill_local: bool = True,
+    ) -> int:
         """Embed every active chunk lacking a current vector (what ``ragspine embed`` does), after
         dropping any vector of a RESTRICTED chunk (an older release wrote them); returns how
-        many were embedded. Queries never do this."""
+        many were embedded. Queries never do this. ``fill_local=False``: a process that ends
+        next leaves a process-local vector store empty (see :meth:`DenseLeg.ensure_vectors`)."""
         self.refresh()
         if self.dense is not None:
             self.dense.drop_restricted()
-        return self.ensure_vectors(self.index.candidates(), progress, expect)
+        return self.ensure_vectors(self.index.candidates(), progress, expect, fill_local=fill_local)
 
     def warm_cache(self, chunks: Sequence[Chunk]) -> int:
         """See :meth:`DenseLeg.warm_cache` (0 without a dense leg)."""

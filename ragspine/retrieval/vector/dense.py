@@ -49,6 +49,7 @@ from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.base import LexicalIndex, VersionedIndex
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.retrieval.vector.cache import InMemoryEmbeddingCache
 from ragspine.retrieval.vector.embedding import EmbeddingBackend, embed_query, model_namespace
 from ragspine.retrieval.vector.embedding_cache import DeletableCache, EmbeddingCache, embedding_key
 from ragspine.retrieval.vector.gate import DenseGate
@@ -149,37 +150,62 @@ class DenseLeg:
         candidates: Sequence[tuple[str, int]],
         progress: Callable[[int], None] | None = None,
         expect: Callable[[int], None] | None = None,
+        *,
+        fill_local: bool = True,
     ) -> int:
         """Give every ``(chunk_id, version)`` a current vector; returns how many were embedded.
         Cached vectors are stored first (no model call); ``expect(n)`` is then told how many
         chunks are left to embed, and ``progress(k)`` follows each embedded batch — so a
-        progress bar's rate and ETA are those of the embedding alone."""
+        progress bar's rate and ETA are those of the embedding alone.
+
+        The work goes in steps of :attr:`step` chunks — the store is asked, the chunks read, embedded,
+        cached and written one step at a time — so what it holds at once does not grow with
+        the library: the candidates and those without a vector (their ``(chunk_id, version)``
+        pairs), never all their texts or vectors. ``fill_local=False`` (a process that ends
+        after this: ``ragspine ingest``, ``ragspine embed``): a process-local vector store is
+        not filled when the embedding cache outlives the process — the vectors go to the cache
+        only, a cached vector counts as done, and the next process's first search takes them
+        from there, as it does after any restart."""
         with self._lock:
+            cache_only = not fill_local and self._process_local and not isinstance(self.cache, InMemoryEmbeddingCache)
             missing = self.missing(candidates)
             if missing:
                 store = self.vector_store
                 # cached vectors are a first load without a model call: one bulk load (pgvector
                 # builds its index once); the model's batches below go as plain upserts, so no
                 # lock on the model table is held while a model embeds
-                with store.bulk_load(len(missing)) if isinstance(store, BulkLoads) else contextlib.nullcontext():
-                    missing = self._look_up(missing, store=True, mark=True)
-            self._missing.difference_update(set(candidates) - set(missing))
+                with store.bulk_load(len(missing)) if isinstance(store, BulkLoads) and not cache_only else contextlib.nullcontext():
+                    missing = self._look_up(missing, store=not cache_only, mark=True, cached_done=cache_only)
+            if self._missing:  # forget the pairs that have a vector now
+                still = set(missing)
+                self._missing.difference_update([c for c in candidates if c not in still])
             if expect is not None:
                 expect(len(missing))
             embedded = 0
-            step = max(self.embed_batch_size * 16, 256)
+            step = self.step
             for start in range(0, len(missing), step):
                 check_deadline("embedding chunks")
                 part = missing[start : start + step]
-                embedded += self._fill([cid for cid, _ in part], uncached=True, progress=progress)
+                embedded += self._fill([cid for cid, _ in part], uncached=True, progress=progress, upsert=not cache_only)
                 self._missing.difference_update(part)
             return embedded
 
+    @property
+    def step(self) -> int:
+        """Chunks per step of :meth:`ensure_vectors` (and of the cache look-ups): read, embedded
+        and written together."""
+        return max(self.embed_batch_size * 16, 256)
+
     def missing(self, candidates: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
         """The ``candidates`` without a current vector (unreadable ones left out); nothing is
-        embedded or written."""
-        have = self.vector_store.versions([cid for cid, _ in candidates])
-        return [(cid, ver) for cid, ver in candidates if have.get(cid) != ver and (cid, ver) not in self._unreadable]
+        embedded or written. The vector store is asked one :attr:`step` at a time."""
+        out: list[tuple[str, int]] = []
+        step = self.step
+        for start in range(0, len(candidates), step):
+            part = candidates[start : start + step]
+            have = self.vector_store.versions([cid for cid, _ in part])
+            out += [pair for pair in part if have.get(pair[0]) != pair[1] and pair not in self._unreadable]
+        return out
 
     def warm_cache(self, chunks: Sequence[Chunk]) -> int:
         """Put the vectors of ``chunks`` (not necessarily stored yet) into the embedding cache;
@@ -220,13 +246,16 @@ class DenseLeg:
     def _key(self, chunk: Chunk) -> str:
         return embedding_key(self.namespace, chunk.chunk_id, self._index_text(chunk))
 
-    def _fill(self, chunk_ids: Sequence[str], *, uncached: bool = False, progress: Callable[[int], None] | None = None) -> int:
+    def _fill(
+        self, chunk_ids: Sequence[str], *, uncached: bool = False, progress: Callable[[int], None] | None = None, upsert: bool = True,
+    ) -> int:
         chunks = self.searchable(self.store.get_chunks(chunk_ids))
         vectors, embedded = self._vectors_for(chunks, uncached=uncached, progress=progress)
-        self._store_vectors(chunks, vectors)
+        self._store_vectors(chunks, vectors, upsert=upsert)
         return embedded
 
-    def _store_vectors(self, chunks: Sequence[StoredChunk], vectors: Sequence[np.ndarray | None]) -> None:
+    def _store_vectors(self, chunks: Sequence[StoredChunk], vectors: Sequence[np.ndarray | None], *, upsert: bool = True) -> None:
+        """Write the vectors to the vector store (``upsert=False``: only note the chunks the gate cannot read)."""
         records = []
         for chunk, vec in zip(chunks, vectors, strict=False):
             if vec is None or self._hidden(chunk.sensitivity):  # not cached: stays missing; RESTRICTED: never stored
@@ -234,7 +263,8 @@ class DenseLeg:
             if vec.size == 0:
                 self._unreadable.add((chunk.chunk_id, chunk.version))
                 continue
-            records.append(VectorRecord(chunk.chunk_id, vec, chunk.doc_id, chunk.version, chunk.sensitivity, dict(chunk.metadata)))
+            if upsert:
+                records.append(VectorRecord(chunk.chunk_id, vec, chunk.doc_id, chunk.version, chunk.sensitivity, dict(chunk.metadata)))
         if records:
             self.vector_store.upsert(records)
 
@@ -344,17 +374,20 @@ class DenseLeg:
             self._verified_seq = seq
         return coverage
 
-    def _look_up(self, pairs: Sequence[tuple[str, int]], *, store: bool, mark: bool = False) -> list[tuple[str, int]]:
-        """Look ``pairs`` up in the embedding cache (a read, no model call): chunks the gate
-        cannot read are marked so; with ``store`` (a process-local store after a restart) the
-        cached vectors are stored. Returns the pairs that are still without a vector."""
-        wanted = dict(pairs)
+    def _look_up(
+        self, pairs: Sequence[tuple[str, int]], *, store: bool, mark: bool = False, cached_done: bool = False,
+    ) -> list[tuple[str, int]]:
+        """Look ``pairs`` up in the embedding cache (a read, no model call), one :attr:`step` at a
+        time: chunks the gate cannot read are marked so; with ``store`` (a process-local store
+        after a restart) the cached vectors are stored. Returns the pairs that are still without
+        a vector (``cached_done``: without a cached one)."""
         still: list[tuple[str, int]] = []
-        step = max(self.embed_batch_size * 16, 256)
-        ids = list(wanted)
-        for start in range(0, len(ids), step):
+        step = self.step
+        for start in range(0, len(pairs), step):
             check_deadline("loading vectors from the embedding cache")
-            fetched = [c for c in self.store.get_chunks(ids[start : start + step]) if wanted.get(c.chunk_id) == c.version]
+            page = pairs[start : start + step]
+            wanted = dict(page)
+            fetched = [c for c in self.store.get_chunks(list(wanted)) if wanted.get(c.chunk_id) == c.version]
             chunks = self.searchable(fetched)
             vectors = self._cached(chunks, mark=mark)
             for chunk, vec in zip(chunks, vectors, strict=False):
@@ -362,9 +395,9 @@ class DenseLeg:
                     self._unreadable.add((chunk.chunk_id, chunk.version))
             if store:
                 self._store_vectors(chunks, vectors)
-            got = {c.chunk_id for c, v in zip(chunks, vectors, strict=False) if v is not None and (store or v.size == 0)}
+            got = {c.chunk_id for c, v in zip(chunks, vectors, strict=False) if v is not None and (store or cached_done or v.size == 0)}
             got.update(c.chunk_id for c in fetched if self._hidden(c.sensitivity))  # never to get a vector
-            still += [(cid, wanted[cid]) for cid in ids[start : start + step] if cid not in got]
+            still += [pair for pair in page if pair[0] not in got]  # the caller's pairs: no copy per chunk
         return [p for p in still if p not in self._unreadable]
 
     def _current(self, hits: Sequence[VectorHit], qvec: Any, metadata_filter: MetadataFilter | None) -> list[VectorHit]:
