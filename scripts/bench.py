@@ -637,6 +637,12 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
     parser.add_argument("--colbert-cli", action="store_true", help="what --reranker colbert costs a CLI query: cold, warm (asked before), new query")
     parser.add_argument("--colbert-docs", type=int, default=300, help="SciFact documents in the --colbert-cli library")
     parser.add_argument("--colbert-queries", type=int, default=10, help="queries per kind for --colbert-cli")
+    parser.add_argument("--ingest-memory", action="store_true",
+                        help="peak RSS and chunks/s of `ragspine ingest` and `ragspine embed` by corpus size (_bench_ingest_memory.py)")
+    parser.add_argument("--ingest-sizes", default="1000,10000,100000", metavar="N[@EMB[+EMB]],...",
+                        help="corpus sizes in chunks for --ingest-memory; N@deterministic: that size with the hashing embedder (no model)")
+    parser.add_argument("--ingest-embeddings", default="auto", help="RAGSPINE_EMBEDDING values for sizes without @ (--ingest-memory)")
+    parser.add_argument("--ingest-passes", default="ingest,embed", help="ingest and/or embed (--ingest-memory)")
     parser.add_argument("--embed-reps", type=int, default=3)
     parser.add_argument("--embed-batch", type=int, default=64)
     parser.add_argument("--embed-queries", type=int, default=100, help="single-query embedding calls per side")
@@ -649,13 +655,13 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
         scale_worker(args.scale_worker, args.scale_queries, args.out)
         return 0
     if args.indexing:
-        args.embedding = args.multilingual_leg = args.colbert_cli = True
+        args.embedding = args.ingest_memory = args.multilingual_leg = args.colbert_cli = True
     if args.all:
         args.quality = args.speed = args.embedding = args.colbert_cli = True
         args.scale = args.scale or DEFAULT_SCALE
     if not (args.quality or args.speed or args.embedding or args.scale or args.chunkers or args.fusion or args.libraries or args.embed_compare
             or args.llm or args.llm_calibrate or args.raptor or args.write_paths or args.agent_eval or args.profiles or args.colbert_cli
-            or args.documents or args.multilingual_leg):
+            or args.documents or args.multilingual_leg or args.ingest_memory):
         args.quality = args.speed = args.embedding = True
     needs_data = args.quality or args.speed or args.embedding
     if args.data is None:
@@ -696,6 +702,14 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
         results["write_paths"] = _bench_write_paths.section(
             root, [n for n in args.write_paths_sets.split(",") if n], args.write_paths_batches, args.write_paths_upload, log)
         print("\n".join(_bench_write_paths.table(results["write_paths"])))
+    if args.ingest_memory:
+        import _bench_ingest_memory
+
+        with tempfile.TemporaryDirectory() as workdir:
+            results["ingest_memory"] = _bench_ingest_memory.section(
+                _bench_ingest_memory.parse_sizes(args.ingest_sizes, [e for e in args.ingest_embeddings.split(",") if e]),
+                [p for p in args.ingest_passes.split(",") if p], log, Path(workdir))
+        print("\n".join(_bench_ingest_memory.table(results["ingest_memory"])))
     if args.agent_eval:
         results["agent_eval"] = section_agent_eval(args.agent_eval_per_kind, args.agent_eval_seed)
     if args.embed_compare:
