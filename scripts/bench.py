@@ -25,6 +25,16 @@ Parts (any combination; none selected = quality, speed and embedding):
   fastembed's own ``TextEmbedding`` on the same model file, the same chunks (SciFact cut into
   ``--embed-chars`` pieces) and batch size, interleaved batch by batch, each side's peak RSS
   alone in a fresh process; single-query latency likewise (``_bench_embedding.py``).
+* ``--ingest-memory``: peak memory and chunks/s of ``ragspine ingest`` and ``ragspine embed`` by
+  corpus size (``--ingest-sizes``; ``N@deterministic`` runs a size without a model), each in a
+  child process on a fresh data dir (``_bench_ingest_memory.py``).
+* ``--colbert-cli``: what ``--reranker colbert`` costs a CLI query — nothing stored, asked before,
+  a new query, states stored at ingest — and the stored bytes per candidate (``_bench_colbert.py``).
+* ``--indexing``: ``--embedding``, ``--ingest-memory``, ``--multilingual-leg`` and ``--colbert-cli``
+  in one run (what indexing costs).
+* ``--documents``: the article forms of xquad-en, xquad-zh and drcd rendered as PDF and Word files
+  (``render_documents.py``), ingested and queried against the ``.txt`` form: nDCG@10, citation
+  pages, reader pages/s and peak memory (``_bench_documents.py``).
 * ``--chunkers NAME[,NAME...]``: chunking quality (``_bench_chunking.py``): each chunker with
   and without the contextual header, economy and hybrid (``--chunker-modes``), on SciFact at
   document level and on the article forms of xquad-en, xquad-zh and drcd at passage level
