@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ragspine.errors import IngestError
-from ragspine.readers.base import ReadDocument, ReaderLimits
+from ragspine.readers.base import ReadDocument, ReaderLimits, decode_text
 from ragspine.readers.sniff import EXTENSIONS, IMAGE_EXTENSIONS
 from ragspine.retrieval.metadata import validate_metadata
 from ragspine.retrieval.sensitivity import (
@@ -248,13 +248,7 @@ def read_sidecar(path: Path) -> dict[str, Any] | None:
         raw = side.read_bytes()
     except OSError as exc:
         raise IngestError(f"{side}: cannot read ({exc.strerror})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"{side}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
-    if "\x00" in text:
-        raise IngestError(f"{side}: contains NUL bytes; a sidecar holds YAML key: value lines")
-    return parse_fields(text, str(side), "sidecar")
+    return parse_fields(decode_text(raw, str(side), "a sidecar holds YAML key: value lines"), str(side), "sidecar")
 
 
 def orphan_sidecars(directory: Path) -> list[str]:
@@ -341,13 +335,7 @@ def decode_document(raw: bytes, where: str) -> tuple[dict[str, Any], str, int]:
     Raises :class:`IngestError` naming ``where`` for binary (NUL) or non-UTF-8 content and for
     an empty body. A UTF-8 byte-order mark is dropped.
     """
-    if b"\x00" in raw:
-        raise IngestError(f"{where}: looks binary (contains NUL bytes); use .txt or .md text files")
-    try:
-        content = raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"{where}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
-    front, body, offset = split_front_matter(content, where)
+    front, body, offset = split_front_matter(decode_text(raw, where, "use .txt or .md text files"), where)
     if not body.strip():
         raise IngestError(f"{where}: the document is empty")
     return front, body, offset

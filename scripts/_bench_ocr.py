@@ -19,6 +19,8 @@ import sys
 import time
 from typing import Any
 
+from ragspine.testing.ocr_text import character_error_rate
+
 TEXTS = {
     "eng": (
         "The committee approved the annual budget on 14 March 2024 after a long debate about maintenance costs. "
@@ -42,18 +44,6 @@ TEXTS = {
         "保証は材料および製造上の欠陥を対象とし、期間は二十四か月です。"
     ),
 }
-
-
-def cer(reference: str, hypothesis: str, cjk: bool) -> float:
-    """Levenshtein distance / reference length, whitespace-normalised (see the module docstring)."""
-    ref, hyp = (("".join(s.split()) if cjk else " ".join(s.split())) for s in (reference, hypothesis))
-    previous = list(range(len(hyp) + 1))
-    for i, a in enumerate(ref, 1):
-        current = [i]
-        for j, b in enumerate(hyp, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a != b)))
-        previous = current
-    return previous[-1] / max(len(ref), 1)
 
 
 def font_path(cjk: bool) -> str:
@@ -125,7 +115,7 @@ def bench_ocr(engines: list[str] | None = None, *, dpi: int = 300, pages: int = 
                 seconds[name] += time.perf_counter() - start
                 read[name] = ("" if cjk else " ").join(line.text for line in lines)
         for name in ready:
-            rows.append({"engine": name, "lang": lang, "cer": round(cer(text, read[name], cjk), 4),
+            rows.append({"engine": name, "lang": lang, "cer": round(character_error_rate(text, read[name], cjk=cjk), 4),
                          "pages_per_s": round(pages / seconds[name], 3)})
     return rows
 

@@ -166,6 +166,18 @@ class TextBuilder:
                             tables=tuple(self.tables), **kwargs)
 
 
+def decode_text(data: bytes, where: str, expected: str) -> str:
+    """``data`` as UTF-8 text (a byte-order mark dropped), or :class:`IngestError` naming
+    ``where``: NUL bytes (a binary file; ``expected`` says what was expected instead) or bytes
+    that are not UTF-8."""
+    if b"\x00" in data:
+        raise IngestError(f"{where}: looks binary (contains NUL bytes); {expected}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"{where}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
+
+
 def cell_text(value: Any) -> str:
     """A table cell on one line: ``|`` escaped, whitespace runs as one space."""
     if value is None:

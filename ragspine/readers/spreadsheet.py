@@ -13,7 +13,7 @@ import csv
 import io
 
 from ragspine.errors import IngestError, MissingDependencyError
-from ragspine.readers.base import ReadDocument, ReaderLimits, TextBuilder
+from ragspine.readers.base import ReadDocument, ReaderLimits, TextBuilder, decode_text
 from ragspine.readers.docx import core_metadata
 from ragspine.readers.ooxml import check_archive, ooxml_error
 
@@ -50,12 +50,7 @@ class CsvDocumentReader:
         self.limits = limits or ReaderLimits()
 
     def read(self, data: bytes, where: str) -> ReadDocument:
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise IngestError(f"{where}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
-        if "\x00" in text:
-            raise IngestError(f"{where}: looks binary (contains NUL bytes), not a CSV file")
+        text = decode_text(data, where, "not a CSV file")
         if where.lower().endswith(".tsv"):
             delimiter = "\t"
         else:

@@ -15,6 +15,7 @@ from ragspine.readers import ReaderLimits, read_bytes
 from ragspine.readers.ocr import OCR_ENGINES, OcrLine, TesseractOcrEngine, check_langs, shared_ocr_engine, tesseract_lines
 from ragspine.readers.sniff import UnsupportedFormat, sniff_format
 from ragspine.registry import Entry
+from ragspine.testing.ocr_text import character_error_rate
 from tests.helpers import needs
 from tests.unit.readers.pdfgen import make_pdf
 
@@ -44,17 +45,6 @@ def needs_tesseract() -> None:
         if os.environ.get("RAGSPINE_REQUIRE_BACKENDS") == "1":
             pytest.fail(message + " (RAGSPINE_REQUIRE_BACKENDS=1 makes this a failure)", pytrace=False)
         pytest.skip(message)
-
-
-def cer(reference: str, hypothesis: str) -> float:
-    ref, hyp = " ".join(reference.split()), " ".join(hypothesis.split())
-    previous = list(range(len(hyp) + 1))
-    for i, a in enumerate(ref, 1):
-        current = [i]
-        for j, b in enumerate(hyp, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a != b)))
-        previous = current
-    return previous[-1] / len(ref)
 
 
 def scan_image(dpi: int = 200) -> Any:
@@ -112,7 +102,7 @@ def test_an_image_only_pdf_page_is_read_by_ocr_with_boxes(on: ReaderLimits) -> N
     doc = read_bytes(mixed_pdf(), "mixed.pdf", on)
     first, second = (doc.text[a:b] for a, b in doc.pages)
     assert first == "Cover letter\n\nThe scanned invoice follows on the next page."  # the text layer is kept as is
-    assert cer("\n".join(SCAN), second) < CER_BOUND, second
+    assert character_error_rate("\n".join(SCAN), second) < CER_BOUND, second
     assert doc.metadata["ocr"] is True and doc.metadata["ocr_pages"] == 1 and doc.metadata["ocr_engine"] == on.ocr
     ocr_boxes = [box for box in doc.line_boxes if box.ocr]
     assert [box.page for box in ocr_boxes] == [2, 2, 2] and not any(box.ocr for box in doc.line_boxes if box.page == 1)
@@ -129,7 +119,7 @@ def test_an_image_only_pdf_page_is_read_by_ocr_with_boxes(on: ReaderLimits) -> N
 def test_a_png_is_read_by_ocr_with_boxes_in_points(on: ReaderLimits) -> None:
     doc = read_bytes(png_bytes(dpi=200), "scan.png", on)
     assert doc.format == "image" and doc.metadata == {"ocr": True, "ocr_pages": 1, "ocr_engine": on.ocr}
-    assert cer("\n".join(SCAN), doc.text) < CER_BOUND, doc.text
+    assert character_error_rate("\n".join(SCAN), doc.text) < CER_BOUND, doc.text
     assert len(doc.pages) == 1 and len(doc.line_boxes) == 3
     for box in doc.line_boxes:  # 200 dpi: the page is 612 x 792 points
         left, bottom, right, top = box.box
@@ -194,7 +184,7 @@ def test_a_multi_page_tiff_is_one_page_a_frame_and_a_blank_image_is_refused(on: 
     assert doc.format == "image" and len(doc.pages) == 2 and doc.metadata["ocr_pages"] == 2
     assert sorted({box.page for box in doc.line_boxes}) == [1, 2]
     for a, b in doc.pages:
-        assert cer("\n".join(SCAN), doc.text[a:b]) < CER_BOUND
+        assert character_error_rate("\n".join(SCAN), doc.text[a:b]) < CER_BOUND
     blank = io.BytesIO()
     Image.new("L", (400, 300), 255).save(blank, format="JPEG")
     with pytest.raises(IngestError, match=rf"^blank.jpg: OCR \({on.ocr}\) read no text in the image$"):
