@@ -17,7 +17,7 @@ class TextDocumentReader:
         self.limits = limits or ReaderLimits()
 
     def read(self, data: bytes, where: str) -> ReadDocument:
-        from ragspine.documents import decode_document, first_heading
+        from ragspine.front_matter import decode_document, first_heading
 
         front, body, offset = decode_document(data, where)
         markdown = not where.lower().endswith(".txt")

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from ragspine import documents
-from ragspine.documents import collect_files, read_document, split_front_matter
+from ragspine.documents import collect_files, read_document
 from ragspine.errors import IngestError
+from ragspine.front_matter import split_front_matter
 from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 

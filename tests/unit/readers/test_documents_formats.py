@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from ragspine.demo import CORPUS_DIR
-from ragspine.documents import chunk_source, collect_files, decode_document, first_heading, read_document
+from ragspine.documents import chunk_source, collect_files, read_document
 from ragspine.errors import IngestError
+from ragspine.front_matter import decode_document, first_heading
 from ragspine.retrieval.chunking.base import make_chunker
 from ragspine.retrieval.chunking.chunking import chunk_document
 from ragspine.retrieval.metadata import validate_metadata
