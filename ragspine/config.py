@@ -24,7 +24,6 @@ from typing import Any, Callable, Mapping
 
 from ragspine.errors import ConfigError
 from ragspine.limits import MAX_CLUSTER_LIMIT, MAX_LEVELS, MAX_RERANK_DEPTH, PARENT_CHUNKS
-from ragspine.readers.ocr import OCR_ENGINES
 from ragspine.registries import (
     AGENT_ROUTERS,
     CHUNKERS,
@@ -35,6 +34,7 @@ from ragspine.registries import (
     LEXICAL_INDEXES,
     LIBRARY_ROUTERS,
     LLM_PROVIDERS,
+    OCR_ENGINES,
     POSTPROCESSORS,
     QUERY_DECOMPOSERS,
     QUERY_TRANSFORMS,

@@ -232,3 +232,24 @@ COMPLEXITY_CLASSIFIERS = Registry("complexity classifier", env="RAGSPINE_ADAPTIV
     ),
     "llm": Entry("ragspine.retrieval.query.adaptive:LLMComplexityClassifier", "the model says SIMPLE or COMPLEX", needs=("llm",)),
 }, aliases={"deterministic": "heuristic", "on": "heuristic"})
+
+# -- documents (ragspine/readers/) ------------------------------------------------------------
+#: one reader per format family, picked by the file's content (ragspine.readers.sniff)
+DOCUMENT_READERS = Registry("document reader", entries={
+    "text": Entry("ragspine.readers.text:TextDocumentReader", "UTF-8 .txt/.md/.markdown with YAML front matter"),
+    "pdf": Entry("ragspine.readers.pdf:PdfiumDocumentReader", "PDF through pypdfium2 (PDFium)", extra="documents"),
+    "docx": Entry("ragspine.readers.docx:DocxDocumentReader", "Word .docx through python-docx", extra="documents"),
+    "pptx": Entry("ragspine.readers.pptx:PptxDocumentReader", "PowerPoint .pptx through python-pptx", extra="documents"),
+    "xlsx": Entry("ragspine.readers.spreadsheet:XlsxDocumentReader", "Excel .xlsx through openpyxl", extra="documents"),
+    "csv": Entry("ragspine.readers.spreadsheet:CsvDocumentReader", "UTF-8 .csv/.tsv through the standard library"),
+    "html": Entry("ragspine.readers.html:StdlibHtmlDocumentReader", ".html/.htm through the standard library's parser"),
+    "image": Entry("ragspine.readers.image:OcrImageDocumentReader", "PNG/JPEG/TIFF through OCR (RAGSPINE_OCR)"),
+})
+#: RAGSPINE_OCR: what reads PDF pages without a text layer and image files
+OCR_ENGINES = Registry("OCR engine", env="RAGSPINE_OCR", entries={
+    "none": Entry(None, "no OCR: a page without a text layer contributes nothing, an image file is refused"),
+    "rapidocr": Entry("ragspine.readers.ocr:RapidOcrEngine", "RapidOCR on onnxruntime (PP-OCRv6 models inside the wheel)",
+                      extra="ocr"),
+    "tesseract": Entry("ragspine.readers.ocr:TesseractOcrEngine",
+                       "the Tesseract binary (apt-get install tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-jpn)"),
+})

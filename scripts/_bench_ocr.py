@@ -3,7 +3,7 @@
 Pages are rendered here with Pillow from text whose every character is known (English in
 DejaVu Sans, Chinese and Japanese in a CJK font found by ``fc-list``: Noto Sans CJK or
 WenQuanYi Zen Hei), 12 pt at ``--dpi`` on a white A4 page, then read by every OCR engine
-that is installed (``ragspine.readers.ocr.OCR_ENGINES``), the engines interleaved page by page
+that is installed (``ragspine.registries.OCR_ENGINES``), the engines interleaved page by page
 so a machine's load falls on both alike. CER = Levenshtein distance /
 reference length after whitespace normalisation (runs of whitespace as one space; for
 Chinese and Japanese, which put no spaces between words, all whitespace removed).
@@ -89,7 +89,8 @@ def bench_ocr(engines: list[str] | None = None, *, dpi: int = 300, pages: int = 
     warm-up, is not timed). ``langs``: the ``RAGSPINE_OCR_LANGS`` every page is read with
     (default: the page's own language). An engine that is not installed is a row with ``error``."""
     from ragspine.errors import ConfigError, MissingDependencyError
-    from ragspine.readers.ocr import OCR_ENGINES, OcrEngine, make_ocr_engine
+    from ragspine.readers.ocr import OcrEngine, make_ocr_engine
+    from ragspine.registries import OCR_ENGINES
 
     rows: list[dict[str, Any]] = []
     for lang, text in TEXTS.items():

@@ -25,7 +25,8 @@ class OcrImageDocumentReader:
 
     def read(self, data: bytes, where: str) -> ReadDocument:
         kind = image_kind(data) or "an image"
-        from ragspine.readers.ocr import OCR_ENGINES, read_page_image, shared_ocr_engine
+        from ragspine.readers.ocr import read_page_image, shared_ocr_engine
+        from ragspine.registries import OCR_ENGINES
 
         if self.limits.ocr == "none":
             engines = "|".join(name for name in OCR_ENGINES.names() if name != "none")

@@ -19,7 +19,7 @@ Chinese and Japanese pages, and pages per second: ``docs/capabilities/documents.
   (``RAGSPINE_OCR_LANGS`` picks Tesseract's language data).
 
 Both take a ``PIL.Image`` (Pillow: the ``[ocr]`` extra). Another engine is one class with
-``recognize`` and one :data:`OCR_ENGINES` line.
+``recognize`` and one :data:`~ragspine.registries.OCR_ENGINES` line.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ragspine.errors import BackendError, ConfigError, MissingDependencyError
-from ragspine.registry import Entry, Registry
+from ragspine.registries import OCR_ENGINES
 
 DEFAULT_LANGS = "eng"
 #: the scale a PDF page is rendered at for OCR (PDF points are 1/72 in: 300 dpi)
@@ -58,13 +58,6 @@ class OcrEngine(Protocol):
         ...
 
 
-OCR_ENGINES = Registry("OCR engine", entries={
-    "none": Entry(None, "no OCR: a page without a text layer contributes nothing, an image file is refused"),
-    "rapidocr": Entry("ragspine.readers.ocr:RapidOcrEngine", "RapidOCR on onnxruntime (PP-OCRv6 models inside the wheel)",
-                      extra="ocr"),
-    "tesseract": Entry("ragspine.readers.ocr:TesseractOcrEngine",
-                       "the Tesseract binary (apt-get install tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-jpn)"),
-}, env="RAGSPINE_OCR")
 
 
 def make_ocr_engine(name: str, langs: str = DEFAULT_LANGS) -> OcrEngine | None:

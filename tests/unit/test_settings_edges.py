@@ -119,7 +119,7 @@ def test_each_named_checker_imports_and_keeps_its_message():
     from ragspine.errors import ConfigError
 
     checked = {name: setting.check for name, setting in SETTINGS.items() if setting.check}
-    assert set(checked) == {"contextual", "llm", "fusion_weights", "profile_options"}
+    assert set(checked) == {"contextual", "llm", "fusion_weights", "profile_options", "ocr_langs"}
     for target in checked.values():
         module, _, function = target.partition(":")
         assert callable(getattr(importlib.import_module(module), function)), target
@@ -130,7 +130,8 @@ def test_each_named_checker_imports_and_keeps_its_message():
                                 ("RAGSPINE_FUSION_WEIGHTS", "dense=1", "RAGSPINE_FUSION_WEIGHTS: unknown leg 'dense'"),
                                 ("RAGSPINE_RERANK_DEPTH", "201", "RAGSPINE_RERANK_DEPTH=201: must be at most 200"),
                                 ("RAGSPINE_RAPTOR_LEVELS", "6", "RAGSPINE_RAPTOR_LEVELS=6: must be within 1..5"),
-                                ("RAGSPINE_PROFILE_OPTIONS", "nope=1", "unknown profile option 'nope'; registered: none")):
+                                ("RAGSPINE_PROFILE_OPTIONS", "nope=1", "unknown profile option 'nope'; registered: none"),
+                                ("RAGSPINE_OCR_LANGS", "eng;rm", "RAGSPINE_OCR_LANGS=.eng;rm.: language codes")):
         with pytest.raises(ConfigError, match=message):
             load_settings({env: value})
 

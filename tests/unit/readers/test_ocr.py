@@ -12,8 +12,9 @@ import pytest
 
 from ragspine.errors import ConfigError, IngestError
 from ragspine.readers import ReaderLimits, read_bytes
-from ragspine.readers.ocr import OCR_ENGINES, OcrLine, TesseractOcrEngine, check_langs, shared_ocr_engine, tesseract_lines
+from ragspine.readers.ocr import OcrLine, TesseractOcrEngine, check_langs, shared_ocr_engine, tesseract_lines
 from ragspine.readers.sniff import UnsupportedFormat, sniff_format
+from ragspine.registries import OCR_ENGINES
 from ragspine.registry import Entry
 from ragspine.testing.ocr_text import character_error_rate
 from tests.helpers import needs
