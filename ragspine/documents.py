@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ragspine.errors import IngestError
+from ragspine.errors import IngestError, MissingDependencyError
 from ragspine.front_matter import is_sidecar, orphan_sidecars, plain_value, read_sidecar, sidecar_of
 from ragspine.readers.base import ReadDocument, ReaderLimits
 from ragspine.readers.sniff import EXTENSIONS, IMAGE_EXTENSIONS
@@ -159,7 +159,10 @@ def read_document(
         raw = path.read_bytes()
     except OSError as exc:  # e.g. permission denied
         raise IngestError(f"{where}: cannot read ({exc.strerror})") from None
-    read = read_bytes(raw, where, limits)
+    try:
+        read = read_bytes(raw, where, limits)
+    except MissingDependencyError as exc:  # the reader's extra is not installed: say which file needed it
+        raise exc.naming(where) from None
     body, offset = read.text, read.body_offset
     fields, named = dict(read.fields), where  # front matter; else the sidecar's fields, named by the sidecar
     side = read_sidecar(path)

@@ -33,6 +33,13 @@ class MissingDependencyError(RagspineError, ImportError):
         self.package = package
         self.extra = extra
 
+    def naming(self, where: str) -> MissingDependencyError:
+        """This error with its message naming ``where`` first (the file that needed the package)."""
+        named = MissingDependencyError(self.package, self.extra)
+        named.msg = f"{where}: {self}"  # ImportError's str() is its msg
+        named.args = (named.msg,)
+        return named
+
 
 class BackendError(RagspineError):
     """A store, cache or model backend failed (connection, query, driver error)."""
