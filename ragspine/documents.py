@@ -90,16 +90,19 @@ class SourceDocument:
 
 def collect_files(
     paths: Iterable[str | os.PathLike[str]], problems: list[str] | None = None, *, images: bool = False,
+    passed_over: list[str] | None = None,
 ) -> list[tuple[Path, Path]]:
     """``(file, root)`` pairs: files as given, directories walked for the files of
     :data:`SUFFIXES` (and, with ``images`` — OCR on — PNG, JPEG and TIFF files). A file named
     explicitly must have one of them too. Each bad path raises :class:`IngestError` — or, with
-    ``problems``, is appended to it and left out (to report every one at once)."""
+    ``problems``, is appended to it and left out (to report every one at once). ``passed_over``:
+    gets ``"path: why"`` for each file a directory walk does not read (another format; an image
+    without OCR); hidden files and sidecars are not listed."""
     suffixes = SUFFIXES + (IMAGE_EXTENSIONS if images else ())
     out: list[tuple[Path, Path]] = []
     for raw in paths:
         try:
-            out.extend(_collect(Path(raw), str(raw), suffixes))
+            out.extend(_collect(Path(raw), str(raw), suffixes, passed_over))
             for orphan in orphan_sidecars(Path(raw)) if Path(raw).is_dir() else []:
                 if problems is None:
                     raise IngestError(orphan)
@@ -111,11 +114,17 @@ def collect_files(
     return out
 
 
-def _collect(path: Path, raw: str, suffixes: tuple[str, ...] = SUFFIXES) -> list[tuple[Path, Path]]:
+def _collect(
+    path: Path, raw: str, suffixes: tuple[str, ...] = SUFFIXES, passed_over: list[str] | None = None,
+) -> list[tuple[Path, Path]]:
     if not path.exists():
         raise IngestError(f"{raw}: no such file or directory")
     if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in suffixes)
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        found = [p for p in files if p.suffix.lower() in suffixes]
+        if passed_over is not None:
+            passed_over.extend(f"{p}: {_why_not_read(p)}" for p in files if p.suffix.lower() not in suffixes
+                               and not is_sidecar(p) and not any(part.startswith(".") for part in p.relative_to(path).parts))
         if not found:
             raise IngestError(f"{raw}: directory has no {'/'.join(suffixes)} files")
         return [(p, path) for p in found]
@@ -128,6 +137,12 @@ def _collect(path: Path, raw: str, suffixes: tuple[str, ...] = SUFFIXES) -> list
         raise IngestError(f"{raw}: not a {'/'.join(suffixes)} file; ingest reads text, Markdown, PDF, Word, PowerPoint,"
                           f" Excel, CSV and HTML{images} (convert it first)")
     return [(path, path.parent)]
+
+
+def _why_not_read(path: Path) -> str:
+    if path.suffix.lower() in IMAGE_EXTENSIONS:
+        return "an image: ingest reads images through OCR (set RAGSPINE_OCR)"
+    return f"{path.suffix or 'no extension'}: not a format ingest reads"
 
 
 def read_document(

@@ -71,7 +71,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     max_bytes, limits = settings.max_file_bytes, ReaderLimits.from_settings(settings)
     problems: list[str] = []
-    files = collect_files(args.paths, problems, images=settings.ocr != "none")  # images only when OCR can read them
+    passed_over: list[str] = []
+    files = collect_files(args.paths, problems, images=settings.ocr != "none", passed_over=passed_over)  # images: OCR on
     seen: dict[str, str] = {}
     by_path: dict[str, str] = {}  # default doc_ids (the file's path): doc_id -> the file
     good: list[tuple[Any, Any]] = []
@@ -101,11 +102,24 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             files = _without_id_clashes(stack, args, files, by_path)
         stack.ensure_library(args.library, args.description)
         try:
-            return _ingest_into(stack, args, files, defaults)
+            written = _ingest_into(stack, args, files, defaults)
+            _list_passed_over(passed_over)  # after the summary: what a directory walk left alone, and why
+            return written
         except RagspineError:
             if new_library:  # all or nothing: a library this run created does not outlive its failure
                 stack.delete_library(args.library)
             raise
+
+
+def _list_passed_over(passed_over: list[str], shown: int = 20) -> None:
+    """The files a directory walk did not read, and why (on stderr; the first ``shown``)."""
+    if not passed_over:
+        return
+    print(f"ragspine: not read: {len(passed_over)} file(s) of other formats", file=sys.stderr)
+    for line in passed_over[:shown]:
+        print(f"  {line}", file=sys.stderr)
+    if len(passed_over) > shown:
+        print(f"  ... and {len(passed_over) - shown} more", file=sys.stderr)
 
 
 def _refuse_or_skip(problems: list[str], skip_bad: bool) -> None:

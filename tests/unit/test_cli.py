@@ -799,3 +799,10 @@ def test_query_ranking_flags_rerank_postprocess_and_weight(capsys, ingested, db)
     assert code == 2 and "unknown leg 'dense'" in err and err.count("\n") == 1
     code, out, err = run(capsys, "--db", db, "query", "x", "--postprocessor", "shuffle")
     assert code == 2 and "unknown postprocessor 'shuffle'" in err
+
+
+def test_ingest_of_a_directory_lists_the_files_it_did_not_read(capsys, env, corpus, db):
+    code, out, err = run(capsys, "--db", db, "ingest", str(corpus), "--library", "kb")
+    assert code == 0, err
+    assert "ragspine: not read: 1 file(s) of other formats" in err and f"{corpus / 'ignored.bin'}: .bin: not a format ingest reads" in err
+    assert "ingested 3 document(s)" in out

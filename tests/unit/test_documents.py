@@ -237,3 +237,19 @@ def test_a_directory_walk_takes_images_only_when_ocr_can_read_them(tmp_path) -> 
     assert sorted(p.name for p, _ in collect_files([tmp_path], images=True)) == ["a.md", "scan.png"]
     with pytest.raises(IngestError, match="RAGSPINE_OCR"):
         collect_files([tmp_path / "scan.png"])
+
+
+def test_a_directory_walk_says_which_files_it_did_not_read_and_why(tmp_path) -> None:
+    _write(tmp_path / "a.md", "# A\n\nbody\n")
+    _write(tmp_path / "old.doc", b"\xd0\xcf\x11\xe0")
+    _write(tmp_path / "scan.png", b"\x89PNG\r\n\x1a\n")
+    _write(tmp_path / "a.md.meta.yaml", "topic: x\n")  # read (as a.md's fields), not listed
+    _write(tmp_path / ".git" / "config", "[core]\n")  # hidden: not listed
+    passed_over: list[str] = []
+    problems: list[str] = []
+    assert [p.name for p, _ in collect_files([tmp_path], problems, passed_over=passed_over)] == ["a.md"]
+    assert passed_over == [f"{tmp_path / 'old.doc'}: .doc: not a format ingest reads",
+                           f"{tmp_path / 'scan.png'}: an image: ingest reads images through OCR (set RAGSPINE_OCR)"]
+    passed_over.clear()
+    collect_files([tmp_path], problems, images=True, passed_over=passed_over)
+    assert passed_over == [f"{tmp_path / 'old.doc'}: .doc: not a format ingest reads"]
