@@ -43,8 +43,10 @@ def test_a_postgresql_statement_is_cancelled_at_the_deadline(pg_schema):
 
     url, schema = pg_schema
     db = PostgresDatabase(url, schema=schema)
-    with deadline(0.2), pytest.raises(DeadlineExceeded):
-        db.query("SELECT pg_sleep(5)")
-    assert db.query("SELECT 1") == [(1,)]  # no timeout left behind on the pooled connection
-    assert db.query("SHOW statement_timeout") == [("0",)]
-    db.close()
+    try:
+        with deadline(0.2), pytest.raises(DeadlineExceeded):
+            db.query("SELECT pg_sleep(5)")
+        assert db.query("SELECT 1") == [(1,)]  # no timeout left behind on the pooled connection
+        assert db.query("SHOW statement_timeout") == [("0",)]
+    finally:
+        db.close()

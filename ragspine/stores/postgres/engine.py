@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -68,8 +69,9 @@ def bound_by_deadline(conn: sa.Connection) -> None:
     """At each transaction's begin: its statements may run at most the time the current
     deadline leaves (``statement_timeout``, transaction-local); nothing without a deadline."""
     left = remaining()
-    if left is not None:
-        conn.exec_driver_sql("SELECT set_config('statement_timeout', %(ms)s, true)", {"ms": str(max(1, int(left * 1000)))})
+    if left is not None:  # rounded up, and a millisecond more: the server cancels only once the deadline has passed here too,
+        # so the cancellation reads as the deadline's (wrap_error), not as a failed query
+        conn.exec_driver_sql("SELECT set_config('statement_timeout', %(ms)s, true)", {"ms": str(max(1, math.ceil(left * 1000) + 1))})
 
 
 def redact(url: str) -> str:
