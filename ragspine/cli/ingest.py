@@ -6,7 +6,9 @@
 
 Every file is read and checked before the first write; a bad one refuses the run naming every
 problem (``--skip-bad``: ingest the others), so the previous version of every document stays
-active. A library the run created does not outlive the run's failure.
+active. A library the run created does not outlive the run's failure. A file is read once: the
+check pass's extraction of a PDF, Word file, ... waits on disk for the write pass
+(:class:`~ragspine.read_spool.ReadSpool`), so what is written is what was checked.
 """
 
 from __future__ import annotations
@@ -63,6 +65,14 @@ def add_embed_command(sub: Subcommands) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from ragspine.read_spool import ReadSpool
+
+    with ReadSpool() as spool:  # the check pass's extractions, for the write pass
+        args.spool = spool
+        return _checked_ingest(args)
+
+
+def _checked_ingest(args: argparse.Namespace) -> int:
     from ragspine.documents import collect_files, read_document
     from ragspine.progress import progress
     from ragspine.readers.base import ReaderLimits
@@ -90,6 +100,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 if doc.id_from_path:
                     by_path[doc.doc_id] = doc.source
                 good.append((path, root))
+                args.spool.put(str(path), doc)
             bar.update(1)
     _refuse_or_skip(problems, args.skip_bad)
     if not good:
@@ -172,8 +183,9 @@ def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dic
 
     def planned() -> Iterator[DocumentChunks]:  # streamed: one file in memory at a time
         for path, root in files:
-            doc = read_document(path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=args.max_file_bytes,
-                                limits=args.reader_limits)
+            doc = args.spool.take(str(path)) or read_document(
+                path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=args.max_file_bytes,
+                limits=args.reader_limits)
             yield DocumentChunks(doc.doc_id, chunk_source(doc, chunker_for(doc.chunker)), doc.valid_as_of)
 
     with progress(total=len(files), desc=f"ingest → {args.library}", unit="doc") as bar:
