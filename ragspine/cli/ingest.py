@@ -229,7 +229,13 @@ def _embed(index: Any, library: str) -> int:
 
         # this process ends next: an in-process vector store is not filled (the embedding cache
         # keeps the vectors; the next process's first query loads them), so memory stays flat
-        return int(index.sync_vectors(progress=bar.update, expect=expect, fill_local=False))
+        embedded = int(index.sync_vectors(progress=bar.update, expect=expect, fill_local=False))
+    dense = getattr(index.retriever, "dense", None)
+    if dense is not None and not dense.vectors_outlive_process:
+        print(f"ragspine: warning: library {library!r}: its vectors live in this process only (an in-process vector store and"
+              " embedding cache), so later processes' queries have no dense leg; set RAGSPINE_EMBEDDING_CACHE"
+              " (sqlite:PATH, redis://...) or a persistent RAGSPINE_VECTOR_STORE", file=sys.stderr)
+    return embedded
 
 
 def cmd_embed(args: argparse.Namespace) -> int:

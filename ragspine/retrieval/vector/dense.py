@@ -126,6 +126,13 @@ class DenseLeg:
         self._missing: set[tuple[str, int]] = set()  # readable, without a vector when last checked
         self._checked_at = 0.0
 
+    @property
+    def vectors_outlive_process(self) -> bool:
+        """Whether the vectors this leg computes are there for the next process: not when a
+        process-local vector store (in-process, ``qdrant::memory:``) sits over an in-process
+        embedding cache (PostgreSQL's default) — the next process has neither."""
+        return not (self._process_local and isinstance(self.cache, InMemoryEmbeddingCache))
+
     # -- keeping the vectors in step ------------------------------------------------------------
     def searchable(self, chunks: Sequence[Any]) -> list[Any]:
         """The ``chunks`` that may have a vector: every one but the RESTRICTED."""

@@ -28,7 +28,7 @@ from ragspine.errors import BackendError, ConfigError, MissingDependencyError
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
-__all__ = ["make_qdrant_client", "is_local", "describe_client", "client_guard", "is_unreachable", "root_cause"]
+__all__ = ["make_qdrant_client", "is_local", "is_in_memory", "describe_client", "client_guard", "is_unreachable", "root_cause"]
 
 MEMORY = ":memory:"
 
@@ -89,6 +89,11 @@ def is_local(client: QdrantClient) -> bool:
     except ImportError:  # pragma: no cover - qdrant_client without local mode
         return False
     return isinstance(getattr(client, "_client", None), QdrantLocal)
+
+
+def is_in_memory(client: QdrantClient) -> bool:
+    """True for a local-mode client on ``:memory:``: its points die with the process."""
+    return is_local(client) and getattr(getattr(client, "_client", None), "location", None) == ":memory:"
 
 
 def describe_client(client: QdrantClient) -> str:

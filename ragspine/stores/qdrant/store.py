@@ -58,6 +58,7 @@ from ragspine.retrieval.vector.vector_store import VectorHit, VectorRecord
 from ragspine.stores.qdrant.client import (
     client_guard,
     describe_client,
+    is_in_memory,
     is_local,
     is_unreachable,
     root_cause,
@@ -94,8 +95,6 @@ class QdrantVectorStore:
     See the module docstring for the layout, tie handling, the string-range path and how
     local mode differs from a server.
     """
-
-    process_local = False
 
     def __init__(
         self,
@@ -296,6 +295,12 @@ class QdrantVectorStore:
             with self._backend("delete points"):
                 self.client.delete(self.collection_name, points_selector=models.FilterSelector(filter=flt), wait=True)
         return n
+
+    @property
+    def process_local(self) -> bool:
+        """A ``:memory:`` client's points die with the process (:class:`ProcessLocal`): the dense
+        leg refills them from the embedding cache in the next process, as it does the in-process store's."""
+        return is_in_memory(self.client)
 
     # -- collection -------------------------------------------------------------------------
     def _ensure_collection(self) -> None:
