@@ -41,6 +41,7 @@ from ragspine.registries import (
     RAPTOR_SUMMARIZERS,
     RELATION_EXTRACTORS,
     RERANKERS,
+    VISUAL_EMBEDDERS,
 )
 from ragspine.registry import Registry
 
@@ -317,6 +318,11 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_OCR_LANGS", "eng", "languages tesseract reads, joined by '+' (eng+chi_sim+jpn); rapidocr's one model ignores it",
         check="ragspine.readers.ocr:check_langs",
     ),
+    "visual_embedder": _named("RAGSPINE_VISUAL_EMBEDDER", "none",
+                              "the visual seam: PDF pages as pictures, found as page hints (never citations)", VISUAL_EMBEDDERS),
+    "visual_model": Setting(
+        "RAGSPINE_VISUAL_MODEL", None, "local model directory of RAGSPINE_VISUAL_EMBEDDER (nothing is downloaded at run time)"
+    ),
     "max_body_bytes": Setting("RAGSPINE_MAX_BODY_BYTES", 10 * 1024 * 1024, "largest request body the service reads (413 above)", int),
     "max_filter_conditions": Setting("RAGSPINE_MAX_FILTER_CONDITIONS", 64, "conditions a filter may have (CLI, service: 400 above)", int),
     "max_filter_values": Setting(
@@ -463,6 +469,8 @@ class Settings:
     max_zip_ratio: float
     ocr: str
     ocr_langs: str
+    visual_embedder: str
+    visual_model: str | None
     max_body_bytes: int
     max_filter_conditions: int
     max_filter_values: int

@@ -253,3 +253,14 @@ OCR_ENGINES = Registry("OCR engine", env="RAGSPINE_OCR", entries={
     "tesseract": Entry("ragspine.readers.ocr:TesseractOcrEngine",
                        "the Tesseract binary (apt-get install tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-jpn)"),
 })
+
+# -- the visual seam (ragspine/retrieval/visual/): page images, hints only ----------------------
+#: RAGSPINE_VISUAL_EMBEDDER: what embeds PDF pages as pictures (and queries) for the visual index
+VISUAL_EMBEDDERS = Registry("visual embedder", env="RAGSPINE_VISUAL_EMBEDDER", entries={
+    "none": Entry(None, "no visual index: answers carry no visual_hints key"),
+    "onnx": Entry("ragspine.retrieval.visual.onnx_embedder:OnnxVisualEmbedder.from_settings",
+                  "ONNX page and query encoders on the CPU (RAGSPINE_VISUAL_MODEL: page_encoder.onnx, query/, visual.json)",
+                  extra="visual"),
+    "colpali": Entry("ragspine.retrieval.visual.colpali:ColPaliVisualEmbedder.from_settings",
+                     "ColPali late interaction via colpali-engine + torch, local weights (RAGSPINE_VISUAL_MODEL); GPU", extra="colpali"),
+})

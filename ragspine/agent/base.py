@@ -21,6 +21,8 @@ An :class:`AgentAnswer` is one question's answer::
                  chunk (kind "chunk") — never a history turn
     refused      the texts the gate refused: {kind, entity}
     routing      how the route was chosen: router, why, the slots read from the question
+    visual_hints the visual seam's page hints (is_visual, a page reference): only when the seam
+                 is on; never a source, never cited
 
 A number in ``text`` is either the stored fact's (``structured``) or inside a cited snippet's
 text (``narrative``): the conversation history is never a source.
@@ -122,6 +124,9 @@ class AgentAnswer:
     refusal: str | None = None
     refused: tuple[dict[str, Any], ...] = ()
     routing: dict[str, Any] = field(default_factory=dict)
+    #: the visual seam's page hints (``VisualHint.to_dict``), beside the sources and never among them;
+    #: ``None`` when the seam is off (RAGSPINE_VISUAL_EMBEDDER=none): then no ``visual_hints`` key at all
+    visual_hints: tuple[dict[str, Any], ...] | None = None
 
     @property
     def sources(self) -> list[dict[str, Any]]:
@@ -131,9 +136,12 @@ class AgentAnswer:
         return ([fact] if fact else []) + chunks
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "question": self.question, "route": self.route, "text": self.text, "language": self.language,
             "structured": self.structured.to_dict() if self.structured is not None else None,
             "narrative": self.narrative.to_dict() if self.narrative is not None else None,
             "sources": self.sources, "refusal": self.refusal, "refused": list(self.refused), "routing": dict(self.routing),
         }
+        if self.visual_hints is not None:
+            out["visual_hints"] = [dict(h) for h in self.visual_hints]
+        return out

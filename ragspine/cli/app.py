@@ -24,6 +24,7 @@ from ragspine.cli.raptor import add_raptor_commands, cmd_raptor
 from ragspine.cli.serve import add_serve_commands, cmd_serve, cmd_worker
 from ragspine.cli.show import add_show_command, cmd_show
 from ragspine.cli.structured import add_structured_commands, cmd_facts, cmd_metric
+from ragspine.cli.visual import add_visual_commands, cmd_visual
 from ragspine.cli.workflow import add_workflow_commands, cmd_workflow
 from ragspine.errors import RagspineError
 from ragspine.profile import PROFILES
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_workflow_commands(sub, common)
     add_ask_command(sub, common)
     add_raptor_commands(sub, common)
+    add_visual_commands(sub, common)
     return parser
 
 
@@ -113,4 +115,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "workflow": cmd_workflow,
     "ask": cmd_ask,
     "raptor": cmd_raptor,
+    "visual": cmd_visual,
 }
