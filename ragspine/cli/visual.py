@@ -60,6 +60,7 @@ def _embedder(stack: Any) -> Any:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from ragspine.readers.base import ReaderLimits
     from ragspine.retrieval.visual.index import VisualIndex, visual_dir
 
     with stack_from_args(args, retrieval_mode="economy") as stack:
@@ -69,7 +70,8 @@ def _build(args: argparse.Namespace) -> int:
             where = visual_dir(store)
             if where is None:
                 raise CliError(f"library {name!r}: its chunk store keeps no files (in memory): nowhere to save a visual index")
-            index = VisualIndex.build(store, embedder, dpi=args.dpi)
+            index = VisualIndex.build(store, embedder, dpi=args.dpi, limits=ReaderLimits.from_settings(stack.settings),
+                                      max_bytes=stack.settings.max_file_bytes)
             index.save(where)
             skipped = ", ".join(f"{n} {why}" for why, n in sorted(index.skipped.items())) or "none"
             print(f"{name}: {len(index)} page(s) of {len({p.doc_id for p in index.pages})} PDF(s) at {args.dpi} dpi;"

@@ -2,11 +2,14 @@
 
 **Build** (:meth:`VisualIndex.build`, ``ragspine visual build``): for each active document of
 the library's chunk store whose file (the ``source_locator`` its chunks were read from) is a
-PDF that still exists, every page is rendered (:func:`~ragspine.retrieval.visual.render.render_pages`,
-``dpi``) and embedded by the :class:`~ragspine.retrieval.visual.base.VisualEmbedder`. A document
-with any RESTRICTED active chunk is **never opened**: its pages are neither rendered, embedded
-nor stored (fail closed: one RESTRICTED chunk withholds the whole file, as the label is the
-document's). What was skipped, and why, is counted in ``skipped``.
+PDF that still exists — and is still the document stored: read again as ingest reads it (its
+sidecar too), it is not RESTRICTED now and its text is its chunks' — every page is rendered
+(:func:`~ragspine.retrieval.visual.render.render_pages`, ``dpi``) and embedded by the
+:class:`~ragspine.retrieval.visual.base.VisualEmbedder`. A document with any RESTRICTED active
+chunk is **never opened**: its pages are neither rendered, embedded nor stored (fail closed: one
+RESTRICTED chunk withholds the whole file, as the label is the document's); a file changed since
+its ingest is skipped, so the pages rendered are those of the document whose label was checked.
+What was skipped, and why, is counted in ``skipped``.
 
 **Search** (:meth:`VisualIndex.search`): the query's token vectors against each page's patch
 vectors, scored by the ColBERT path's MaxSim
@@ -40,7 +43,8 @@ from ragspine.retrieval.visual.base import VisualEmbedder, VisualHint, page_loca
 from ragspine.retrieval.visual.render import DEFAULT_DPI, check_dpi, render_pages
 
 if TYPE_CHECKING:
-    from ragspine.retrieval.chunking.chunk_store import ChunkStore
+    from ragspine.readers.base import ReaderLimits
+    from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 
 FORMAT = 1
 DEFAULT_MAX_PAGES = 500  # pages of one PDF the build renders (a longer one: its first pages)
@@ -70,9 +74,37 @@ def _is_pdf(path: str) -> bool:
         return False
 
 
-def library_pdfs(store: ChunkStore, skipped: dict[str, int]) -> list[_Doc]:
+def _skip(skipped: dict[str, int], why: str) -> None:
+    skipped[why] = skipped.get(why, 0) + 1
+
+
+def _read_now(source: str, chunks: list[StoredChunk], limits: ReaderLimits | None, max_bytes: int | None) -> str | None:
+    """Why the file at ``source`` is not (now) the document the store holds — ``None`` when it
+    is: read again as ingest reads it (its sidecar too), it must not be RESTRICTED now, and every
+    active chunk's text must be its text at the chunk's offsets."""
+    from pathlib import Path
+
+    from ragspine.documents import MAX_FILE_BYTES, read_document
+    from ragspine.errors import IngestError
+
+    try:
+        doc = read_document(Path(source), max_bytes=max_bytes or MAX_FILE_BYTES, limits=limits)
+    except IngestError:
+        return "unreadable"
+    if is_restricted(doc.sensitivity):
+        return "restricted"
+    start = doc.body_offset
+    if any(doc.text[c.char_start - start:c.char_end - start] != c.text for c in chunks):
+        return "changed_since_ingest"
+    return None
+
+
+def library_pdfs(store: ChunkStore, skipped: dict[str, int], *, limits: ReaderLimits | None = None,
+                 max_bytes: int | None = None) -> list[_Doc]:
     """The active documents of ``store`` the build may render: not RESTRICTED (no active chunk
-    labelled so), read from one file that is a PDF and is still there; ``skipped`` counts the rest."""
+    labelled so), read from one file that is a PDF, is still there, and is still the document
+    stored (:func:`_read_now`: read again, it is not RESTRICTED now and its text is the chunks');
+    ``skipped`` counts the rest by reason. ``limits``/``max_bytes``: the ingest's (the settings')."""
     from ragspine.documents import source_of
 
     out = []
@@ -81,14 +113,16 @@ def library_pdfs(store: ChunkStore, skipped: dict[str, int]) -> list[_Doc]:
         if not chunks:
             continue
         if any(is_restricted(c.sensitivity) for c in chunks):
-            skipped["restricted"] = skipped.get("restricted", 0) + 1
+            _skip(skipped, "restricted")  # never opened
             continue
         sources = {source_of(c.source_locator) for c in chunks}
         source = sources.pop() if len(sources) == 1 else ""
         if not source or not os.path.isfile(source):
-            skipped["no_file"] = skipped.get("no_file", 0) + 1
+            _skip(skipped, "no_file")
         elif not _is_pdf(source):
-            skipped["not_pdf"] = skipped.get("not_pdf", 0) + 1
+            _skip(skipped, "not_pdf")
+        elif (why := _read_now(source, chunks, limits, max_bytes)) is not None:
+            _skip(skipped, why)
         else:
             out.append(_Doc(doc_id, chunks[0].title, source))
     return out
@@ -129,14 +163,15 @@ class VisualIndex:
 
     @classmethod
     def build(cls, store: ChunkStore, embedder: VisualEmbedder, *, dpi: int = DEFAULT_DPI, max_pages: int = DEFAULT_MAX_PAGES,
-              batch_pages: int = 8) -> VisualIndex:
-        """Render and embed the library's PDF pages (see the module docstring)."""
+              batch_pages: int = 8, limits: ReaderLimits | None = None, max_bytes: int | None = None) -> VisualIndex:
+        """Render and embed the library's PDF pages (see the module docstring); ``limits`` and
+        ``max_bytes``: what the ingest reads (``ReaderLimits.from_settings``, ``max_file_bytes``)."""
         check_dpi(dpi)
         skipped: dict[str, int] = {}
         seq = _change_seq(store)
         pages: list[PageEntry] = []
         blocks: list[np.ndarray] = []
-        for doc in library_pdfs(store, skipped):
+        for doc in library_pdfs(store, skipped, limits=limits, max_bytes=max_bytes):
             batch: list[tuple[int, Any]] = []
             for number, image in render_pages(doc.source, dpi=dpi, max_pages=max_pages):
                 batch.append((number, image))

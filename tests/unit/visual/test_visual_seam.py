@@ -63,14 +63,7 @@ def test_restricted_pages_are_never_rendered_nor_stored(library, capsys, monkeyp
     from ragspine.retrieval.visual import index as index_module
 
     db, root = library
-    rendered: list[str] = []
-    real = index_module.render_pages
-
-    def spy(path, **kwargs):
-        rendered.append(str(path))
-        return real(path, **kwargs)
-
-    monkeypatch.setattr(index_module, "render_pages", spy)
+    rendered = _spy_renders(monkeypatch)
     assert run(capsys, "--db", db, "visual", "build")[0] == 0
     assert sorted(rendered) == [str(root / "blue.pdf"), str(root / "chart.pdf")]
     from ragspine.stores.sqlite.database import SQLiteDatabase
@@ -109,3 +102,29 @@ def test_the_seam_off_is_refused_by_the_cli(library, capsys, monkeypatch) -> Non
     monkeypatch.setenv("RAGSPINE_VISUAL_EMBEDDER", "none")
     code, _, err = run(capsys, "--db", db, "visual", "build")
     assert code == 2 and "RAGSPINE_VISUAL_EMBEDDER" in err
+
+
+def _spy_renders(monkeypatch) -> list[str]:
+    from ragspine.retrieval.visual import index as index_module
+
+    rendered: list[str] = []
+    real = index_module.render_pages
+
+    def spy(path, **kwargs):
+        rendered.append(str(path))
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(index_module, "render_pages", spy)
+    return rendered
+
+
+def test_a_file_changed_or_labelled_restricted_since_its_ingest_is_not_rendered(library, capsys, monkeypatch) -> None:
+    db, root = library
+    chart_pdf(root / "chart.pdf", [("Another report altogether", RED)])  # the file is no longer the stored document
+    (root / "blue.pdf.meta.yaml").write_text("sensitivity: RESTRICTED\n", encoding="utf-8")  # labelled after its ingest
+    rendered = _spy_renders(monkeypatch)
+    code, out, err = run(capsys, "--db", db, "visual", "build")
+    assert code == 0, err
+    assert rendered == [] and "reports: 0 page(s)" in out
+    assert "1 changed_since_ingest" in out and "2 restricted" in out
+    assert _search(capsys, db, "red") == [] and _search(capsys, db, "blue") == []
