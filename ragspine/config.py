@@ -313,6 +313,18 @@ SETTINGS: dict[str, Setting] = {
         "RAGSPINE_MAX_ZIP_RATIO", 100.0, "highest compression ratio of a DOCX/PPTX/XLSX, all entries together (higher: a ZIP bomb)",
         float,
     ),
+    "max_read_seconds": Setting(
+        "RAGSPINE_MAX_READ_SECONDS", 120.0, "seconds reading one file may take, OCR included (longer: a bad file)", float
+    ),
+    "max_page_chars": Setting(
+        "RAGSPINE_MAX_PAGE_CHARS", 200_000, "most characters of one PDF page's text (more: a bad file)", int
+    ),
+    "max_text_chars": Setting(
+        "RAGSPINE_MAX_TEXT_CHARS", 50_000_000, "most characters of text read from one file, all pages together (more: a bad file)", int
+    ),
+    "max_html_bytes": Setting(
+        "RAGSPINE_MAX_HTML_BYTES", 10 * 1024 * 1024, "largest HTML file `ragspine ingest` parses (bigger: a bad file)", int
+    ),
     "ocr": _named("RAGSPINE_OCR", "none", "OCR of PDF pages without a text layer and of PNG/JPEG/TIFF files", OCR_ENGINES),
     "ocr_langs": Setting(
         "RAGSPINE_OCR_LANGS", "eng", "languages tesseract reads, joined by '+' (eng+chi_sim+jpn); rapidocr's one model ignores it",
@@ -467,6 +479,10 @@ class Settings:
     max_zip_entries: int
     max_unzipped_bytes: int
     max_zip_ratio: float
+    max_read_seconds: float
+    max_page_chars: int
+    max_text_chars: int
+    max_html_bytes: int
     ocr: str
     ocr_langs: str
     visual_embedder: str
@@ -603,6 +619,7 @@ def _check_ranges(values: dict[str, Any]) -> None:
     for name in ("chunk_chars", "rerank_depth", "compression_chars", "rrf_k", "candidate_k", "embed_batch_size", "embed_batch_tokens",
                  "hnsw_ef_search", "max_body_bytes",
                  "max_file_bytes", "max_pdf_pages", "max_zip_entries", "max_unzipped_bytes", "max_zip_ratio",
+                 "max_read_seconds", "max_page_chars", "max_text_chars", "max_html_bytes",
                  "ingest_workers", "lexical_cache_rows", "max_filter_conditions", "max_filter_values", "request_timeout", "job_stale_after",
                  "llm_timeout", "llm_max_calls", "llm_max_tokens"):
         if values[name] <= 0 and not (name == "rrf_k" and values[name] == 0):

@@ -14,6 +14,7 @@ line between blocks), so the layout, parent/child and book chunkers cut at real 
 from __future__ import annotations
 
 import datetime
+import time
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
@@ -25,6 +26,10 @@ MAX_PDF_PAGES = 2000
 MAX_ZIP_ENTRIES = 10_000
 MAX_UNZIPPED_BYTES = 256 * 1024 * 1024
 MAX_ZIP_RATIO = 100.0
+MAX_READ_SECONDS = 120.0
+MAX_PAGE_CHARS = 200_000
+MAX_TEXT_CHARS = 50_000_000
+MAX_HTML_BYTES = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -39,12 +44,18 @@ class ReaderLimits:
     #: ``OCR_ENGINES`` name; "none": such a page contributes nothing, an image is refused)
     ocr: str = "none"
     ocr_langs: str = "eng"  # RAGSPINE_OCR_LANGS: the engine's languages, joined by "+"
+    max_read_seconds: float = MAX_READ_SECONDS  # one file's reading, OCR included (checked between pages/blocks)
+    max_page_chars: int = MAX_PAGE_CHARS  # characters of one PDF page's text layer (a page of a million glyphs)
+    max_text_chars: int = MAX_TEXT_CHARS  # characters a reader extracts from one file, all pages together
+    max_html_bytes: int = MAX_HTML_BYTES  # bytes of an HTML file's markup
 
     @classmethod
     def from_settings(cls, settings: Any) -> ReaderLimits:
         """The limits of a :class:`ragspine.config.Settings`."""
         return cls(settings.max_pdf_pages, settings.max_zip_entries, settings.max_unzipped_bytes, settings.max_zip_ratio,
-                   ocr=settings.ocr, ocr_langs=settings.ocr_langs)
+                   ocr=settings.ocr, ocr_langs=settings.ocr_langs, max_read_seconds=settings.max_read_seconds,
+                   max_page_chars=settings.max_page_chars, max_text_chars=settings.max_text_chars,
+                   max_html_bytes=settings.max_html_bytes)
 
 
 @dataclass(frozen=True)
@@ -209,3 +220,33 @@ def one_line(exc: BaseException) -> str:
     """A library's error as one short line."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text[:200]
+
+
+class ReadBudget:
+    """What reading one file may cost: ``RAGSPINE_MAX_READ_SECONDS`` of time from its start and
+    ``RAGSPINE_MAX_TEXT_CHARS`` characters of text. A reader calls :meth:`check` between units of
+    work (a PDF page, an OCR page, a slide, a Word block, a chunk of HTML); past a bound it is an
+    :class:`IngestError` of one line naming the file and the setting. A request's own deadline
+    (:mod:`ragspine.deadline`, the service's ``RAGSPINE_REQUEST_TIMEOUT``) is checked too: the
+    file is not to blame for it, so it stays ``DeadlineExceeded`` (504)."""
+
+    clock = staticmethod(time.monotonic)
+
+    def __init__(self, where: str, limits: ReaderLimits) -> None:
+        self.where = where
+        self.limits = limits
+        self.chars = 0
+        self._at = self.clock() + limits.max_read_seconds
+
+    def check(self, chars: int = 0) -> None:
+        """Count ``chars`` more characters of text read; raise when a bound is passed."""
+        from ragspine import deadline
+
+        if self.clock() >= self._at:
+            raise IngestError(f"{self.where}: reading ran past the {self.limits.max_read_seconds:g}-second limit"
+                              " (RAGSPINE_MAX_READ_SECONDS); split the file or raise the limit")
+        self.chars += chars
+        if self.chars > self.limits.max_text_chars:
+            raise IngestError(f"{self.where}: over {self.limits.max_text_chars:,} characters of text, the limit"
+                              " (RAGSPINE_MAX_TEXT_CHARS); split the file or raise the limit")
+        deadline.check(f"reading {self.where}")

@@ -2,7 +2,8 @@
 
 Paragraphs and tables in body order; a paragraph styled ``Heading N`` (or ``Title``) becomes a
 Markdown heading of that level, a table Markdown rows. Title and metadata come from the core
-properties. A DOCX is a ZIP archive, checked against the limits before it is opened.
+properties. A DOCX is a ZIP archive, checked against the limits before it is opened; the read budget
+(``RAGSPINE_MAX_READ_SECONDS``, ``RAGSPINE_MAX_TEXT_CHARS``) is checked between blocks.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ragspine.errors import MissingDependencyError
-from ragspine.readers.base import ReadDocument, ReaderLimits, TextBuilder
+from ragspine.deadline import DeadlineExceeded
+from ragspine.errors import IngestError, MissingDependencyError
+from ragspine.readers.base import ReadBudget, ReadDocument, ReaderLimits, TextBuilder
 from ragspine.readers.ooxml import check_archive, ooxml_error
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-6])$", re.I)
@@ -31,17 +33,24 @@ class DocxDocumentReader:
         stream = check_archive(data, where, self.limits)
         try:
             document = docx.Document(stream)
-            builder = TextBuilder()
+            builder, budget = TextBuilder(), ReadBudget(where, self.limits)
             for block in document.iter_inner_content():
+                budget.check()
                 if isinstance(block, Paragraph):
                     level = _heading_level(block)
+                    text = block.text
+                    budget.check(len(text))
                     if level:
-                        builder.heading(block.text, level)
+                        builder.heading(text, level)
                     else:
-                        builder.paragraph(block.text)
+                        builder.paragraph(text)
                 elif isinstance(block, Table):
-                    builder.table([[cell.text for cell in row.cells] for row in block.rows])
+                    rows = [[cell.text for cell in row.cells] for row in block.rows]
+                    budget.check(sum(len(cell) + 3 for row in rows for cell in row))
+                    builder.table(rows)
             props = document.core_properties
+        except (IngestError, DeadlineExceeded):  # the read budget's, not the library's
+            raise
         except Exception as exc:  # python-docx and lxml raise many kinds on a broken part  # noqa: BLE001
             raise ooxml_error(where, "Word", exc) from None
         return builder.build(where, title=" ".join((props.title or "").split()), metadata=core_metadata(props), format="docx")

@@ -5,6 +5,10 @@ text, headings and tables. Scripts, styles, templates and ``<head>`` are dropped
 ``<h6>`` become Markdown headings, tables Markdown rows, block elements paragraphs. The title
 is ``<title>``; ``<meta name="author|description|keywords">`` are metadata. The bytes are
 UTF-8 unless a ``<meta charset>`` says otherwise.
+
+Markup over ``RAGSPINE_MAX_HTML_BYTES`` (10 MiB by default: a page is rarely a tenth of it) is
+refused before it is decoded; what is parsed is fed in pieces, the read budget
+(``RAGSPINE_MAX_READ_SECONDS``, ``RAGSPINE_MAX_TEXT_CHARS``) checked between them.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ import re
 from html.parser import HTMLParser
 
 from ragspine.errors import IngestError
-from ragspine.readers.base import ReadDocument, ReaderLimits, TextBuilder
+from ragspine.readers.base import ReadBudget, ReadDocument, ReaderLimits, TextBuilder
 
 _SKIP = {"script", "style", "noscript", "template", "head", "svg", "iframe", "object"}
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "blockquote", "pre", "ul",
            "ol", "li", "dl", "dt", "dd", "form", "fieldset", "figure", "figcaption", "address", "hr", "br", "body", "html"}
+#: characters of markup fed to the parser between two checks of the read budget
+FEED_CHARS = 1 << 20
 _CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.I)
 
 
@@ -26,8 +32,17 @@ class StdlibHtmlDocumentReader:
         self.limits = limits or ReaderLimits()
 
     def read(self, data: bytes, where: str) -> ReadDocument:
+        limit = self.limits.max_html_bytes
+        if len(data) > limit:
+            raise IngestError(f"{where}: {len(data):,} bytes of HTML is over the {limit:,}-byte limit (RAGSPINE_MAX_HTML_BYTES);"
+                              " split the page or raise the limit")
+        budget = ReadBudget(where, self.limits)
         parser = _Parser()
-        parser.feed(_decode(data, where))
+        markup = _decode(data, where)
+        for start in range(0, len(markup), FEED_CHARS):
+            kept = parser.kept
+            parser.feed(markup[start:start + FEED_CHARS])
+            budget.check(parser.kept - kept)
         parser.close()
         parser.flush()
         return parser.builder.build(where, title=" ".join(parser.title.split()), metadata=parser.meta, format="html")
@@ -59,6 +74,7 @@ class _Parser(HTMLParser):
         self._heading = 0
         self._rows: list[list[str]] | None = None
         self._cell: list[str] | None = None
+        self.kept = 0  # characters of text kept so far (what the read budget counts)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "meta":
@@ -104,6 +120,7 @@ class _Parser(HTMLParser):
             self.flush()
 
     def handle_data(self, data: str) -> None:
+        self.kept += 0 if self._skip and not self._in_title else len(data)
         if self._in_title:
             self.title += data
         elif self._skip:

@@ -5,7 +5,8 @@ refused with a line naming the setting. Each frame of a multi-page TIFF is a pag
 their boxes (:class:`~ragspine.readers.base.LineBox`, ``ocr`` set) in points at the image's
 resolution (72 dpi when it states none), from the page's bottom-left corner as in a PDF; the
 metadata says ``ocr: true``. Pillow (``PIL``) decodes the image; a picture over
-``RAGSPINE_MAX_PDF_PAGES`` frames, or over Pillow's decompression-bomb bound, is refused.
+``RAGSPINE_MAX_PDF_PAGES`` frames, or over Pillow's decompression-bomb bound, is refused, and so is
+one whose reading runs past ``RAGSPINE_MAX_READ_SECONDS`` (checked between frames).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragspine.errors import BackendError, IngestError, MissingDependencyError
-from ragspine.readers.base import LineBox, ReadDocument, ReaderLimits, TextBuilder, one_line
+from ragspine.readers.base import LineBox, ReadBudget, ReadDocument, ReaderLimits, TextBuilder, one_line
 from ragspine.readers.sniff import UnsupportedFormat, image_kind
 
 
@@ -34,8 +35,9 @@ class OcrImageDocumentReader:
 
         engine = shared_ocr_engine(self.limits.ocr, self.limits.ocr_langs)
         assert engine is not None  # ocr is not "none" here
-        builder, boxes, pages = TextBuilder(), list[LineBox](), 0
+        builder, boxes, pages, budget = TextBuilder(), list[LineBox](), 0, ReadBudget(where, self.limits)
         for number, frame, dpi in _frames(data, where, self.limits.max_pdf_pages):
+            budget.check()
             pages = number
             builder.start_page()
             scale = dpi / 72  # pixels per point
@@ -44,6 +46,7 @@ class OcrImageDocumentReader:
                 read = read_page_image(engine, frame, scale=scale, top=height)
             except BackendError as exc:  # the engine failed on this page: the file is bad, not the run
                 raise IngestError(f"{where}: page {number}: {exc}") from None
+            budget.check(sum(len(text) + 2 for text, _, _ in read))
             for text, box, confidence in read:
                 span = builder.paragraph(text)
                 if span is not None:

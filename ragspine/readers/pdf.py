@@ -10,7 +10,10 @@ line's height starts a new paragraph (a blank line), so the paragraph chunkers s
 page's paragraphs. Pages are the structure map's pages; the document outline (bookmarks)
 gives headings; every line keeps its box on the page (:class:`~ragspine.readers.base.LineBox`)
 so a citation can be highlighted. An encrypted or corrupt PDF, or one over
-``RAGSPINE_MAX_PDF_PAGES`` pages, is refused.
+``RAGSPINE_MAX_PDF_PAGES`` pages, is refused; so is one with a page of more than
+``RAGSPINE_MAX_PAGE_CHARS`` characters (a page of a million glyphs), more than
+``RAGSPINE_MAX_TEXT_CHARS`` in all, or whose reading (OCR included) runs past
+``RAGSPINE_MAX_READ_SECONDS`` — checked between pages (:class:`~ragspine.readers.base.ReadBudget`).
 
 A page whose text layer is (nearly) empty — a scan — contributes nothing, unless
 ``RAGSPINE_OCR`` names an engine (:mod:`ragspine.readers.ocr`): then it is rendered at
@@ -23,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragspine.errors import BackendError, IngestError, MissingDependencyError
-from ragspine.readers.base import LineBox, ReadDocument, ReaderLimits, TextBuilder, one_line
+from ragspine.readers.base import LineBox, ReadBudget, ReadDocument, ReaderLimits, TextBuilder, one_line
 
 _ENCRYPTED = 4  # PDFium's FPDF_ERR_PASSWORD
 _DROP = dict.fromkeys(map(ord, "\x00\ufffe\uffff\x02"), None)
@@ -52,15 +55,18 @@ class PdfiumDocumentReader:
             if count > self.limits.max_pdf_pages:
                 raise IngestError(f"{where}: {count:,} pages is over the {self.limits.max_pdf_pages:,}-page limit"
                                   " (RAGSPINE_MAX_PDF_PAGES); split the file or raise the limit")
-            builder, boxes = TextBuilder(), list[LineBox]()
+            builder, boxes, budget = TextBuilder(), list[LineBox](), ReadBudget(where, self.limits)
             pages: list[Lines] = []
             for index in range(count):
+                budget.check()
                 try:
-                    pages.append(_page_lines(pdfium, doc[index], self.line_boxes))
+                    lines = _page_lines(pdfium, doc[index], self.line_boxes, self.limits.max_page_chars, f"{where}: page {index + 1}")
                 except pdfium.PdfiumError as exc:
                     raise IngestError(f"{where}: page {index + 1} is corrupt ({one_line(exc)})") from None
+                budget.check(sum(len(text) + 1 for text, _ in lines))
+                pages.append(lines)
             scanned = _scanned(pages) if self.limits.ocr != "none" else []
-            confidences = _ocr_pages(pdfium, doc, pages, scanned, self.limits, where)
+            confidences = _ocr_pages(pdfium, doc, pages, scanned, budget, where)
             for index, lines in enumerate(pages):
                 builder.start_page()
                 _add_page(builder, lines, index + 1, boxes, confidences.get(index))
@@ -90,21 +96,23 @@ def _scanned(pages: list[Lines]) -> list[int]:
     return [i for i, lines in enumerate(pages) if sum(len("".join(t.split())) for t, _ in lines) < OCR_BELOW_CHARS]
 
 
-def _ocr_pages(pdfium: Any, doc: Any, pages: list[Lines], scanned: list[int], limits: ReaderLimits,
+def _ocr_pages(pdfium: Any, doc: Any, pages: list[Lines], scanned: list[int], budget: ReadBudget,
                where: str) -> dict[int, list[float]]:
     """OCR of the ``scanned`` pages: their lines (in ``pages``) replaced by what the engine reads,
     if it reads anything; page index -> the confidence of each line read. A progress line on
-    stderr while it runs."""
+    stderr while it runs; the ``budget`` checked before each page."""
     if not scanned:
         return {}
     from ragspine.progress import progress
     from ragspine.readers.ocr import RENDER_DPI, read_page_image, shared_ocr_engine
 
+    limits = budget.limits
     engine = shared_ocr_engine(limits.ocr, limits.ocr_langs)
     assert engine is not None  # limits.ocr is not "none" here
     scale, confidences = RENDER_DPI / 72, {}
     with progress(desc=f"OCR {where}", unit="page", total=len(scanned), leave=False) as bar:
         for index in scanned:
+            budget.check()
             page = doc[index]
             try:
                 image = page.render(scale=scale, grayscale=True).to_pil()
@@ -119,13 +127,20 @@ def _ocr_pages(pdfium: Any, doc: Any, pages: list[Lines], scanned: list[int], li
             if read:  # nothing read: the page keeps what its text layer had (a stray page number)
                 pages[index] = [(text, box) for text, box, _ in read]
                 confidences[index] = [confidence for _, _, confidence in read]
+                budget.check(sum(len(text) + 1 for text, _, _ in read))
             bar.update(1)
     return confidences
 
 
-def _page_lines(pdfium: Any, page: Any, with_boxes: bool) -> list[tuple[str, tuple[float, float, float, float] | None]]:
-    """The page's non-empty lines, each with its box (the union of PDFium's rectangles of its chars)."""
+def _page_lines(pdfium: Any, page: Any, with_boxes: bool, max_chars: int = 0, where: str = "the page"
+                ) -> list[tuple[str, tuple[float, float, float, float] | None]]:
+    """The page's non-empty lines, each with its box (the union of PDFium's rectangles of its chars);
+    a page of more than ``max_chars`` characters (0: no bound) is an :class:`IngestError` naming ``where``."""
     textpage = page.get_textpage()
+    chars = textpage.count_chars()
+    if max_chars and chars > max_chars:
+        raise IngestError(f"{where} has {chars:,} characters, over the {max_chars:,}-character limit"
+                          " (RAGSPINE_MAX_PAGE_CHARS); split the file or raise the limit")
     raw = textpage.get_text_range()
     out: list[tuple[str, tuple[float, float, float, float] | None]] = []
     unit = 0  # offsets in PDFium's text are UTF-16 units
