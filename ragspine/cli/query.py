@@ -3,6 +3,7 @@
     ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--top-k N] [--strict-filters] [--json]
                    [--reranker R] [--rerank-depth N] [--postprocessor A,B] [--fusion-weights LEG=W,...] [--llm SPEC]
                    [--query-transform T] [--decompose D] [--adaptive A] [--corrective] [--fanout N] [--trace] [--raptor]
+                   [--boxes]
     ragspine libraries                       list libraries
     ragspine stats                           counts and the resolved stack
 """
@@ -37,6 +38,8 @@ def add_query_command(sub: Subcommands) -> None:
         help="when nothing matches the filters, return nothing (default: search once more without them, and say so)",
     )
     query.add_argument("--json", action="store_true", help="print the snippets as JSON")
+    query.add_argument("--boxes", action="store_true",
+                       help="each PDF snippet's line boxes on its page(s), read again from its file (`boxes` in --json)")
     query.add_argument("--reranker", type=str.lower, choices=RERANKERS.names() + list(RERANKERS.aliases),
                        help="reorder the fused head (default: RAGSPINE_RERANKER)")
     query.add_argument("--rerank-depth", type=positive_int, metavar="N",
@@ -86,6 +89,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         answer = retriever.search(args.query, filters=filters, top_k=args.top_k)
     print_reasoning(answer, args)
     snippets = answer.snippets
+    if args.boxes:
+        _add_boxes(args, snippets)
     if answer.filters_dropped and filters:
         print(f"ragspine: note: no snippet matched the filters ({describe_filter(filters)}); these results ignore them "
               "(--strict-filters returns none instead)", file=sys.stderr)
@@ -104,7 +109,21 @@ def cmd_query(args: argparse.Namespace) -> int:
         where = f" ({page_label(s['page'], s.get('page_end'))})" if "page" in s else ""
         print(f"   cite: {s['source_locator']}{where}   fused {sc['fused']:.4f}  bm25 {sc['bm25']:.3f}  vector {sc['vector']:.3f}{rerank}")
         print("   " + " ".join(s["text"].split())[:300])
+        if "boxes" in s:
+            print("   boxes: " + "; ".join(f"p{b['page']} [{', '.join(f'{v:g}' for v in b['box'])}]" for b in s["boxes"]))
     return 0
+
+
+def _add_boxes(args: argparse.Namespace, snippets: list[Any]) -> None:
+    """``--boxes``: each snippet's line boxes from its file; a note for each file that gave none."""
+    from ragspine.readers.base import ReaderLimits
+    from ragspine.retrieval.boxes import SourceBoxes
+
+    settings = settings_from_args(args)
+    boxes = SourceBoxes(ReaderLimits.from_settings(settings), settings.max_file_bytes)
+    boxes.add(snippets)
+    for source, why in sorted(boxes.why.items()):
+        print(f"ragspine: note: no boxes for {source}: {why}", file=sys.stderr)
 
 
 def cmd_libraries(args: argparse.Namespace) -> int:

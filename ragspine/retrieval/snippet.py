@@ -53,10 +53,12 @@ class Snippet(_Snippet, total=False):
     or ``expansion_withheld`` (it overlaps RESTRICTED text); ``filters_dropped`` when it was
     found only after the filters were dropped; ``page`` (1-based) for a chunk of a paged
     document (PDF, PowerPoint, Excel: :func:`snippet_pages`), with ``page_end`` when its text
-    runs onto a later page — never for text, Markdown, CSV or HTML."""
+    runs onto a later page — never for text, Markdown, CSV or HTML; ``boxes`` only when an
+    answer asks for them (:mod:`ragspine.retrieval.boxes`: a PDF's lines the snippet covers)."""
 
     page: int
     page_end: int
+    boxes: list[dict[str, Any]]
     parent_id: str
     heading: str
     parent_locator: str
