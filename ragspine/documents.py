@@ -213,11 +213,16 @@ def read_document(
 
 
 def chunk_source(doc: SourceDocument, chunker: Chunker) -> list[Chunk]:
-    """``doc`` cut by ``chunker``; a paged document's chunks get ``page`` and ``page_end`` (the
-    first and last page their text touches) in their metadata. Unpaged documents' chunks are
-    exactly ``chunker.chunk``'s."""
+    """``doc`` cut by ``chunker``; a table longer than the budget is cut at its rows
+    (:func:`~ragspine.retrieval.chunking.tables.table_row_chunks`), and a paged document's chunks
+    get ``page`` and ``page_end`` (the first and last page their text touches) in their
+    metadata. A document without tables or pages gets exactly ``chunker.chunk``'s chunks."""
     chunks = chunker.chunk(doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
                            source=doc.source, source_offset=doc.body_offset)
+    if doc.structure is not None and doc.structure.tables:  # a long table: chunks of whole rows, its header for the index
+        from ragspine.retrieval.chunking.tables import table_row_chunks
+
+        chunks = table_row_chunks(chunks, doc.structure, chunker, doc.body_offset)
     if doc.structure is None or not doc.structure.paged:
         return chunks
     return with_pages(chunks, doc.structure, doc.body_offset)

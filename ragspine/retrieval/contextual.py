@@ -16,6 +16,11 @@ is empty is left out, a repeated value is said once, and each part is one line o
 embedding cache is keyed by the index text, so turning the header on (or a changed title)
 is a new vector, never a stale one.
 
+A long table's row chunk (:mod:`ragspine.retrieval.chunking.tables`) also gets its table's
+column names, its metadata ``table_header``, as a line of their own between the header and
+its text: ``| Q3 | 182 |`` is indexed with ``Quarter | Revenue`` beside it, and its citation
+is still the row.
+
 ``none`` (the default) is :func:`~ragspine.retrieval.lexical.base.default_index_text` itself,
 so every ranking and vector is identical to a stack without this module.
 """
@@ -26,6 +31,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from ragspine.errors import ConfigError
+from ragspine.retrieval.chunking.tables import TABLE_HEADER
 from ragspine.retrieval.lexical.base import default_index_text
 
 if TYPE_CHECKING:
@@ -74,9 +80,17 @@ def contextual_header(chunk: Chunk) -> str:
 
 
 def contextual_index_text(chunk: Chunk) -> str:
-    """The header, a newline, then the chunk's own text (just the text when there is no header)."""
-    header = contextual_header(chunk)
-    return f"{header}\n{chunk.text}" if header else str(chunk.text)
+    """The header, a newline, then the chunk's own text (just the text when there is no header);
+    a table's row chunk has its column names (metadata ``table_header``) on a line of their own
+    before its text."""
+    meta = getattr(chunk, "metadata", None) or {}
+    lines = [contextual_header(chunk), _columns(meta.get(TABLE_HEADER))]
+    lines = [line for line in lines if line]
+    return "\n".join([*lines, str(chunk.text)])
+
+
+def _columns(value: object) -> str:
+    return " ".join(str(value).split()) if isinstance(value, str) else ""
 
 
 contextual_index_text.persist_key = "contextual-v1"  # type: ignore[attr-defined]  # its saved segments' subdirectory
