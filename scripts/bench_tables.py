@@ -162,9 +162,8 @@ def _pdf(t: Table) -> bytes:
     from reportlab.lib import colors  # type: ignore[import-untyped]
     from reportlab.lib.pagesizes import A4, landscape  # type: ignore[import-untyped]
     from reportlab.lib.styles import getSampleStyleSheet  # type: ignore[import-untyped]
-    from reportlab.platypus import Paragraph, SimpleDocTemplate  # type: ignore[import-untyped]
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, TableStyle  # type: ignore[import-untyped]
     from reportlab.platypus import Table as PdfTable  # type: ignore[import-untyped]
-    from reportlab.platypus import TableStyle  # type: ignore[import-untyped]
 
     out = io.BytesIO()
     doc = SimpleDocTemplate(out, pagesize=landscape(A4), title=t.title)

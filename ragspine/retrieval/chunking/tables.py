@@ -210,7 +210,7 @@ def _cell_pieces(text: str, start: int, end: int, max_chars: int) -> list[tuple[
     """A row over ``max_chars`` cut after cell separators into pieces of at most ``max_chars``
     (a cell over it hard-cut)."""
     cuts = [m.end() for m in _CELL_SPLIT.finditer(text, start, end)]
-    cells = [(a, b) for a, b in zip([start] + cuts, cuts + [end]) if b > a]
+    cells = [(a, b) for a, b in zip([start] + cuts, cuts + [end], strict=True) if b > a]
     out: list[tuple[int, int]] = []
     for a, b in cells:
         a, b = _trim(text, a, b)
@@ -227,9 +227,8 @@ def _cell_pieces(text: str, start: int, end: int, max_chars: int) -> list[tuple[
 
 def _row_chunk(source: Chunk, metadata: dict[str, Any], start: int, end: int) -> Chunk:
     """A row chunk with ``source``'s fields; its parent window only when it holds the rows."""
-    parent = {}
     if source.parent_locator:
         a, b = map(int, source.parent_locator.rsplit("#char=", 1)[1].split(","))
         if not (a <= start and end <= b):
-            parent = {"parent_id": "", "window_text": "", "parent_locator": ""}
-    return replace(source, metadata=metadata, **parent)
+            return replace(source, metadata=metadata, parent_id="", window_text="", parent_locator="")
+    return replace(source, metadata=metadata)

@@ -21,7 +21,7 @@ from tests.helpers import needs
 
 HEADER = ["Part number", "Description", "Price (EUR)", "Warehouse"]
 ROWS = [[f"PN-{i:04d}", f"{word} bearing assembly", f"{i * 7 % 1000}.{i % 10}5", city]
-        for i, (word, city) in enumerate(zip(["steel", "bronze", "ceramic", "nylon", "zirconium"] * 12, ["Lyon", "Graz", "Turin"] * 20))]
+        for i, (word, city) in enumerate(zip(["steel", "bronze", "ceramic", "nylon", "zirconium"] * 12, ["Lyon", "Graz", "Turin"] * 20, strict=True))]
 
 
 def parts_csv() -> str:
