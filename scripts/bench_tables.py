@@ -24,6 +24,7 @@ lines of text), so its ``old`` and ``rows`` chunks are the same: its figures say
     python scripts/bench_tables.py                  # BM25 (no model), default chunker, 480 chars
     python scripts/bench_tables.py --chunker layout --rows 40 --out tables.json
     python scripts/bench_tables.py --embedding onnx # hybrid: BM25 + the packaged MiniLM
+    python scripts/bench_tables.py --embedding onnx --env RAGSPINE_FUSION_WEIGHTS=zscore
 """
 
 from __future__ import annotations
@@ -223,6 +224,7 @@ def run_form(form: str, folder: Path, tables: list[Table], args: argparse.Namesp
                        "RAGSPINE_DATA_DIR": tmp, "RAGSPINE_EMBEDDING": args.embedding, "RAGSPINE_CONTEXTUAL": contextual}
                 if args.embedding != "none":
                     env["RAGSPINE_MODE"] = "hybrid"
+                env.update(item.split("=", 1) for item in args.env)
                 with Stack(load_settings(env)) as stack:
                     stack.ensure_library("tables")
                     pipe = stack.pipeline("tables")
@@ -256,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overlap-chars", type=int, default=80)
     parser.add_argument("--packing", default="pack", choices=("pack", "unit"))
     parser.add_argument("--embedding", default="none", help="none (BM25 only, the default) or a RAGSPINE_EMBEDDING name: hybrid")
+    parser.add_argument("--env", action="append", default=[], metavar="RAGSPINE_X=VALUE",
+                        help="another setting of every library (e.g. RAGSPINE_FUSION_WEIGHTS=zscore); repeatable")
     parser.add_argument("--forms", default=",".join(FORMS), help="comma-separated: csv,xlsx,pdf")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = parser.parse_args(argv)
