@@ -219,13 +219,17 @@ def chunk_source(doc: SourceDocument, chunker: Chunker) -> list[Chunk]:
     metadata. A document without tables or pages gets exactly ``chunker.chunk``'s chunks."""
     chunks = chunker.chunk(doc.text, doc.doc_id, title=doc.title, metadata=doc.metadata, sensitivity=doc.sensitivity,
                            source=doc.source, source_offset=doc.body_offset)
-    if doc.structure is not None and doc.structure.tables:  # a long table: chunks of whole rows, its header for the index
+    return chunks if doc.structure is None else with_structure(chunks, doc.structure, chunker, doc.body_offset)
+
+
+def with_structure(chunks: list[Chunk], structure: ReadDocument, chunker: Chunker, body_offset: int = 0) -> list[Chunk]:
+    """``chunker``'s ``chunks`` of ``structure.text`` with its long tables cut at their rows and
+    their pages recorded (see :func:`chunk_source`; the service's upload jobs call it too)."""
+    if structure.tables:  # a long table: chunks of whole rows, its header for the index
         from ragspine.retrieval.chunking.tables import table_row_chunks
 
-        chunks = table_row_chunks(chunks, doc.structure, chunker, doc.body_offset)
-    if doc.structure is None or not doc.structure.paged:
-        return chunks
-    return with_pages(chunks, doc.structure, doc.body_offset)
+        chunks = table_row_chunks(chunks, structure, chunker, body_offset)
+    return with_pages(chunks, structure, body_offset) if structure.paged else chunks
 
 
 def with_pages(chunks: Sequence[Chunk], structure: ReadDocument, body_offset: int = 0) -> list[Chunk]:

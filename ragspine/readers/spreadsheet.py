@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Any
 
+from ragspine.deadline import DeadlineExceeded
 from ragspine.errors import IngestError, MissingDependencyError
-from ragspine.readers.base import ReadDocument, ReaderLimits, TextBuilder, decode_text
+from ragspine.readers.base import ReadBudget, ReadDocument, ReaderLimits, TextBuilder, decode_text
 from ragspine.readers.docx import core_metadata
 from ragspine.readers.ooxml import check_archive, ooxml_error
 
@@ -31,18 +33,36 @@ class XlsxDocumentReader:
         try:
             book = openpyxl.load_workbook(stream, read_only=True, data_only=True)
             try:
-                builder = TextBuilder()
+                builder, budget = TextBuilder(), ReadBudget(where, self.limits)
                 for sheet in book.worksheets:
+                    budget.check()
                     builder.start_page()
                     builder.heading(sheet.title, 1)
-                    builder.table(list(sheet.iter_rows(values_only=True)))
+                    builder.table(_rows(sheet, budget))
                 props = book.properties
             finally:
                 book.close()
+        except (IngestError, DeadlineExceeded):  # the read budget's, not the library's
+            raise
         except Exception as exc:  # openpyxl and its XML parser raise many kinds on a broken part  # noqa: BLE001
             raise ooxml_error(where, "Excel", exc) from None
         return builder.build(where, title=" ".join((props.title or "").split()), metadata=core_metadata(props),
                              title_from_heading=False, format="xlsx")
+
+
+def _rows(sheet: Any, budget: ReadBudget, every: int = 1000) -> list[tuple[Any, ...]]:
+    """A sheet's rows (cached values), the read budget checked every ``every`` rows and told
+    their characters."""
+    rows: list[tuple[Any, ...]] = []
+    chars = 0
+    for row in sheet.iter_rows(values_only=True):
+        rows.append(row)
+        chars += sum(len(str(v)) for v in row if v is not None)
+        if len(rows) % every == 0:
+            budget.check(chars)
+            chars = 0
+    budget.check(chars)
+    return rows
 
 
 class CsvDocumentReader:

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragspine.deadline import DeadlineExceeded
-from ragspine.documents import MAX_FILE_BYTES, front_sensitivity, with_pages
+from ragspine.documents import MAX_FILE_BYTES, front_sensitivity, with_structure
 from ragspine.errors import IngestError, MissingDependencyError
 from ragspine.readers.base import ReadDocument, ReaderLimits
 from ragspine.retrieval.chunking.base import Chunker
@@ -83,7 +83,8 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None], *,
     The form ``fields`` (``doc_id, title, sensitivity, valid_as_of``, ``metadata`` as JSON) are
     what front matter is to a text file, by the same rules, and override it. Locators point into
     the uploaded text file, or into another format's extracted text; a paged document's payload
-    keeps its page ranges (``pages``) so its chunks get ``page``/``page_end``.
+    keeps its page ranges (``pages``) so its chunks get ``page``/``page_end``, and its tables
+    (``tables``) so a long one is cut at its rows.
 
     Raises :class:`FileTooLarge` over ``max_bytes`` (413), :class:`UnsupportedFormat` for a
     type no reader takes or a name or media type the content belies (415), and
@@ -126,6 +127,8 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None], *,
     })
     if read.paged:  # only then: a text upload's job payload is what it always was
         payload["pages"] = [list(page) for page in read.pages]
+    if read.tables:  # a long table's chunks are its rows (ragspine ingest's rule)
+        payload["tables"] = [list(table) for table in read.tables]
     return payload
 
 
@@ -175,16 +178,18 @@ def _plain(value: Any) -> Any:
 
 
 def plan(chunker: Chunker, doc: Mapping[str, Any]) -> list[Chunk]:
-    """The chunks of one uploaded document (the library's chunker); a paged document's get
-    ``page``/``page_end`` (:func:`~ragspine.documents.with_pages`), as ``ragspine ingest``'s do."""
+    """The chunks of one uploaded document (the library's chunker); a long table's are its rows
+    and a paged document's get ``page``/``page_end`` (:func:`~ragspine.documents.with_structure`),
+    as ``ragspine ingest``'s do."""
     chunks = chunker.chunk(
         doc["text"], doc["doc_id"], title=doc["title"], metadata=doc["metadata"], sensitivity=doc["sensitivity"],
         source=doc["source"], source_offset=doc["source_offset"],
     )
-    if not doc.get("pages"):
+    if not doc.get("pages") and not doc.get("tables"):
         return chunks
-    structure = ReadDocument(text=doc["text"], pages=tuple((int(a), int(b)) for a, b in doc["pages"]))
-    return with_pages(chunks, structure, doc["source_offset"])
+    structure = ReadDocument(text=doc["text"], pages=tuple((int(a), int(b)) for a, b in doc.get("pages", ())),
+                             tables=tuple((int(a), int(b)) for a, b in doc.get("tables", ())))
+    return with_structure(chunks, structure, chunker, doc["source_offset"])
 
 
 def active_version(store: ChunkStore, doc_id: str) -> int:

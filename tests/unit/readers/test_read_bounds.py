@@ -71,6 +71,29 @@ def test_word_and_powerpoint_past_the_read_seconds(clock: list[float]) -> None:
         assert read_bytes(data, name, ReaderLimits(max_read_seconds=1000)).text
 
 
+def test_a_workbook_past_the_read_seconds_or_the_text_limit_stops_between_sheets_and_rows(clock: list[float]) -> None:
+    needs("openpyxl")
+    import io
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    for number in range(12):
+        sheet = book.create_sheet(f"S{number}")
+        for row in range(2500):
+            sheet.append((row, f"cell {row}"))
+    out = io.BytesIO()
+    book.save(out)
+    data = out.getvalue()
+    with pytest.raises(IngestError, match=r"^slow.xlsx: reading ran past the 6-second limit " + SECONDS) as info:
+        read_bytes(data, "slow.xlsx", ReaderLimits(max_read_seconds=6))  # not "not a readable Excel file"
+    _one_line(info)
+    assert clock[0] < 10  # checked per sheet and every 1,000 rows: it stopped a sheet or so past the limit
+    with pytest.raises(IngestError, match=r"^big.xlsx: over 5,000 characters of text, the limit \(RAGSPINE_MAX_TEXT_CHARS\)"):
+        read_bytes(data, "big.xlsx", ReaderLimits(max_text_chars=5000))
+    assert len(read_bytes(data, "ok.xlsx", ReaderLimits(max_read_seconds=1000)).pages) == 13
+
+
 def test_html_past_the_read_seconds_between_pieces(clock: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(html_reader, "FEED_CHARS", 64)
     data = ("<html><body>" + "<p>a paragraph of the page</p>" * 100 + "</body></html>").encode()

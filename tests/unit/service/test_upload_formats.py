@@ -133,3 +133,34 @@ def test_a_reader_librarys_own_error_is_422_not_500(client, headers, monkeypatch
     monkeypatch.setattr(PdfiumDocumentReader, "read", boom)
     r = upload(client, headers, "report.pdf", report_pdf(), PDF)
     assert r.status_code == 422 and "cannot read this pdf file" in r.json()["message"], r.text
+
+
+def test_a_long_sheet_upload_is_cut_at_its_rows_as_ingest_cuts_it(client, headers, tmp_path) -> None:
+    """The upload job cuts a long table at its rows, with its column names for the index, as
+    ``ragspine ingest`` does: the same chunks from the same file."""
+    import io
+
+    import openpyxl
+
+    from ragspine.documents import chunk_source, read_document
+    from ragspine.retrieval.chunking.chunking import ParagraphChunker
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Parts"
+    sheet.append(("Part number", "Description", "Warehouse"))
+    for n in range(60):
+        sheet.append((f"PN-{n:04d}", f"spare part number {n} for the pump line", f"depot-{n % 7}"))
+    out = io.BytesIO()
+    book.save(out)
+    uploaded(client, headers, "parts.xlsx", out.getvalue())
+    path = tmp_path / "parts.xlsx"
+    path.write_bytes(out.getvalue())
+    expected = {c.text: c for c in chunk_source(read_document(path, tmp_path), ParagraphChunker())}
+    found = [s for s in retrieve(client, headers, "PN-0031 depot", top_k=10).json()["snippets"] if s["doc_id"] == "parts.xlsx"]
+    assert any("| PN-0031 |" in s["text"] for s in found)
+    for s in found:
+        assert s["text"] in expected, s["text"][:80]  # a chunk ingest cuts too
+        assert all(line.startswith(("|", "# ")) and (line.endswith("|") or line.startswith("# ")) for line in s["text"].splitlines() if line.strip())
+        assert s["metadata"].get("table_header") == expected[s["text"]].metadata.get("table_header")
+    assert any(s["metadata"].get("table_header") == "Part number | Description | Warehouse" for s in found)
