@@ -170,7 +170,8 @@ class Stack(ConfiguredStages):
 
     def delete_library(self, library_id: str, *, embeddings: Sequence[str] = ()) -> bool:
         """Remove a library from every store: chunks, change log, vectors and embedding cache entries
-        of the configured backend and each of ``embeddings`` (a shared entry goes too: a miss, not a loss)."""
+        of the configured backend and each of ``embeddings`` (a shared entry goes too: a miss, not a loss),
+        and its visual index's files (``ragspine visual build``: a library made again under its name never adopts them)."""
         chunks: list[Any] | None = None
         reranker = self.reranker() if "cache" in RERANKERS.needs(self.settings.ranking.reranker) else None
         if isinstance(reranker, StoringReranker):  # what it stored of the library's texts goes too
@@ -189,7 +190,9 @@ class Stack(ConfiguredStages):
             for vector_key in [k for k in self._vectors if k[0] == library_id]:
                 del self._vectors[vector_key]
         self.chunk_cache.forget_library(library_id)
-        return bool(self.db.delete_library(library_id))
+        deleted = bool(self.db.delete_library(library_id))
+        _remove_visual_index(self.db.chunk_store(library_id))
+        return deleted
 
     def preflight(self, library_id: str, *, mode: RetrievalMode | str | None = None, embedding: str | None = None) -> None:
         """Before an ingest's first write: every store answers, the embedding backend embeds, the vector store
@@ -242,3 +245,14 @@ class Stack(ConfiguredStages):
     def check_reasoning(self, options: ReasoningOptions) -> None:
         """Build ``options``' parts now: a ``ConfigError`` when one needs a model this stack lacks."""
         self.exits.check_reasoning(options)
+
+
+def _remove_visual_index(store: Any) -> None:
+    """Remove the files of ``store``'s visual index, if it has any (:mod:`ragspine.retrieval.visual`)."""
+    import shutil
+
+    from ragspine.retrieval.visual.index import visual_dir
+
+    where = visual_dir(store)
+    if where:
+        shutil.rmtree(where, ignore_errors=True)

@@ -3,7 +3,9 @@
     ragspine ask "question" [--library L ...] [--as-of YYYY-MM-DD] [--top-k N] [--glossary FILE] [--json]
 
 Prints the answer's text, then its sources (the found fact, then each cited snippet) and the
-route it took; ``--json`` prints the whole answer (:meth:`AgentAnswer.to_dict`). Exits 0 with
+route it took; ``--json`` prints the whole answer (:meth:`AgentAnswer.to_dict`). With the visual
+seam on (``RAGSPINE_VISUAL_EMBEDDER``) and a visual index built, an answered question also gets
+``visual_hints`` (page references, never cited; :func:`ragspine.cli.visual.hinted_answer`). Exits 0 with
 an answer, 1 when the security gate refused the question; bad input exits 2 with one line on
 stderr.
 """
@@ -17,6 +19,7 @@ from ragspine.agent.factory import DEFAULT_TOP_K
 from ragspine.agent.render import print_answer
 from ragspine.cli.common import Subcommands, stack_from_args
 from ragspine.cli.structured import add_glossary_flag
+from ragspine.cli.visual import hinted_answer, print_hints
 
 __all__ = ["add_ask_command", "cmd_ask"]
 
@@ -44,8 +47,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     with stack_from_args(args, **changes) as stack:
         agent = make_agent(stack, args.library, top_k=args.top_k)
         answer = agent.answer(args.question, as_of=args.as_of)
+        answer = hinted_answer(stack, answer, args.library)  # after the agent's gate; itself when the seam is off
     if args.json:
         print(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
     else:
         print_answer(answer)
+        print_hints(answer.visual_hints)
     return 1 if answer.route == REFUSED else 0

@@ -3,7 +3,7 @@
     ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--top-k N] [--strict-filters] [--json]
                    [--reranker R] [--rerank-depth N] [--postprocessor A,B] [--fusion-weights LEG=W,...] [--llm SPEC]
                    [--query-transform T] [--decompose D] [--adaptive A] [--corrective] [--fanout N] [--trace] [--raptor]
-                   [--boxes]
+                   [--boxes] [--visual]
     ragspine libraries                       list libraries
     ragspine stats                           counts and the resolved stack
 """
@@ -19,6 +19,7 @@ from ragspine.cli.common import CliError, Subcommands, positive_int, settings_fr
 from ragspine.cli.filtering import add_filter_flag, describe_filter, filter_from_args
 from ragspine.cli.raptor import add_raptor_flag, raptor_changes
 from ragspine.cli.reasoning import add_reasoning_flags, print_reasoning, reasoning_changes
+from ragspine.cli.visual import OFF, print_hints, query_hints
 from ragspine.registries import LLM_PROVIDERS, POSTPROCESSORS, RERANKERS
 from ragspine.retrieval.filtering.filters import FilterLimits
 from ragspine.retrieval.snippet import page_label
@@ -40,6 +41,9 @@ def add_query_command(sub: Subcommands) -> None:
     query.add_argument("--json", action="store_true", help="print the snippets as JSON")
     query.add_argument("--boxes", action="store_true",
                        help="each PDF snippet's line boxes on its page(s), read again from its file (`boxes` in --json)")
+    query.add_argument("--visual", action="store_true",
+                       help="page hints from the visual index beside the snippets (RAGSPINE_VISUAL_EMBEDDER; --json then prints"
+                       " {\"snippets\": [...], \"visual_hints\": [...]})")
     query.add_argument("--reranker", type=str.lower, choices=RERANKERS.names() + list(RERANKERS.aliases),
                        help="reorder the fused head (default: RAGSPINE_RERANKER)")
     query.add_argument("--rerank-depth", type=positive_int, metavar="N",
@@ -83,10 +87,15 @@ def _ranking_changes(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_query(args: argparse.Namespace) -> int:
     if args.top_k <= 0:
         raise CliError(f"--top-k must be positive, got {args.top_k}")
+    if args.visual and settings_from_args(args).visual_embedder == "none":
+        raise CliError(f"--visual: {OFF}")
     filters = filter_from_args(args.filter, FilterLimits.from_settings(settings_from_args(args)))
+    hints = None
     with stack_from_args(args, **_ranking_changes(args), **reasoning_changes(args), **raptor_changes(args)) as stack:
         retriever = stack.retriever(args.library, retry_without_filters=not args.strict_filters)
         answer = retriever.search(args.query, filters=filters, top_k=args.top_k)
+        if args.visual:
+            hints = query_hints(stack, args.query, args.library, answer)
     print_reasoning(answer, args)
     snippets = answer.snippets
     if args.boxes:
@@ -98,7 +107,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"ragspine: note: library {library!r}: {coverage.missing} of {coverage.total} chunk(s) have no vector yet; "
               f"this answer is BM25 plus the vectors that exist (run `ragspine embed --library {library}`)", file=sys.stderr)
     if args.json:
-        print(json.dumps(snippets, ensure_ascii=False, indent=2))
+        shown = snippets if hints is None else {"snippets": snippets, "visual_hints": hints}  # the list's shape without --visual
+        print(json.dumps(shown, ensure_ascii=False, indent=2))
         return 0
     if not snippets:
         print("no matching snippets")
@@ -111,6 +121,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         print("   " + " ".join(s["text"].split())[:300])
         if "boxes" in s:
             print("   boxes: " + "; ".join(f"p{b['page']} [{', '.join(f'{v:g}' for v in b['box'])}]" for b in s["boxes"]))
+    print_hints(hints)
     return 0
 
 

@@ -7,17 +7,27 @@
 Needs ``RAGSPINE_VISUAL_EMBEDDER`` (``onnx`` or ``colpali``) and ``RAGSPINE_VISUAL_MODEL``.
 ``search`` prints page hints (``is_visual``): where to look, never a citation — the text of a
 page is never printed. RESTRICTED documents are never rendered (``build`` counts them).
+
+``ragspine ask`` and ``ragspine query --visual`` take their hints here too
+(:func:`hinted_answer`, :func:`query_hints`, :func:`print_hints`): the seam off, they print
+and return what they did without it, byte for byte.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ragspine.cli.common import CliError, Subcommands, positive_int, stack_from_args
 
-__all__ = ["add_visual_commands", "cmd_visual"]
+if TYPE_CHECKING:
+    from ragspine.agent.base import AgentAnswer
+
+__all__ = ["OFF", "add_visual_commands", "cmd_visual", "hinted_answer", "print_hints", "query_hints"]
+
+OFF = "the visual seam is off: set RAGSPINE_VISUAL_EMBEDDER (onnx|colpali) and RAGSPINE_VISUAL_MODEL"
 
 
 def add_visual_commands(sub: Subcommands, common: argparse.ArgumentParser) -> None:
@@ -55,7 +65,7 @@ def _embedder(stack: Any) -> Any:
 
     embedder = make_visual_embedder(stack.settings.visual_embedder, settings=stack.settings)
     if embedder is None:
-        raise CliError("the visual seam is off: set RAGSPINE_VISUAL_EMBEDDER (onnx|colpali) and RAGSPINE_VISUAL_MODEL")
+        raise CliError(OFF)
     return embedder
 
 
@@ -112,3 +122,60 @@ def _search(args: argparse.Namespace) -> int:
         print(f"{rank}. [{h.library_id}] {h.title}  ({h.doc_id})  page {h.page}  score {h.score:.3f}")
         print(f"   look at: {h.source_locator}   (a visual hint, not a citation)")
     return 0
+
+
+# -- hints beside ``ask`` and ``query`` ------------------------------------------------------------
+def _note(exc: Exception) -> None:
+    print(f"ragspine: note: no visual hints: {exc}", file=sys.stderr)
+
+
+def hinted_answer(stack: Any, answer: AgentAnswer, library_ids: Sequence[str] | None) -> AgentAnswer:
+    """``ragspine ask``: ``answer`` with its visual hints (``library_ids``; ``None``: every
+    library) — itself when the seam is off or none is due
+    (:func:`~ragspine.retrieval.visual.search.answer_with_hints`). A hint that cannot be had (an
+    index of another model) is a note on stderr: the answer stands without it."""
+    from ragspine.errors import RagspineError
+    from ragspine.retrieval.visual.search import answer_with_hints, visual_search_for
+
+    search = visual_search_for(stack)
+    if search is None:
+        return answer
+    ids = list(library_ids) if library_ids else [lib.library_id for lib in stack.libraries()]
+    try:
+        return answer_with_hints(search, answer, ids, gate=stack.security_gate)
+    except RagspineError as exc:
+        _note(exc)
+        return answer
+
+
+def query_hints(stack: Any, query: str, library_ids: Sequence[str] | None, answer: Any) -> list[dict[str, Any]]:
+    """``ragspine query --visual``: the hints for ``query`` (``[]`` when the question or a text
+    made from it was refused, nothing matched, or no library has a visual index — said on stderr)."""
+    from ragspine.errors import RagspineError
+    from ragspine.retrieval.visual.search import gated_hints, visual_search_for
+
+    search = visual_search_for(stack)
+    if search is None:
+        raise CliError(f"--visual: {OFF}")
+    if answer.refusal is not None or getattr(answer, "refused", None) or not answer.snippets:
+        return []
+    ids = list(library_ids) if library_ids else [lib.library_id for lib in stack.libraries()]
+    try:
+        hints = gated_hints(search, query, ids, gate=stack.security_gate)
+    except RagspineError as exc:
+        _note(exc)
+        return []
+    if hints is None:
+        print(f"ragspine: note: no visual index in {', '.join(map(repr, ids))}: ragspine visual build", file=sys.stderr)
+        return []
+    return [h.to_dict() for h in hints]
+
+
+def print_hints(hints: Sequence[dict[str, Any]] | None, *, out: Any = None) -> None:
+    """The short block ``ask`` and ``query --visual`` print: page references, never page text."""
+    if not hints:
+        return
+    print("\nvisual hints (pages to look at; not citations):", file=out)
+    for h in hints:
+        print(f"  [{h['library_id']}] {h['title'] or h['doc_id']}, page {h['page']}: {h['source_locator']}"
+              f"  (score {h['score']:.3f})", file=out)

@@ -236,6 +236,9 @@ class VisualIndex:
         patches = np.load(where / "patches.npy", mmap_mode="r", allow_pickle=False)
         offsets = np.load(where / "offsets.npy", allow_pickle=False)
         pages = [PageEntry(str(d), str(t), int(p), str(s)) for d, t, p, s in head["pages"]]
+        if len(offsets) != len(pages) + 1 or (len(pages) and int(offsets[-1]) != len(patches)):
+            raise ConfigError(f"{where}: the visual index's files do not agree (rewritten while read?):"
+                              f" rebuild it with `ragspine visual build --library {head['library_id']}`")
         return cls(head["library_id"], head["fingerprint"], int(head["dpi"]), pages, patches, offsets, head.get("change_seq"),
                    dict(head.get("skipped", {})))
 
