@@ -110,3 +110,8 @@ class AnswerOut(BaseModel):
     refusal: str | None = None
     refused: list[dict[str, Any]] = Field(default_factory=list)
     routing: dict[str, Any] = Field(default_factory=dict)
+    visual_hints: list[dict[str, Any]] | None = Field(
+        None, description="only with the visual seam on (RAGSPINE_VISUAL_EMBEDDER) and a hint found: pages to look at"
+        " ({kind: visual_hint, is_visual: true, doc_id, title, library_id, page, source_locator <file>#page=N, score});"
+        " never a source, never cited, no page text; absent otherwise",
+    )
