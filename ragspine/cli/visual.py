@@ -134,6 +134,8 @@ def hinted_answer(stack: Any, answer: AgentAnswer, library_ids: Sequence[str] | 
     library) — itself when the seam is off or none is due
     (:func:`~ragspine.retrieval.visual.search.answer_with_hints`). A hint that cannot be had (an
     index of another model) is a note on stderr: the answer stands without it."""
+    if stack.settings.visual_embedder == "none":
+        return answer  # nothing imported, nothing built
     from ragspine.errors import RagspineError
     from ragspine.retrieval.visual.search import answer_with_hints, visual_search_for
 
