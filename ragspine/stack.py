@@ -190,9 +190,7 @@ class Stack(ConfiguredStages):
             for vector_key in [k for k in self._vectors if k[0] == library_id]:
                 del self._vectors[vector_key]
         self.chunk_cache.forget_library(library_id)
-        deleted = bool(self.db.delete_library(library_id))
-        _remove_visual_index(self.db.chunk_store(library_id))
-        return deleted
+        return bool(self.db.delete_library(library_id))
 
     def preflight(self, library_id: str, *, mode: RetrievalMode | str | None = None, embedding: str | None = None) -> None:
         """Before an ingest's first write: every store answers, the embedding backend embeds, the vector store
@@ -246,13 +244,3 @@ class Stack(ConfiguredStages):
         """Build ``options``' parts now: a ``ConfigError`` when one needs a model this stack lacks."""
         self.exits.check_reasoning(options)
 
-
-def _remove_visual_index(store: Any) -> None:
-    """Remove the files of ``store``'s visual index, if it has any (:mod:`ragspine.retrieval.visual`)."""
-    import shutil
-
-    from ragspine.retrieval.visual.index import visual_dir
-
-    where = visual_dir(store)
-    if where:
-        shutil.rmtree(where, ignore_errors=True)

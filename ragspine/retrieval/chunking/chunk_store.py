@@ -187,6 +187,11 @@ class StreamingReads(Protocol):
         ...
 
 
+#: The kinds of derived files a library may keep (:meth:`PersistentStore.persist_dir`): the
+#: in-process lexical index's, the visual index's. Deleting the library deletes them all.
+DERIVED_KINDS = ("lexical", "visual")
+
+
 @runtime_checkable
 class PersistentStore(Protocol):
     """A store with a place for derived indexes' files, and a way to check they belong to it."""

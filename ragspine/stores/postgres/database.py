@@ -29,6 +29,7 @@ from ragspine.deadline import DeadlineExceeded
 from ragspine.errors import BackendError, ConfigError, SchemaError
 from ragspine.retrieval.chunking.chunk_store import (
     DEFAULT_LIBRARY_ID,
+    DERIVED_KINDS,
     LibraryInfo,
     check_library_id,
 )
@@ -477,9 +478,10 @@ class PostgresDatabase:
             conn.execute(sa.text(
                 "INSERT INTO ragspine_change (library_id, doc_id, version) VALUES (:library_id, '', 0)"
             ), params)
-        saved = self.persist_dir(library_id, "lexical")
-        if saved:  # this host's copy could never be used again anyway
-            shutil.rmtree(saved, ignore_errors=True)
+        for kind in DERIVED_KINDS:  # this host's derived files could never be used again anyway
+            saved = self.persist_dir(library_id, kind)
+            if saved:
+                shutil.rmtree(saved, ignore_errors=True)
         return bool(n_chunks or n_facts or n_lib)
 
 

@@ -11,7 +11,7 @@ import shutil
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Sequence
 
-from ragspine.retrieval.chunking.chunk_store import LibraryInfo, check_library_id
+from ragspine.retrieval.chunking.chunk_store import DERIVED_KINDS, LibraryInfo, check_library_id
 
 if TYPE_CHECKING:
     from ragspine.stores.sqlite.database import SQLiteDatabase
@@ -110,7 +110,8 @@ def delete_library(db: SQLiteDatabase, library_id: str) -> bool:
             "INSERT INTO narrative_change (library_id, doc_id, version, changed_at) VALUES (?, '', 0, ?)",
             (library_id, utc_now()),
         )
-    saved = db.chunk_store(library_id).persist_dir("lexical")
-    if saved:  # it could never be used again anyway
-        shutil.rmtree(saved, ignore_errors=True)
+    for kind in DERIVED_KINDS:  # the library's derived files could never be used again anyway
+        saved = db.chunk_store(library_id).persist_dir(kind)
+        if saved:
+            shutil.rmtree(saved, ignore_errors=True)
     return bool(n_chunks or n_facts or n_lib)
