@@ -32,9 +32,11 @@ Parts (any combination; none selected = quality, speed and embedding):
   a new query, states stored at ingest — and the stored bytes per candidate (``_bench_colbert.py``).
 * ``--indexing``: ``--embedding``, ``--ingest-memory``, ``--multilingual-leg`` and ``--colbert-cli``
   in one run (what indexing costs).
-* ``--documents``: the article forms of xquad-en, xquad-zh and drcd rendered as PDF and Word files
-  (``render_documents.py``), ingested and queried against the ``.txt`` form: nDCG@10, citation
-  pages, reader pages/s and peak memory (``_bench_documents.py``).
+* ``--documents``: the article forms of xquad-en, xquad-zh and drcd rendered as PDF, Word,
+  PowerPoint, Excel, CSV, HTML and Markdown files (``render_documents.py``; ``--documents-forms``),
+  ingested and queried against the ``.txt`` form: nDCG@10, citation pages (PDF pages, slides,
+  sheets), reader pages/s and peak memory; and OCR CER and pages/s per engine on English, Chinese
+  and Japanese pages (``_bench_ocr.py``; ``--documents-ocr``) (``_bench_documents.py``).
 * ``--chunkers NAME[,NAME...]``: chunking quality (``_bench_chunking.py``): each chunker with
   and without the contextual header, economy and hybrid (``--chunker-modes``), on SciFact at
   document level and on the article forms of xquad-en, xquad-zh and drcd at passage level
@@ -640,10 +642,17 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
     parser.add_argument("--embed-texts", type=int, default=640, help="chunks per size for --embedding")
     parser.add_argument("--embed-chars", default="480,1500", help="chunk sizes (characters) for --embedding")
     parser.add_argument("--documents", action="store_true",
-                        help="dev sets rendered as PDF and Word files (scripts/render_documents.py), ingested and queried against the .txt form")
+                        help="dev sets rendered as PDF, Word, PowerPoint, Excel, CSV, HTML and Markdown files (scripts/render_documents.py),"
+                             " ingested and queried against the .txt form; OCR CER per language (scripts/_bench_ocr.py)")
     parser.add_argument("--documents-sets", default="xquad-en,xquad-zh,drcd", help="dev sets for --documents")
     parser.add_argument("--documents-queries", type=int, default=300, help="--documents: the first N queries of each set")
     parser.add_argument("--documents-rounds", type=int, default=2, help="--documents: interleaved rounds of the reader timings (best kept)")
+    parser.add_argument("--documents-forms", default="txt,pdf,docx,pptx,xlsx,csv,html,md",
+                        help="--documents: the forms rendered, ingested and read (txt first: the others' deltas are against it)")
+    parser.add_argument("--documents-long", default="50,500", help="--documents: page counts of the long PDFs read alone ('none': skip)")
+    parser.add_argument("--documents-ocr", default="tesseract,rapidocr",
+                        help="--documents: OCR engines measured on en/zh/ja pages by scripts/_bench_ocr.py ('none': skip)")
+    parser.add_argument("--documents-ocr-pages", type=int, default=2, help="--documents: timed reads of each OCR page per engine")
     parser.add_argument("--colbert-cli", action="store_true", help="what --reranker colbert costs a CLI query: cold, warm (asked before), new query")
     parser.add_argument("--colbert-docs", type=int, default=300, help="SciFact documents in the --colbert-cli library")
     parser.add_argument("--colbert-queries", type=int, default=10, help="queries per kind for --colbert-cli")

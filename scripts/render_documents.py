@@ -1,7 +1,8 @@
-"""Render a dev set's articles as the files a user ingests: PDF, Word and text, for
-``scripts/bench.py --documents`` (``_bench_documents.py``) and ``tests/unit/readers/test_render_roundtrip.py``.
+"""Render a dev set's articles as the files a user ingests: PDF, Word, PowerPoint, Excel, CSV,
+HTML, Markdown and text, for ``scripts/bench.py --documents`` (``_bench_documents.py``) and
+``tests/unit/readers/test_render_roundtrip.py``.
 
-    python scripts/render_documents.py DATA_DIR OUT_DIR [--formats pdf,docx,txt] [--limit N]
+    python scripts/render_documents.py DATA_DIR OUT_DIR [--formats pdf,docx,txt,...] [--limit N]
 
 ``DATA_DIR`` holds an ``articles.jsonl`` (``_id``, ``title``, ``text`` = paragraphs joined by blank
 lines, ``paragraphs`` = ``[{_id, start, end}]``; /work/shared/data's xquad-en, xquad-zh, drcd). Each
@@ -18,7 +19,21 @@ article ``ID`` becomes:
   non-whitespace character on, the paragraph is on that ``page``;
 * ``OUT/docx/ID.docx`` (python-docx): the title as a Heading 1 and the core title, the paragraphs
   as paragraphs;
-* ``OUT/txt/ID.txt``: ``# title``, a blank line, the article text (what the two others hold).
+* ``OUT/txt/ID.txt``: ``# title``, a blank line, the article text (what the others hold);
+* ``OUT/pptx/ID.pptx`` (python-pptx): a title slide, then a slide per paragraph, each titled with
+  the article's title (a deck's running title), the paragraph in its body placeholder; the core
+  title is the article's. ``OUT/pages-pptx/ID.json``: its layout record, as for the PDF (a
+  paragraph is one slide: ``"pages": [[slide, 0]]``) plus ``"marks"``: the heading text that
+  opens each page (slide titles), in page order;
+* ``OUT/xlsx/ID.xlsx`` (openpyxl): sheets ``Part 1``, ``Part 2``, … of :data:`SHEET_ROWS` rows
+  under a header row ``title | text`` (:data:`TABLE_HEADER`: the article's title, the paragraph);
+  the core title is the article's. ``OUT/pages-xlsx/ID.json``: its layout record (sheets as pages; the
+  marks are the sheet names);
+* ``OUT/csv/ID.csv``: the same rows, one table under the same header (not paged);
+* ``OUT/html/ID.html``: ``<title>`` and ``<h1>`` the title, a ``<p>`` per paragraph, and a
+  ``<style>`` and a ``<script>`` in ``<head>`` and in ``<body>`` whose text (:data:`MARKUP_ONLY`)
+  a reader must not keep;
+* ``OUT/md/ID.md``: YAML front matter (``title``), ``# title``, the paragraphs.
 
 Offsets in the page records count the characters of :func:`nonspace` (no whitespace, no
 hyphens), since wrapped lines put line breaks where the source had spaces (in Chinese, nothing)
@@ -41,6 +56,12 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CJK_RUN = re.compile(r"([\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]+)")
 _SIMPLIFIED_ONLY = set("们这说时国会对来为发后没过还种经个样还进长东车门问间题亲应")  # frequent, Simplified-only
 CID_FONTS = {"zh-Hans": "STSong-Light", "zh-Hant": "MSung-Light"}
+#: every form :func:`render_set` writes; the paged ones have a layout record under ``OUT/pages*/``
+FORMS = ("txt", "pdf", "docx", "pptx", "xlsx", "csv", "html", "md")
+#: paragraph rows on one sheet of the Excel form
+SHEET_ROWS = 3
+#: a word in the HTML form's scripts and styles only: found in a reader's text, markup leaked
+MARKUP_ONLY = "zqxmarkuponly"
 LATIN_FONTS = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf")
 
 
@@ -176,6 +197,85 @@ def render_txt(title: str, paragraphs: Sequence[tuple[str, str]], path: Path) ->
     path.write_text(f"# {title}\n\n" + "\n\n".join(text for _, text in paragraphs) + "\n", encoding="utf-8")
 
 
+def render_pptx(title: str, paragraphs: Sequence[tuple[str, str]], path: Path) -> dict[str, Any]:
+    """A title slide, then a slide per paragraph titled ``title``; returns the layout record."""
+    import pptx
+
+    deck = pptx.Presentation()
+    deck.core_properties.title = title
+    cover = deck.slides.add_slide(deck.slide_layouts[0])  # "Title Slide"
+    cover.shapes.title.text = title
+    for placeholder in list(cover.placeholders):  # the empty subtitle: no text, but no stray shape either
+        if placeholder.placeholder_format.idx != 0:
+            placeholder._element.getparent().remove(placeholder._element)
+    for _, text in paragraphs:
+        slide = deck.slides.add_slide(deck.slide_layouts[1])  # "Title and Content"
+        slide.shapes.title.text = title
+        slide.placeholders[1].text_frame.text = text
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deck.save(str(path))
+    return {"pages": len(paragraphs) + 1, "title_page": 1, "marks": [title] * (len(paragraphs) + 1),
+            "paragraphs": [{"_id": pid, "pages": [[i + 2, 0]]} for i, (pid, _) in enumerate(paragraphs)]}
+
+
+#: the header row of the Excel and CSV forms: each row holds the article's title, as an export of
+#: a table of paragraphs would (the title is in every other form's text)
+TABLE_HEADER = ("title", "text")
+
+
+def _rows(title: str, paragraphs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(title, text) for _, text in paragraphs]
+
+
+def render_xlsx(title: str, paragraphs: Sequence[tuple[str, str]], path: Path, *, rows: int = SHEET_ROWS) -> dict[str, Any]:
+    """Sheets of ``rows`` paragraphs under a header row ``title | text``; returns the layout record."""
+    import openpyxl  # type: ignore[import-untyped]
+
+    book = openpyxl.Workbook()
+    book.properties.title = title
+    book.remove(book.active)
+    chunks = [paragraphs[k : k + rows] for k in range(0, len(paragraphs), rows)] or [[]]
+    for number, chunk in enumerate(chunks, 1):
+        sheet = book.create_sheet(f"Part {number}")
+        sheet.append(TABLE_HEADER)
+        for row in _rows(title, chunk):
+            sheet.append(row)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    book.save(str(path))
+    return {"pages": len(chunks), "title_page": 1, "marks": [f"Part {n}" for n in range(1, len(chunks) + 1)],
+            "paragraphs": [{"_id": pid, "pages": [[i // rows + 1, 0]]} for i, (pid, _) in enumerate(paragraphs)]}
+
+
+def render_csv(title: str, paragraphs: Sequence[tuple[str, str]], path: Path) -> None:
+    """The Excel form's rows as one CSV table."""
+    import csv
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(TABLE_HEADER)
+        writer.writerows(_rows(title, paragraphs))
+
+
+def render_html(title: str, paragraphs: Sequence[tuple[str, str]], path: Path) -> None:
+    """An HTML page: ``<title>``/``<h1>`` the title, a ``<p>`` per paragraph, scripts and styles
+    holding :data:`MARKUP_ONLY` (never text)."""
+    style = f"<style>/* {MARKUP_ONLY} */ p {{ margin: 0 0 1em; }} .{MARKUP_ONLY} {{ color: red; }}</style>"
+    script = f"<script>var {MARKUP_ONLY} = '<p>{MARKUP_ONLY}</p>'; if (1 < 2) {{ console.log({MARKUP_ONLY}); }}</script>"
+    body = "\n".join(f"<p>{escape(text)}</p>" for _, text in paragraphs)
+    page = (f'<!DOCTYPE html>\n<html lang="und"><head><meta charset="utf-8"><title>{escape(title)}</title>\n{style}\n{script}</head>\n'
+            f"<body>\n{script}\n<h1>{escape(title)}</h1>\n{body}\n{style}\n</body></html>\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+
+
+def render_md(title: str, paragraphs: Sequence[tuple[str, str]], path: Path) -> None:
+    """YAML front matter holding the title, then the text form."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\ntitle: {json.dumps(title, ensure_ascii=False)}\n---\n# {title}\n\n"
+                    + "\n\n".join(text for _, text in paragraphs) + "\n", encoding="utf-8")
+
+
 def align(text: str, paragraphs: list[str]) -> list[tuple[int, int] | None]:
     """Each paragraph's ``(start, end)`` in ``text``, whitespace aside, in order (``None``: not found)."""
     where = [i for i, ch in enumerate(text) if kept(ch)]
@@ -202,25 +302,33 @@ def page_at(record: dict[str, Any], paragraph: int, offset: int) -> int:
     return int(page)
 
 
-def render_set(data: Path, out: Path, formats: Sequence[str] = ("pdf", "docx", "txt"), limit: int | None = None) -> dict[str, Any]:
+def render_set(data: Path, out: Path, formats: Sequence[str] = FORMS, limit: int | None = None) -> dict[str, Any]:
     """Every article of ``data/articles.jsonl`` (the first ``limit``) in ``formats`` below ``out``;
-    ``{"articles": n, "pages": PDF pages, "lang": ...}``."""
+    ``{"articles": n, "pages": PDF pages, "form_pages": {paged form: pages}, "lang": ...}``."""
     with open(data / "articles.jsonl", encoding="utf-8") as fh:
         articles = [json.loads(line) for line in fh][:limit]
     lang = language(a["text"] for a in articles)
-    pages = 0
+    form_pages = {f: 0 for f in formats if f in ("pdf", "pptx", "xlsx")}
+    unpaged = {"docx": render_docx, "txt": render_txt, "csv": render_csv, "html": render_html, "md": render_md}
     for article in articles:
         aid, title, paras = str(article["_id"]), article.get("title", "") or str(article["_id"]), article_paragraphs(article)
-        if "pdf" in formats:
-            record = render_pdf(title, paras, out / "pdf" / f"{aid}.pdf", lang=lang)
-            (out / "pages").mkdir(parents=True, exist_ok=True)
-            (out / "pages" / f"{aid}.json").write_text(json.dumps(record), encoding="utf-8")
-            pages += record["pages"]
-        if "docx" in formats:
-            render_docx(title, paras, out / "docx" / f"{aid}.docx")
-        if "txt" in formats:
-            render_txt(title, paras, out / "txt" / f"{aid}.txt")
-    return {"articles": len(articles), "pages": pages, "lang": lang}
+        for form in formats:
+            path = out / form / f"{aid}.{form}"
+            if form in unpaged:
+                unpaged[form](title, paras, path)
+                continue
+            if form == "pdf":
+                record, where = render_pdf(title, paras, path, lang=lang), out / "pages"
+            elif form == "pptx":
+                record, where = render_pptx(title, paras, path), out / "pages-pptx"
+            elif form == "xlsx":
+                record, where = render_xlsx(title, paras, path), out / "pages-xlsx"
+            else:
+                raise SystemExit(f"unknown form {form!r}: choose from {', '.join(FORMS)}")
+            where.mkdir(parents=True, exist_ok=True)
+            (where / f"{aid}.json").write_text(json.dumps(record), encoding="utf-8")
+            form_pages[form] += record["pages"]
+    return {"articles": len(articles), "pages": form_pages.get("pdf", 0), "form_pages": form_pages, "lang": lang}
 
 
 def render_long_pdf(articles: Sequence[dict[str, Any]], path: Path, pages: int, *, lang: str = "en") -> int:
@@ -241,11 +349,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", type=Path, help="a dev set folder holding articles.jsonl")
     parser.add_argument("out", type=Path)
-    parser.add_argument("--formats", default="pdf,docx,txt")
+    parser.add_argument("--formats", default=",".join(FORMS))
     parser.add_argument("--limit", type=int, default=None, help="the first N articles only")
     args = parser.parse_args()
     done = render_set(args.data, args.out, [f for f in args.formats.split(",") if f], args.limit)
-    print(f"{done['articles']} articles ({done['lang']}), {done['pages']} PDF pages → {args.out}")
+    pages = ", ".join(f"{n} {form} pages" for form, n in done["form_pages"].items())
+    print(f"{done['articles']} articles ({done['lang']}){', ' + pages if pages else ''} → {args.out}")
 
 
 if __name__ == "__main__":
