@@ -18,8 +18,9 @@ one space apart (the same test for every form). Reported per form: **hit@1**, **
 holds whole (*split*), for the chunks the chunker alone cuts (``old``: the behaviour before row
 chunks) and the chunks ``ragspine ingest`` cuts now (``rows``: long tables at their rows),
 each searched with ``RAGSPINE_CONTEXTUAL=none`` and ``header`` (row chunks' column names in
-the index text), on the same run. The PDF reader records no table structure (a PDF's table is
-lines of text), so its ``old`` and ``rows`` chunks are the same: its figures say what is left.
+the index text), on the same run. The PDF reader finds a table's cells in the runs of its lines
+(``ragspine/readers/pdf_tables.py``) and writes Markdown rows, so a PDF's tables are cut as
+a sheet's.
 
     python scripts/bench_tables.py                  # BM25 (no model), default chunker, 480 chars
     python scripts/bench_tables.py --chunker layout --rows 40 --out tables.json

@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from ragspine.errors import BackendError, IngestError, MissingDependencyError
-from ragspine.readers.base import LineBox, ReadBudget, ReadDocument, ReaderLimits, TextBuilder, one_line
+from ragspine.readers.base import LineBox, ReadBudget, ReadDocument, ReaderLimits, TextBuilder, markdown_table, one_line
+from ragspine.readers.pdf_tables import Cell, find_tables, line_cells
 
 _ENCRYPTED = 4  # PDFium's FPDF_ERR_PASSWORD
 _DROP = dict.fromkeys(map(ord, "\x00\ufffe\uffff\x02"), None)
@@ -57,19 +58,23 @@ class PdfiumDocumentReader:
                                   " (RAGSPINE_MAX_PDF_PAGES); split the file or raise the limit")
             builder, boxes, budget = TextBuilder(), list[LineBox](), ReadBudget(where, self.limits)
             pages: list[Lines] = []
+            page_cells: list[list[tuple[Cell, ...]]] = []
             for index in range(count):
                 budget.check()
                 try:
-                    lines = _page_lines(pdfium, doc[index], self.line_boxes, self.limits.max_page_chars, f"{where}: page {index + 1}")
+                    lines, cells = _page_lines(pdfium, doc[index], self.line_boxes, self.limits.max_page_chars,
+                                               f"{where}: page {index + 1}")
                 except pdfium.PdfiumError as exc:
                     raise IngestError(f"{where}: page {index + 1} is corrupt ({one_line(exc)})") from None
                 budget.check(sum(len(text) + 1 for text, _ in lines))
                 pages.append(lines)
+                page_cells.append(cells)
             scanned = _scanned(pages) if self.limits.ocr != "none" else []
             confidences = _ocr_pages(pdfium, doc, pages, scanned, budget, where)
             for index, lines in enumerate(pages):
                 builder.start_page()
-                _add_page(builder, lines, index + 1, boxes, confidences.get(index))
+                ocr = confidences.get(index)
+                _add_page(builder, lines, index + 1, boxes, ocr, page_cells[index] if ocr is None else None)
             builder.end_page()
             headings = _outline(doc, builder)
             info = doc.get_metadata_dict(skip_empty=True)
@@ -133,39 +138,73 @@ def _ocr_pages(pdfium: Any, doc: Any, pages: list[Lines], scanned: list[int], bu
 
 
 def _page_lines(pdfium: Any, page: Any, with_boxes: bool, max_chars: int = 0, where: str = "the page"
-                ) -> list[tuple[str, tuple[float, float, float, float] | None]]:
-    """The page's non-empty lines, each with its box (the union of PDFium's rectangles of its chars);
-    a page of more than ``max_chars`` characters (0: no bound) is an :class:`IngestError` naming ``where``."""
+                ) -> tuple[Lines, list[tuple[Cell, ...]]]:
+    """The page's non-empty lines, each with its box (the union of PDFium's rectangles of its chars),
+    and each line's table cells (:func:`~ragspine.readers.pdf_tables.line_cells`; none without
+    ``with_boxes``); a page of more than ``max_chars`` characters (0: no bound) is an
+    :class:`IngestError` naming ``where``."""
     textpage = page.get_textpage()
     chars = textpage.count_chars()
     if max_chars and chars > max_chars:
         raise IngestError(f"{where} has {chars:,} characters, over the {max_chars:,}-character limit"
                           " (RAGSPINE_MAX_PAGE_CHARS); split the file or raise the limit")
     raw = textpage.get_text_range()
-    out: list[tuple[str, tuple[float, float, float, float] | None]] = []
+    out: Lines = []
+    cells: list[tuple[Cell, ...]] = []
     unit = 0  # offsets in PDFium's text are UTF-16 units
     for line in raw.split("\r\n"):
         width = len(line.encode("utf-16-le")) // 2
         text = " ".join(line.translate(_DROP).split())
         if text:
-            out.append((text, _box(pdfium, textpage, unit, unit + width) if with_boxes else None))
+            rects = _rects(pdfium, textpage, unit, unit + width) if with_boxes else []
+            out.append((text, _union(rects)))
+            cells.append(line_cells(textpage, rects, text))
         unit += width + 2
-    return out
+    return out, cells
 
 
-def _box(pdfium: Any, textpage: Any, start: int, end: int) -> tuple[float, float, float, float] | None:
+def _rects(pdfium: Any, textpage: Any, start: int, end: int) -> list[tuple[float, float, float, float]]:
+    """PDFium's rectangles of the characters at ``[start, end)`` of the page's text (UTF-16 units):
+    one per run of text."""
     first = pdfium.raw.FPDFText_GetCharIndexFromTextIndex(textpage.raw, start)
     last = pdfium.raw.FPDFText_GetCharIndexFromTextIndex(textpage.raw, end - 1)
     if first < 0 or last < first:
-        return None
-    rects = [textpage.get_rect(i) for i in range(textpage.count_rects(first, last - first + 1))]
+        return []
+    return [textpage.get_rect(i) for i in range(textpage.count_rects(first, last - first + 1))]
+
+
+def _union(rects: list[tuple[float, float, float, float]]) -> tuple[float, float, float, float] | None:
     if not rects:
         return None
     return (min(r[0] for r in rects), min(r[1] for r in rects), max(r[2] for r in rects), max(r[3] for r in rects))
 
 
-def _add_page(builder: TextBuilder, lines: Lines, page: int, boxes: list[LineBox], ocr: list[float] | None = None) -> None:
-    """The page's lines as paragraphs: a gap wider than the line above's height breaks one.
+def _add_page(builder: TextBuilder, lines: Lines, page: int, boxes: list[LineBox], ocr: list[float] | None = None,
+              cells: list[tuple[Cell, ...]] | None = None) -> None:
+    """The page's lines as paragraphs (:func:`_add_lines`), and its tables (``cells``:
+    :func:`~ragspine.readers.pdf_tables.find_tables`) as Markdown rows, each row's line keeping
+    its box. ``ocr``: the lines were read by OCR, with these confidences."""
+    tables = {first: (past, rows) for first, past, rows in find_tables(cells)} if cells else {}
+    done = k = 0
+    while k < len(lines):
+        if k not in tables:
+            k += 1
+            continue
+        _add_lines(builder, lines[done:k], page, boxes, ocr[done:k] if ocr is not None else None)
+        past, rows = tables[k]
+        builder.table(rows)
+        offset = builder.tables[-1][0]
+        rendered = markdown_table(rows).split("\n")  # the header, ``| --- |``, a line per row
+        for line, (_, box) in zip(rendered, [lines[k], (None, None), *lines[k + 1 : past]], strict=True):
+            if box is not None:  # the header's and each row's line; not the ``| --- |`` line
+                boxes.append(LineBox(offset, offset + len(line), page, box))
+            offset += len(line) + 1
+        done = k = past
+    _add_lines(builder, lines[done:], page, boxes, ocr[done:] if ocr is not None else None)
+
+
+def _add_lines(builder: TextBuilder, lines: Lines, page: int, boxes: list[LineBox], ocr: list[float] | None = None) -> None:
+    """Lines as paragraphs: a gap wider than the line above's height breaks one.
     ``ocr``: the lines were read by OCR, with these confidences."""
     paragraphs: list[list[tuple[str, Any, float | None]]] = []
     previous = None
