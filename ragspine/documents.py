@@ -223,13 +223,28 @@ def chunk_source(doc: SourceDocument, chunker: Chunker) -> list[Chunk]:
 
 
 def with_structure(chunks: list[Chunk], structure: ReadDocument, chunker: Chunker, body_offset: int = 0) -> list[Chunk]:
-    """``chunker``'s ``chunks`` of ``structure.text`` with its long tables cut at their rows and
-    their pages recorded (see :func:`chunk_source`; the service's upload jobs call it too)."""
+    """``chunker``'s ``chunks`` of ``structure.text`` with its long tables cut at their rows,
+    their pages recorded and (a PDF's, an OCR'd image's) their lines' boxes kept (see
+    :func:`chunk_source`; the service's upload jobs call it too)."""
     if structure.tables:  # a long table: chunks of whole rows, its header for the index
         from ragspine.retrieval.chunking.tables import table_row_chunks
 
         chunks = table_row_chunks(chunks, structure, chunker, body_offset)
-    return with_pages(chunks, structure, body_offset) if structure.paged else chunks
+    if structure.paged:
+        chunks = with_pages(chunks, structure, body_offset)
+    return with_boxes(chunks, structure, body_offset) if structure.line_boxes else chunks
+
+
+def with_boxes(chunks: Sequence[Chunk], structure: ReadDocument, body_offset: int = 0) -> list[Chunk]:
+    """``chunks`` with ``boxes``: where the lines each one touches are on the pages
+    (:func:`ragspine.retrieval.boxes.encode_boxes`)."""
+    from dataclasses import replace
+
+    from ragspine.retrieval.boxes import encode_boxes, span_lines
+
+    ends = [line.end for line in structure.line_boxes]
+    return [replace(c, boxes=encode_boxes(span_lines(structure, c.char_start - body_offset, c.char_end - body_offset, ends)))
+            for c in chunks]
 
 
 def with_pages(chunks: Sequence[Chunk], structure: ReadDocument, body_offset: int = 0) -> list[Chunk]:

@@ -96,10 +96,10 @@ def cmd_query(args: argparse.Namespace) -> int:
         answer = retriever.search(args.query, filters=filters, top_k=args.top_k)
         if args.visual:
             hints = query_hints(stack, args.query, args.library, answer)
+        if args.boxes:
+            _add_boxes(args, answer.snippets, stack)
     print_reasoning(answer, args)
     snippets = answer.snippets
-    if args.boxes:
-        _add_boxes(args, snippets)
     if answer.filters_dropped and filters:
         print(f"ragspine: note: no snippet matched the filters ({describe_filter(filters)}); these results ignore them "
               "(--strict-filters returns none instead)", file=sys.stderr)
@@ -125,14 +125,16 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_boxes(args: argparse.Namespace, snippets: list[Any]) -> None:
-    """``--boxes``: each snippet's line boxes from its file; a note for each file that gave none."""
+def _add_boxes(args: argparse.Namespace, snippets: list[Any], stack: Any) -> None:
+    """``--boxes``: each snippet's line boxes as its chunk keeps them, else from its file (a chunk
+    stored before boxes were kept); a note for each file that gave none."""
     from ragspine.readers.base import ReaderLimits
-    from ragspine.retrieval.boxes import SourceBoxes
+    from ragspine.retrieval.boxes import SourceBoxes, add_stored_boxes
 
+    add_stored_boxes(snippets, stack.db.chunk_store)
     settings = settings_from_args(args)
     boxes = SourceBoxes(ReaderLimits.from_settings(settings), settings.max_file_bytes)
-    boxes.add(snippets)
+    boxes.add([s for s in snippets if "boxes" not in s])
     for source, why in sorted(boxes.why.items()):
         print(f"ragspine: note: no boxes for {source}: {why}", file=sys.stderr)
 

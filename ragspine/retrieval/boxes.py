@@ -1,27 +1,31 @@
 """Where a snippet is on its PDF's pages: the boxes of the lines its text covers, on request.
 
-A PDF reader keeps every line's box (:class:`~ragspine.readers.base.LineBox`); the stores keep
-none of them, so stores and answers stay as they were. When an answer is asked for boxes
-(``ragspine query --boxes``), each snippet's source file is read again and the snippet gets
-``boxes``: ``[{"page": 2, "box": [left, bottom, right, top]}, ...]`` — one per line its
-``#char=a,b`` span touches, in PDF points from the page's bottom-left corner (a line read by
-OCR adds ``"ocr": true``). Only when the file is there, is a PDF (or an image read by OCR), and
-still holds the snippet's text at its locator: a file changed or moved gives the snippet no
-``boxes``, never wrong ones. Reading is bounded as at ingest
-(:class:`~ragspine.readers.base.ReaderLimits`, ``RAGSPINE_MAX_FILE_BYTES``) and stops at a
-deadline, the rest of the snippets then without boxes.
+A PDF reader keeps every line's box (:class:`~ragspine.readers.base.LineBox`). At ingest (and
+upload) each chunk of a PDF or an OCR'd image keeps the boxes of the lines its span touches in
+``Chunk.boxes`` (:func:`encode_boxes`: compact JSON, ``[page, left, bottom, right, top]`` per
+line, a sixth ``1`` when OCR read it), stored with the chunk. An answer asked for boxes
+(``ragspine query --boxes``, the HTTP service's ``"boxes": true``) gives each snippet
+``boxes``: ``[{"page": 2, "box": [left, bottom, right, top]}, ...]`` in PDF points from the
+page's bottom-left corner (``"ocr": true`` on a line OCR read) — from the store
+(:func:`stored_boxes`), i.e. from the bytes the document was read from. Without the request no
+snippet has the field, and no other field changes.
 
-Not for the HTTP service as it stands: its uploads are not kept, and a source it could read is
-a path a tenant wrote (a document's ``doc_id``, an upload's name): reading it and comparing the
-tenant's own text with it would tell the tenant what any PDF on the server says. Boxes there
-need to be kept at upload, from the bytes the tenant sent.
+For chunks stored before boxes were kept, ``ragspine query --boxes`` reads the snippet's file
+again (:class:`SourceBoxes`): only when the file is there, is a PDF (or an image read by OCR),
+and still holds the snippet's text at its locator — a file changed or moved gives the snippet
+no ``boxes``, never wrong ones. Reading is bounded as at ingest
+(:class:`~ragspine.readers.base.ReaderLimits`, ``RAGSPINE_MAX_FILE_BYTES``) and stops at a
+deadline. The HTTP service never reads a path again: a source it could read is one a tenant
+wrote (a ``doc_id``, an upload's name), and comparing the tenant's own text with it would tell
+the tenant what any PDF on the server says; its boxes are the stored ones only.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from bisect import bisect_left
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +46,58 @@ def line_box(line: LineBox) -> dict[str, Any]:
     return out
 
 
-def span_boxes(doc: ReadDocument, start: int, end: int) -> list[dict[str, Any]]:
-    """The boxes of ``doc``'s lines that ``doc.text[start:end]`` touches, in text order."""
+def span_lines(doc: ReadDocument, start: int, end: int, ends: Sequence[int] | None = None) -> list[LineBox]:
+    """``doc``'s lines that ``doc.text[start:end]`` touches, in text order (``ends``: the lines'
+    ends, when the caller has them)."""
     lines = doc.line_boxes
-    first = bisect_left([line.end for line in lines], start + 1)  # lines are in text order, none overlapping
+    first = bisect_left(ends if ends is not None else [line.end for line in lines], start + 1)  # in text order, none overlapping
     out = []
     for line in lines[first:]:
         if line.start >= end:
             break
         if line.end > start:
-            out.append(line_box(line))
+            out.append(line)
     return out
+
+
+def span_boxes(doc: ReadDocument, start: int, end: int) -> list[dict[str, Any]]:
+    """The boxes of ``doc``'s lines that ``doc.text[start:end]`` touches, in text order."""
+    return [line_box(line) for line in span_lines(doc, start, end)]
+
+
+def encode_boxes(lines: Sequence[LineBox]) -> str:
+    """``lines``' boxes as ``Chunk.boxes`` keeps them (``""`` for none)."""
+    if not lines:
+        return ""
+    rows = [[line.page, *(round(v, 2) for v in line.box), *([1] if line.ocr else [])] for line in lines]
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def decode_boxes(value: str) -> list[dict[str, Any]]:
+    """``Chunk.boxes`` as an answer shows them (``[]`` for ``""``)."""
+    out: list[dict[str, Any]] = []
+    for row in json.loads(value) if value else []:
+        box: dict[str, Any] = {"page": int(row[0]), "box": [float(v) for v in row[1:5]]}
+        if len(row) > 5 and row[5]:
+            box["ocr"] = True
+        out.append(box)
+    return out
+
+
+def add_stored_boxes(snippets: Iterable[Any], store_of: Callable[[str], Any]) -> None:
+    """Give each of ``snippets`` the ``boxes`` its stored chunk keeps (``store_of(library_id)``:
+    that library's chunk store; one read per library). A snippet whose chunk keeps none — not
+    a PDF, stored before boxes were kept, or re-ingested since it was found — gets none."""
+    by_library: dict[str, list[Any]] = {}
+    for snippet in snippets:
+        by_library.setdefault(str(snippet["library_id"]), []).append(snippet)
+    for library_id, found in by_library.items():
+        chunks = store_of(library_id).get_chunks([str(s["chunk_id"]) for s in found])
+        kept = {(c.chunk_id, c.version): c.boxes for c in chunks if c.boxes}
+        for snippet in found:
+            boxes = kept.get((snippet["chunk_id"], snippet.get("version")))
+            if boxes:
+                snippet["boxes"] = decode_boxes(boxes)
 
 
 class SourceBoxes:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ragspine.deadline import DeadlineExceeded
 from ragspine.documents import MAX_FILE_BYTES, front_sensitivity, with_structure
 from ragspine.errors import IngestError, MissingDependencyError
-from ragspine.readers.base import ReadDocument, ReaderLimits
+from ragspine.readers.base import LineBox, ReadDocument, ReaderLimits
 from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.metadata import validate_metadata
@@ -83,8 +83,8 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None], *,
     The form ``fields`` (``doc_id, title, sensitivity, valid_as_of``, ``metadata`` as JSON) are
     what front matter is to a text file, by the same rules, and override it. Locators point into
     the uploaded text file, or into another format's extracted text; a paged document's payload
-    keeps its page ranges (``pages``) so its chunks get ``page``/``page_end``, and its tables
-    (``tables``) so a long one is cut at its rows.
+    keeps its page ranges (``pages``) so its chunks get ``page``/``page_end``, its tables
+    (``tables``) so a long one is cut at its rows, and a PDF's its lines' boxes (``line_boxes``).
 
     Raises :class:`FileTooLarge` over ``max_bytes`` (413), :class:`UnsupportedFormat` for a
     type no reader takes or a name or media type the content belies (415), and
@@ -129,6 +129,9 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None], *,
         payload["pages"] = [list(page) for page in read.pages]
     if read.tables:  # a long table's chunks are its rows (ragspine ingest's rule)
         payload["tables"] = [list(table) for table in read.tables]
+    if read.line_boxes:  # a PDF's chunks keep their lines' boxes (``"boxes": true`` in a retrieve)
+        payload["line_boxes"] = [[b.start, b.end, b.page, *(round(v, 2) for v in b.box), *([1] if b.ocr else [])]
+                                 for b in read.line_boxes]
     return payload
 
 
@@ -185,11 +188,18 @@ def plan(chunker: Chunker, doc: Mapping[str, Any]) -> list[Chunk]:
         doc["text"], doc["doc_id"], title=doc["title"], metadata=doc["metadata"], sensitivity=doc["sensitivity"],
         source=doc["source"], source_offset=doc["source_offset"],
     )
-    if not doc.get("pages") and not doc.get("tables"):
+    if not doc.get("pages") and not doc.get("tables") and not doc.get("line_boxes"):
         return chunks
     structure = ReadDocument(text=doc["text"], pages=tuple((int(a), int(b)) for a, b in doc.get("pages", ())),
-                             tables=tuple((int(a), int(b)) for a, b in doc.get("tables", ())))
+                             tables=tuple((int(a), int(b)) for a, b in doc.get("tables", ())),
+                             line_boxes=tuple(line_box_of(row) for row in doc.get("line_boxes", ())))
     return with_structure(chunks, structure, chunker, doc["source_offset"])
+
+
+def line_box_of(row: Sequence[Any]) -> LineBox:
+    """A job payload's line box: ``[start, end, page, left, bottom, right, top(, 1: OCR'd)]``."""
+    return LineBox(int(row[0]), int(row[1]), int(row[2]), (float(row[3]), float(row[4]), float(row[5]), float(row[6])),
+                   ocr=len(row) > 7 and bool(row[7]))
 
 
 def active_version(store: ChunkStore, doc_id: str) -> int:

@@ -211,6 +211,10 @@ class RetrieveIn(_In):
     top_k: int = Field(10, ge=1, le=MAX_TOP_K)
     mode: str | None = Field(None, description="auto | hybrid | vector | economy (default: each library's)")
     retry_without_filters: bool = Field(False, description="when the filtered result is empty, search once more without filters")
+    boxes: bool = Field(
+        False, description="give each snippet of a PDF (or an OCR'd image) `boxes`: its lines' boxes on its page(s),"
+        " [{page, box: [left, bottom, right, top]}] in PDF points (kept at ingest; absent otherwise)",
+    )
     reranker: str | None = Field(None, description="this request's reranker (a RAGSPINE_RERANKER name; default: each library's)")
     rerank_depth: int | None = Field(None, ge=1, le=MAX_RERANK_DEPTH, description="this request's rerank depth (default: each library's)")
     postprocessor: str | None = Field(None, max_length=200, description="this request's postprocessor chain (default: each library's)")

@@ -79,12 +79,15 @@ class ChunkStoreVersioningTests:
             chunk_id="d#0", doc_id="d", text="text ü 中文", title="T", source_locator="d#char=0,9",
             ordinal=0, char_start=0, char_end=9, metadata=meta, sensitivity="RESTRICTED",
             parent_id="p", heading="H", window_text="window", parent_locator="d#char=0,20",
+            boxes='[[2,72.5,700.25,540,712.1],[3,72,650,301.75,662.5,1]]',
         )
         store.replace_doc_chunks("d", [chunk])
         (got,) = store.get_chunks(["d#0"])
         for name in ("chunk_id", "doc_id", "text", "title", "source_locator", "ordinal", "char_start", "char_end",
-                     "sensitivity", "parent_id", "heading", "window_text", "parent_locator"):
+                     "sensitivity", "parent_id", "heading", "window_text", "parent_locator", "boxes"):
             assert getattr(got, name) == getattr(chunk, name), name
+        (streamed,) = [c for c in store.iter_chunks(doc_id="d")]
+        assert streamed.boxes == chunk.boxes
         assert dict(got.metadata) == meta
         assert [type(got.metadata[k]) for k in ("year", "ratio", "final")] == [int, float, bool]
         assert got.active and got.version == 1 and got.ingested_at

@@ -286,7 +286,7 @@ class DocumentChunks(NamedTuple):
 
 def fingerprint(chunks: Sequence[Chunk], valid_as_of: str = "") -> str:
     """A digest of everything a replace stores for a document (ids, texts, titles, locators,
-    metadata, sensitivity, parent fields, ``valid_as_of``): equal fingerprints mean a
+    metadata, sensitivity, parent fields, PDF boxes, ``valid_as_of``): equal fingerprints mean a
     re-ingest would change nothing."""
     import hashlib
     import json
@@ -294,6 +294,7 @@ def fingerprint(chunks: Sequence[Chunk], valid_as_of: str = "") -> str:
     records = [
         [c.chunk_id, c.doc_id, c.text, c.title, c.source_locator, c.ordinal, c.char_start, c.char_end,
          sorted(c.metadata.items()), c.sensitivity, c.parent_id, c.heading, c.window_text, c.parent_locator]
+        + ([c.boxes] if c.boxes else [])  # a chunk without boxes digests as before
         for c in chunks
     ]
     data = json.dumps([valid_as_of, records], ensure_ascii=False, default=str)

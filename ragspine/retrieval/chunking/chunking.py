@@ -50,6 +50,10 @@ class Chunk:
     heading: str = ""
     window_text: str = ""
     parent_locator: str = ""
+    #: where the chunk's lines are on its PDF's (or OCR'd image's) pages: compact JSON of
+    #: ``[page, left, bottom, right, top(, 1 when OCR'd)]`` per line (:mod:`ragspine.retrieval.boxes`);
+    #: ``""`` for every other document. Never in a snippet unless an answer asks for boxes.
+    boxes: str = ""
 
     # The seed's first-class metadata fields, read from ``metadata``.
     @property

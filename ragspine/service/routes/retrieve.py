@@ -26,6 +26,7 @@ from fastapi import APIRouter, Depends
 
 from ragspine.errors import ConfigError
 from ragspine.profile import INDEX_FIELDS, OPTIONS, canonical_choice
+from ragspine.retrieval.boxes import add_stored_boxes
 from ragspine.retrieval.filtering.filters import FilterLimits, parse_filter
 from ragspine.retrieval.fusion.weights import parse_weights
 from ragspine.retrieval.mode import make_retrieval_mode
@@ -114,6 +115,8 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
     answer = ask(retriever, request)
     if ctx.metrics is not None:
         ctx.metrics.retrieval_latency.labels("retrieve", mode or "library").observe(time.perf_counter() - start)
+    if body.boxes:  # from the store: what the document was read from, never a path read again
+        add_stored_boxes(answer.snippets, ctx.stack.db.chunk_store)
     for snippet in answer.snippets:
         snippet["library_id"] = external_name(snippet["library_id"])
     incomplete = [DenseIncompleteOut(library=external_name(lib), missing=c.missing, total=c.total)

@@ -42,6 +42,7 @@ CHUNK_COLUMNS: tuple[str, ...] = (
     "parent_locator",
     "valid_as_of",
     "ingested_at",
+    "boxes",
 )
 
 def _needs_fraction(value: Any) -> bool:
@@ -95,6 +96,7 @@ def chunk_to_row(chunk: Chunk, *, library_id: str, version: int, valid_as_of: st
         "window_text": chunk.window_text,
         "parent_locator": chunk.parent_locator,
         "valid_as_of": valid_as_of,
+        "boxes": chunk.boxes,
     }
 
 
@@ -102,7 +104,7 @@ def chunk_to_row(chunk: Chunk, *, library_id: str, version: int, valid_as_of: st
 COPY_COLUMNS: tuple[str, ...] = (
     "library_id", "chunk_id", "doc_id", "version", "active", "ordinal", "text", "title",
     "source_locator", "char_start", "char_end", "metadata", "sensitivity", "parent_id",
-    "heading", "window_text", "parent_locator", "valid_as_of", "n_tokens",
+    "heading", "window_text", "parent_locator", "valid_as_of", "n_tokens", "boxes",
 )
 
 

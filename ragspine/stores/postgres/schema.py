@@ -58,6 +58,7 @@ chunk = sa.Table(
     sa.Column("valid_as_of", sa.Text, nullable=False, server_default=""),
     sa.Column("ingested_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
     sa.Column("n_tokens", sa.Integer, nullable=True),  # tokenize(text) length; set by every replace
+    sa.Column("boxes", sa.Text, nullable=False, server_default=""),  # a PDF chunk's line boxes (0014; Chunk.boxes)
     sa.Index("ragspine_chunk_doc", "library_id", "doc_id", "version"),
     sa.Index(
         "ragspine_chunk_active_id",

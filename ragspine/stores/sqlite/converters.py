@@ -37,6 +37,7 @@ def chunk_row(library_id: str, c: Chunk, version: int, valid_as_of: str, now: st
         "parent_locator": c.parent_locator,
         "valid_as_of": valid_as_of,
         "ingested_at": now,
+        "boxes": c.boxes,
     }
     for name in STANDARD_FIELDS:
         value = meta.get(name)
@@ -53,11 +54,11 @@ def row_to_stored(row: Sequence[Any]) -> StoredChunk:
             meta[name] = row[at]
     (library_id, chunk_id, doc_id, version, active, ordinal, text, title, source_locator, char_start, char_end,
      _topic, _entity, _geography, _period, _language, _meta, sensitivity, parent_id, heading, window_text,
-     parent_locator, valid_as_of, ingested_at) = row
+     parent_locator, valid_as_of, ingested_at, boxes) = row
     return StoredChunk.stored({  # INTEGER columns come back as int; every field is set
         "chunk_id": chunk_id, "doc_id": doc_id, "text": text, "title": title, "source_locator": source_locator,
         "ordinal": ordinal, "char_start": char_start, "char_end": char_end, "metadata": meta,
         "sensitivity": sensitivity, "parent_id": parent_id, "heading": heading, "window_text": window_text,
         "parent_locator": parent_locator, "valid_as_of": valid_as_of, "ingested_at": ingested_at,
-        "version": version, "active": bool(active), "library_id": library_id,
+        "version": version, "active": bool(active), "library_id": library_id, "boxes": boxes,
     })

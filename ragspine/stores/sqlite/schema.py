@@ -16,7 +16,7 @@ import sqlite3
 
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 
-SCHEMA_VERSION = 6  # 4: the structured channel's fact tables; 5: RAPTOR trees; 6: the library's recipe (library.profile)
+SCHEMA_VERSION = 7  # 4: the structured channel's fact tables; 5: RAPTOR trees; 6: the library's recipe (library.profile); 7: narrative_chunk.boxes
 
 CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("library_id", f"TEXT NOT NULL DEFAULT '{DEFAULT_LIBRARY_ID}'"),
@@ -43,6 +43,7 @@ CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("parent_locator", "TEXT NOT NULL DEFAULT ''"),
     ("valid_as_of", "TEXT NOT NULL DEFAULT ''"),
     ("ingested_at", "TEXT NOT NULL DEFAULT ''"),
+    ("boxes", "TEXT NOT NULL DEFAULT ''"),  # 7: a PDF chunk's line boxes (Chunk.boxes)
 )
 COLUMN_NAMES = tuple(name for name, _ in CHUNK_COLUMNS)
 SELECT_CHUNKS = "SELECT " + ", ".join(COLUMN_NAMES) + " FROM narrative_chunk"

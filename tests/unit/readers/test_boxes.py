@@ -92,8 +92,33 @@ def test_query_boxes_adds_them_to_pdf_snippets_only_and_nothing_else(library, ca
     assert "   boxes: " not in _query(capsys, db)[0]  # the text answer without the flag: as before
 
 
+def test_boxes_come_from_the_store_even_when_the_file_is_gone(library, capsys) -> None:
+    db, docs = library
+    want = json.loads(_query(capsys, db, "--json", "--boxes")[0])
+    (docs / "report.pdf").unlink()
+    out, err = _query(capsys, db, "--json", "--boxes")
+    assert json.loads(out) == want and err == ""
+    assert any(s.get("boxes") for s in want)
+
+
+def _forget_stored_boxes(db: str) -> None:
+    """The library as an ingest before boxes were kept left it."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE narrative_chunk SET boxes = ''")
+
+
+def test_a_chunk_stored_without_boxes_gets_them_from_its_unchanged_file(library, capsys) -> None:
+    db, docs = library
+    want = json.loads(_query(capsys, db, "--json", "--boxes")[0])
+    _forget_stored_boxes(db)
+    assert json.loads(_query(capsys, db, "--json", "--boxes")[0]) == want
+
+
 def test_a_pdf_changed_since_ingest_gives_no_boxes_and_says_why(library, capsys) -> None:
     db, docs = library
+    _forget_stored_boxes(db)
     (docs / "report.pdf").write_bytes(report_pdf().replace(b"xylophone", b"saxophone"))
     out, err = _query(capsys, db, "--json", "--boxes")
     assert all("boxes" not in s for s in json.loads(out))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragspine import cli
-from ragspine.documents import chunk_source, read_document, with_pages
+from ragspine.documents import chunk_source, read_document, with_boxes, with_pages
 from ragspine.errors import MissingDependencyError
 from ragspine.readers.base import TextBuilder
 from ragspine.retrieval.chunking.base import make_chunker
@@ -175,6 +175,8 @@ def test_documents_without_long_tables_keep_their_chunks_and_index_texts(chunker
                              source=doc.source, source_offset=doc.body_offset)
         if doc.structure is not None and doc.structure.paged:
             plain = with_pages(plain, doc.structure, doc.body_offset)
+        if doc.structure is not None and doc.structure.line_boxes:  # a PDF's chunks keep their lines' boxes
+            plain = with_boxes(plain, doc.structure, doc.body_offset)
         got = chunk_source(doc, cutter)
         assert got == plain, path.name
         for chunk in got:

@@ -164,3 +164,28 @@ def test_a_long_sheet_upload_is_cut_at_its_rows_as_ingest_cuts_it(client, header
         assert all(line.startswith(("|", "# ")) and (line.endswith("|") or line.startswith("# ")) for line in s["text"].splitlines() if line.strip())
         assert s["metadata"].get("table_header") == expected[s["text"]].metadata.get("table_header")
     assert any(s["metadata"].get("table_header") == "Part number | Description | Warehouse" for s in found)
+
+
+def test_boxes_on_request_come_from_the_upload_and_nothing_changes_without(client, headers) -> None:
+    """``"boxes": true`` gives each PDF snippet its lines' boxes, kept at upload from the bytes
+    sent (no path is ever read again); without it the answer is as before, and a text
+    document's snippets never get the field."""
+    from ragspine.readers.registry import read_bytes
+    from ragspine.retrieval.boxes import span_boxes
+
+    uploaded(client, headers, "report.pdf", report_pdf(), PDF)
+    uploaded(client, headers, "notes.md", b"# Notes\n\nThe xylophone retrofit is explained here.\n", "text/markdown")
+    plain = retrieve(client, headers, "xylophone retrofit scrap", top_k=10).json()
+    boxed = retrieve(client, headers, "xylophone retrofit scrap", top_k=10, boxes=True).json()
+    assert all("boxes" not in s for s in plain["snippets"])
+    assert [{k: v for k, v in s.items() if k != "boxes"} for s in boxed["snippets"]] == plain["snippets"]
+    doc = read_bytes(report_pdf(), "report.pdf")
+    pdf = [s for s in boxed["snippets"] if s["doc_id"] == "report.pdf"]
+    assert pdf and any(s["doc_id"] == "notes.md" for s in boxed["snippets"])
+    for s in boxed["snippets"]:
+        if s["doc_id"] != "report.pdf":
+            assert "boxes" not in s
+            continue
+        start, end = map(int, s["source_locator"].rsplit("#char=", 1)[1].split(","))
+        assert s["boxes"] == span_boxes(doc, start, end) and s["boxes"]
+        assert {b["page"] for b in s["boxes"]} <= set(range(s["page"], s.get("page_end", s["page"]) + 1))
