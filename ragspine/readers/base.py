@@ -156,6 +156,22 @@ class TextBuilder:
         if rendered:
             self.tables.append(self._append(rendered))
 
+    def continue_table(self, rows: Sequence[Sequence[Any]], width: int) -> tuple[int, int] | None:
+        """More rows of the table written last (one that runs onto this page), each a line of
+        it, with no header and no blank line between; the table's range grows to hold them.
+        Returns where the rows are, or ``None`` when there is no such table to go on with."""
+        lines = markdown_rows(rows, width)
+        if not lines or not self.tables or self.tables[-1][1] != self._size:
+            return None
+        if self._page_start == self._size + 2:  # the page starts on the next row, one newline on
+            self._page_start = self._size + 1
+        start = self._size + 1
+        added = "\n" + "\n".join(lines)
+        self._parts.append(added)
+        self._size += len(added)
+        self.tables[-1] = (self.tables[-1][0], self._size)
+        return start, self._size
+
     def start_page(self) -> None:
         self.end_page()
         self._page_start = self._size + (2 if self._size else 0)
@@ -205,15 +221,31 @@ def cell_text(value: Any) -> str:
 def markdown_table(rows: Sequence[Sequence[Any]]) -> str:
     """``| a | b |`` lines with a ``| --- |`` line under the first row; empty rows and trailing
     empty cells are left out."""
-    cells = [[cell_text(v) for v in row] for row in rows]
-    cells = [row[: max((i + 1 for i, c in enumerate(row) if c), default=0)] for row in cells]
-    cells = [row for row in cells if row]
+    cells = _table_cells(rows)
     if not cells:
         return ""
     width = max(len(row) for row in cells)
-    lines = ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in cells]
+    lines = _rendered(cells, width)
     lines.insert(1, "|" + " --- |" * width)
     return "\n".join(lines)
+
+
+def markdown_rows(rows: Sequence[Sequence[Any]], width: int = 0) -> list[str]:
+    """Each non-empty row as a ``| a | b |`` line (trailing empty cells left out), padded to
+    ``width`` cells or the widest row's."""
+    cells = _table_cells(rows)
+    return _rendered(cells, max([width, *(len(row) for row in cells)]))
+
+
+def _rendered(cells: list[list[str]], width: int) -> list[str]:
+    return ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in cells]
+
+
+def _table_cells(rows: Sequence[Sequence[Any]]) -> list[list[str]]:
+    """The non-empty rows' cells as text, trailing empty cells left out."""
+    cells = [[cell_text(v) for v in row] for row in rows]
+    cells = [row[: max((i + 1 for i, c in enumerate(row) if c), default=0)] for row in cells]
+    return [row for row in cells if row]
 
 
 def one_line(exc: BaseException) -> str:

@@ -26,8 +26,17 @@ from __future__ import annotations
 from typing import Any
 
 from ragspine.errors import BackendError, IngestError, MissingDependencyError
-from ragspine.readers.base import LineBox, ReadBudget, ReadDocument, ReaderLimits, TextBuilder, markdown_table, one_line
-from ragspine.readers.pdf_tables import Cell, find_tables, line_cells
+from ragspine.readers.base import (
+    LineBox,
+    ReadBudget,
+    ReadDocument,
+    ReaderLimits,
+    TextBuilder,
+    markdown_rows,
+    markdown_table,
+    one_line,
+)
+from ragspine.readers.pdf_tables import Cell, OpenTable, find_tables, line_cells, open_table
 
 _ENCRYPTED = 4  # PDFium's FPDF_ERR_PASSWORD
 _DROP = dict.fromkeys(map(ord, "\x00\ufffe\uffff\x02"), None)
@@ -71,10 +80,11 @@ class PdfiumDocumentReader:
                 page_cells.append(cells)
             scanned = _scanned(pages) if self.limits.ocr != "none" else []
             confidences = _ocr_pages(pdfium, doc, pages, scanned, budget, where)
+            carry = None  # a table running onto the next page
             for index, lines in enumerate(pages):
                 builder.start_page()
                 ocr = confidences.get(index)
-                _add_page(builder, lines, index + 1, boxes, ocr, page_cells[index] if ocr is None else None)
+                carry = _add_page(builder, lines, index + 1, boxes, ocr, page_cells[index] if ocr is None else None, carry)
             builder.end_page()
             headings = _outline(doc, builder)
             info = doc.get_metadata_dict(skip_empty=True)
@@ -180,27 +190,36 @@ def _union(rects: list[tuple[float, float, float, float]]) -> tuple[float, float
 
 
 def _add_page(builder: TextBuilder, lines: Lines, page: int, boxes: list[LineBox], ocr: list[float] | None = None,
-              cells: list[tuple[Cell, ...]] | None = None) -> None:
+              cells: list[tuple[Cell, ...]] | None = None, carry: OpenTable | None = None) -> OpenTable | None:
     """The page's lines as paragraphs (:func:`_add_lines`), and its tables (``cells``:
     :func:`~ragspine.readers.pdf_tables.find_tables`) as Markdown rows, each row's line keeping
-    its box. ``ocr``: the lines were read by OCR, with these confidences."""
-    tables = {first: (past, rows) for first, past, rows in find_tables(cells)} if cells else {}
-    done = k = 0
-    while k < len(lines):
-        if k not in tables:
-            k += 1
-            continue
-        _add_lines(builder, lines[done:k], page, boxes, ocr[done:k] if ocr is not None else None)
-        past, rows = tables[k]
-        builder.table(rows)
-        offset = builder.tables[-1][0]
-        rendered = markdown_table(rows).split("\n")  # the header, ``| --- |``, a line per row
-        for line, (_, box) in zip(rendered, [lines[k], (None, None), *lines[k + 1 : past]], strict=True):
-            if box is not None:  # the header's and each row's line; not the ``| --- |`` line
-                boxes.append(LineBox(offset, offset + len(line), page, box))
-            offset += len(line) + 1
-        done = k = past
+    its box; ``carry``: the previous page's table that ran to its last line, which this page's
+    first rows may go on with. Returns this page's such table. ``ocr``: the lines were read by
+    OCR, with these confidences."""
+    tables = find_tables(cells, carry) if cells else []
+    done = 0
+    for table in tables:
+        _add_lines(builder, lines[done : table.first], page, boxes, ocr[done : table.first] if ocr is not None else None)
+        spans: list[tuple[int, int]] = []
+        if table.continued and carry is not None and (added := builder.continue_table(table.rows, len(carry.columns))):
+            offset = added[0]
+            for line in markdown_rows(table.rows, len(carry.columns)):
+                spans.append((offset, offset + len(line)))
+                offset += len(line) + 1
+        else:
+            builder.table(table.rows)
+            offset = builder.tables[-1][0]
+            for number, line in enumerate(markdown_table(table.rows).split("\n")):  # the header, ``| --- |``, a row a line
+                if number != 1:
+                    spans.append((offset, offset + len(line)))
+                offset += len(line) + 1
+        for (start, end), number in zip(spans, table.row_lines, strict=True):
+            box = lines[number][1]
+            if box is not None:
+                boxes.append(LineBox(start, end, page, box))
+        done = table.past
     _add_lines(builder, lines[done:], page, boxes, ocr[done:] if ocr is not None else None)
+    return open_table(tables, cells, carry) if cells else None
 
 
 def _add_lines(builder: TextBuilder, lines: Lines, page: int, boxes: list[LineBox], ocr: list[float] | None = None) -> None:

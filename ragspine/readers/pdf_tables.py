@@ -7,7 +7,9 @@ with two or more such runs has *cells* (:func:`line_cells`); a run of at least
 line's (each cell overlapping one column, no column twice) is a *table* (:func:`find_tables`),
 its first line the header. The reader renders a table as Markdown rows, as it does a Word or
 Excel table, so long ones are cut at their rows with their column names
-(:mod:`ragspine.retrieval.chunking.tables`).
+(:mod:`ragspine.retrieval.chunking.tables`). A table that runs to its page's last line goes on
+at the next page's first lines that stand in its columns — after the header, when the page
+repeats it, which is then dropped — as one table over both pages (:class:`OpenTable`).
 
 Two guards keep prose out: a gap between runs must be wider than :data:`GAP_HEIGHTS` times the
 line's height (the space between words is a fraction of it), and a run of lines whose cells
@@ -18,7 +20,7 @@ A line whose cells do not give back its text exactly is left as it was.
 from __future__ import annotations
 
 from statistics import median
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 Box = tuple[float, float, float, float]
 Cell = tuple[str, Box]
@@ -59,12 +61,42 @@ def line_cells(textpage: Any, rects: Sequence[Box], text: str) -> tuple[Cell, ..
     return tuple(cells)
 
 
-def find_tables(cells: Sequence[tuple[Cell, ...]]) -> list[tuple[int, int, list[list[str]]]]:
-    """``(first line, past the last line, rows of cell texts)`` of each table among a page's
-    lines, given each line's :func:`line_cells`; a row's cells are in the header's columns
-    (``""`` where a row has none)."""
-    out: list[tuple[int, int, list[list[str]]]] = []
+class PageTable(NamedTuple):
+    """A table among a page's lines: ``lines[first:past]``; ``rows`` the cell texts of the lines
+    ``row_lines`` (a row per line, in the header's columns, ``""`` where a line has none).
+    ``continued``: more rows of the previous page's last table (``rows`` without a header; a
+    header the page repeats is in no row)."""
+
+    first: int
+    past: int
+    rows: list[list[str]]
+    row_lines: list[int]
+    continued: bool = False
+
+
+class OpenTable(NamedTuple):
+    """A table that ran to its page's last line: the next page's first lines may go on with it."""
+
+    columns: list[Box]
+    header: list[str]
+
+
+def find_tables(cells: Sequence[tuple[Cell, ...]], carry: OpenTable | None = None) -> list[PageTable]:
+    """The tables among a page's lines, given each line's :func:`line_cells` (see the module
+    docstring); ``carry``: the previous page's table that ran to its last line — the page's
+    first lines in its columns (after a repeat of its header, which is dropped) go on with it."""
+    out: list[PageTable] = []
     i = 0
+    if carry is not None and cells:
+        j = 1 if [text for text, _ in cells[0]] == carry.header else 0
+        rows, row_lines = [], []
+        while j < len(cells) and (row := _in_columns(cells[j], carry.columns)) is not None:
+            rows.append(row)
+            row_lines.append(j)
+            j += 1
+        if rows:
+            out.append(PageTable(0, j, rows, row_lines, continued=True))
+            i = j
     while i < len(cells):
         header = cells[i]
         if len(header) < 2:
@@ -73,19 +105,27 @@ def find_tables(cells: Sequence[tuple[Cell, ...]]) -> list[tuple[int, int, list[
         columns = [box for _, box in header]
         rows = [[text for text, _ in header]]
         j = i + 1
-        while j < len(cells):
-            row = _in_columns(cells[j], columns)
-            if row is None:
-                break
+        while j < len(cells) and (row := _in_columns(cells[j], columns)) is not None:
             rows.append(row)
             j += 1
         lengths = [len(c) for row in rows for c in row if c]
         if j - i >= MIN_ROWS and median(lengths) <= MAX_MEDIAN_CELL_CHARS:
-            out.append((i, j, rows))
+            out.append(PageTable(i, j, rows, list(range(i, j))))
             i = j
         else:
             i += 1
     return out
+
+
+def open_table(tables: Sequence[PageTable], cells: Sequence[tuple[Cell, ...]], carry: OpenTable | None) -> OpenTable | None:
+    """The table of ``tables`` that runs to the page's last line, for the next page (``carry``:
+    the one this page went on with)."""
+    if not tables or tables[-1].past != len(cells):
+        return None
+    last = tables[-1]
+    if last.continued:
+        return carry
+    return OpenTable([box for _, box in cells[last.first]], last.rows[0])
 
 
 def _in_columns(cells: tuple[Cell, ...], columns: list[Box]) -> list[str] | None:

@@ -75,3 +75,32 @@ def test_a_pdf_without_tables_reads_as_before() -> None:
     doc = read_bytes(report_pdf(), "report.pdf")
     assert doc.tables == () and "|" not in doc.text
     assert doc.text.startswith("Introduction\n\nKestrel Gearworks reviewed its northern plants this year.")
+
+
+def _rows_page(rows, top: float = 700, after: str = "") -> list:
+    lines = [(x, top - 18 * n, cell) for n, row in enumerate(rows) for x, cell in zip(COLUMNS, row, strict=True)]
+    return lines + ([(72, top - 18 * len(rows) - 40, after)] if after else [])
+
+
+@pytest.mark.parametrize("repeat_header", [True, False])
+def test_a_table_running_onto_the_next_page_is_one_table(repeat_header: bool) -> None:
+    first = [PARTS[0]] + [(f"PN-{n:04d}", f"depot {n}", f"{n}.50") for n in range(1, 5)]
+    second = ([PARTS[0]] if repeat_header else []) + [(f"PN-{n:04d}", f"depot {n}", f"{n}.50") for n in range(5, 8)]
+    doc = read_bytes(make_pdf([_rows_page(first), _rows_page(second, after="End of the price list.")]), "parts.pdf")
+    (start, end), = doc.tables
+    rows = [f"| PN-{n:04d} | depot {n} | {n}.50 |" for n in range(1, 8)]
+    assert doc.text[start:end] == "\n".join(["| Part | Warehouse | Price |", "| --- | --- | --- |", *rows])  # the header once
+    assert doc.text.endswith("\n\nEnd of the price list.")
+    assert doc.pages_of(start, end) == [1, 2]
+    at = doc.text.index("| PN-0005 |")
+    assert doc.pages_of(at, at + 5) == [2] and doc.pages_of(start, start + 5) == [1]
+    boxed = {doc.text[b.start:b.end]: b.page for b in doc.line_boxes if start <= b.start < end}
+    assert boxed == {"| Part | Warehouse | Price |": 1, **{row: 1 if n < 5 else 2 for n, row in enumerate(rows, 1)}}
+
+
+def test_a_page_starting_with_prose_starts_no_table() -> None:
+    first = [PARTS[0]] + [(f"PN-{n:04d}", f"depot {n}", f"{n}.50") for n in range(1, 5)]
+    second = [(72, 700, "Notes on the price list follow here.")] + _rows_page([(f"PN-{n:04d}", f"depot {n}", f"{n}.50") for n in range(5, 8)], top=660)
+    doc = read_bytes(make_pdf([_rows_page(first), second]), "parts.pdf")
+    (start, end), (start2, _) = doc.tables  # the second page's rows are a table of their own
+    assert doc.pages_of(start, end) == [1] and doc.text[start2:].startswith("| PN-0005 | depot 5 | 5.50 |\n| --- |")
