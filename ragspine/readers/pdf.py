@@ -36,7 +36,7 @@ from ragspine.readers.base import (
     markdown_table,
     one_line,
 )
-from ragspine.readers.pdf_tables import Cell, OpenTable, find_tables, line_cells, open_table
+from ragspine.readers.pdf_tables import Box, OpenTable, PageCells, PageTable, find_tables, line_runs, open_table
 
 _ENCRYPTED = 4  # PDFium's FPDF_ERR_PASSWORD
 _DROP = dict.fromkeys(map(ord, "\x00\ufffe\uffff\x02"), None)
@@ -67,24 +67,24 @@ class PdfiumDocumentReader:
                                   " (RAGSPINE_MAX_PDF_PAGES); split the file or raise the limit")
             builder, boxes, budget = TextBuilder(), list[LineBox](), ReadBudget(where, self.limits)
             pages: list[Lines] = []
-            page_cells: list[list[tuple[Cell, ...]]] = []
+            page_tables: list[list[PageTable]] = []
+            carry: OpenTable | None = None  # a table running onto the next page
             for index in range(count):
                 budget.check()
                 try:
-                    lines, cells = _page_lines(pdfium, doc[index], self.line_boxes, self.limits.max_page_chars,
-                                               f"{where}: page {index + 1}")
+                    lines, tables, carry = _page_lines(pdfium, doc[index], self.line_boxes, self.limits.max_page_chars,
+                                                       f"{where}: page {index + 1}", carry)
                 except pdfium.PdfiumError as exc:
                     raise IngestError(f"{where}: page {index + 1} is corrupt ({one_line(exc)})") from None
                 budget.check(sum(len(text) + 1 for text, _ in lines))
                 pages.append(lines)
-                page_cells.append(cells)
+                page_tables.append(tables)
             scanned = _scanned(pages) if self.limits.ocr != "none" else []
             confidences = _ocr_pages(pdfium, doc, pages, scanned, budget, where)
-            carry = None  # a table running onto the next page
             for index, lines in enumerate(pages):
                 builder.start_page()
                 ocr = confidences.get(index)
-                carry = _add_page(builder, lines, index + 1, boxes, ocr, page_cells[index] if ocr is None else None, carry)
+                _add_page(builder, lines, index + 1, boxes, ocr, page_tables[index] if ocr is None else [])
             builder.end_page()
             headings = _outline(doc, builder)
             info = doc.get_metadata_dict(skip_empty=True)
@@ -147,12 +147,13 @@ def _ocr_pages(pdfium: Any, doc: Any, pages: list[Lines], scanned: list[int], bu
     return confidences
 
 
-def _page_lines(pdfium: Any, page: Any, with_boxes: bool, max_chars: int = 0, where: str = "the page"
-                ) -> tuple[Lines, list[tuple[Cell, ...]]]:
+def _page_lines(pdfium: Any, page: Any, with_boxes: bool, max_chars: int = 0, where: str = "the page",
+                carry: OpenTable | None = None) -> tuple[Lines, list[PageTable], OpenTable | None]:
     """The page's non-empty lines, each with its box (the union of PDFium's rectangles of its chars),
-    and each line's table cells (:func:`~ragspine.readers.pdf_tables.line_cells`; none without
-    ``with_boxes``); a page of more than ``max_chars`` characters (0: no bound) is an
-    :class:`IngestError` naming ``where``."""
+    its tables (:func:`~ragspine.readers.pdf_tables.find_tables`, going on with ``carry``: the
+    previous page's table that ran to its last line; none without ``with_boxes``) and its own such
+    table; a page of more than ``max_chars`` characters (0: no bound) is an :class:`IngestError`
+    naming ``where``."""
     textpage = page.get_textpage()
     chars = textpage.count_chars()
     if max_chars and chars > max_chars:
@@ -160,7 +161,7 @@ def _page_lines(pdfium: Any, page: Any, with_boxes: bool, max_chars: int = 0, wh
                           " (RAGSPINE_MAX_PAGE_CHARS); split the file or raise the limit")
     raw = textpage.get_text_range()
     out: Lines = []
-    cells: list[tuple[Cell, ...]] = []
+    runs: list[tuple[Box, ...]] = []
     unit = 0  # offsets in PDFium's text are UTF-16 units
     for line in raw.split("\r\n"):
         width = len(line.encode("utf-16-le")) // 2
@@ -168,9 +169,11 @@ def _page_lines(pdfium: Any, page: Any, with_boxes: bool, max_chars: int = 0, wh
         if text:
             rects = _rects(pdfium, textpage, unit, unit + width) if with_boxes else []
             out.append((text, _union(rects)))
-            cells.append(line_cells(textpage, rects, text))
+            runs.append(line_runs(rects))
         unit += width + 2
-    return out, cells
+    cells = PageCells(textpage, runs, [text for text, _ in out])
+    tables = find_tables(cells, carry)
+    return out, tables, open_table(tables, cells, carry)
 
 
 def _rects(pdfium: Any, textpage: Any, start: int, end: int) -> list[tuple[float, float, float, float]]:
@@ -190,20 +193,18 @@ def _union(rects: list[tuple[float, float, float, float]]) -> tuple[float, float
 
 
 def _add_page(builder: TextBuilder, lines: Lines, page: int, boxes: list[LineBox], ocr: list[float] | None = None,
-              cells: list[tuple[Cell, ...]] | None = None, carry: OpenTable | None = None) -> OpenTable | None:
-    """The page's lines as paragraphs (:func:`_add_lines`), and its tables (``cells``:
-    :func:`~ragspine.readers.pdf_tables.find_tables`) as Markdown rows, each row's line keeping
-    its box; ``carry``: the previous page's table that ran to its last line, which this page's
-    first rows may go on with. Returns this page's such table. ``ocr``: the lines were read by
-    OCR, with these confidences."""
-    tables = find_tables(cells, carry) if cells else []
+              tables: list[PageTable] | None = None) -> None:
+    """The page's lines as paragraphs (:func:`_add_lines`), and its ``tables``
+    (:func:`_page_lines`) as Markdown rows, each row's line keeping its box; a table going on
+    with the previous page's last adds its rows to it. ``ocr``: the lines were read by OCR, with
+    these confidences."""
     done = 0
-    for table in tables:
+    for table in tables or []:
         _add_lines(builder, lines[done : table.first], page, boxes, ocr[done : table.first] if ocr is not None else None)
         spans: list[tuple[int, int]] = []
-        if table.continued and carry is not None and (added := builder.continue_table(table.rows, len(carry.columns))):
+        if table.continued and (added := builder.continue_table(table.rows, len(table.rows[0]))):
             offset = added[0]
-            for line in markdown_rows(table.rows, len(carry.columns)):
+            for line in markdown_rows(table.rows, len(table.rows[0])):
                 spans.append((offset, offset + len(line)))
                 offset += len(line) + 1
         else:
@@ -219,7 +220,6 @@ def _add_page(builder: TextBuilder, lines: Lines, page: int, boxes: list[LineBox
                 boxes.append(LineBox(start, end, page, box))
         done = table.past
     _add_lines(builder, lines[done:], page, boxes, ocr[done:] if ocr is not None else None)
-    return open_table(tables, cells, carry) if cells else None
 
 
 def _add_lines(builder: TextBuilder, lines: Lines, page: int, boxes: list[LineBox], ocr: list[float] | None = None) -> None:

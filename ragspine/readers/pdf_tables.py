@@ -2,7 +2,7 @@
 
 A PDF has no tables, only text placed on a page; PDFium groups a line's characters into
 rectangles, one per run of text, and a table's cells are runs set apart by a wide gap. A line
-with two or more such runs has *cells* (:func:`line_cells`); a run of at least
+with two or more such runs has *cells* (:func:`line_runs`, :class:`PageCells`); a run of at least
 :data:`MIN_ROWS` consecutive lines of a page whose cells stand in the columns of the first
 line's (each cell overlapping one column, no column twice) is a *table* (:func:`find_tables`),
 its first line the header. The reader renders a table as Markdown rows, as it does a Word or
@@ -13,8 +13,10 @@ repeats it, which is then dropped — as one table over both pages (:class:`Open
 
 Two guards keep prose out: a gap between runs must be wider than :data:`GAP_HEIGHTS` times the
 line's height (the space between words is a fraction of it), and a run of lines whose cells
-are mostly long — the two columns of a page of prose — is no table (:data:`MAX_MEDIAN_CELL_CHARS`).
-A line whose cells do not give back its text exactly is left as it was.
+are mostly long — the two columns of a page of prose — is no table (:data:`MAX_MEDIAN_CELL_CHARS`,
+judged on its first :data:`SAMPLE_LINES` lines before the rest of its texts are read, then on
+all of them). A line whose cells do not give back its text exactly is left as it was, and ends a
+table above it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from statistics import median
 from typing import Any, NamedTuple, Sequence
 
 Box = tuple[float, float, float, float]
-Cell = tuple[str, Box]
 
 #: fewest lines (the header and two rows) that make a table
 MIN_ROWS = 3
@@ -33,14 +34,19 @@ GAP_HEIGHTS = 1.2
 MAX_MEDIAN_CELL_CHARS = 30
 
 
-def line_cells(textpage: Any, rects: Sequence[Box], text: str) -> tuple[Cell, ...]:
-    """The cells of a line of ``textpage`` whose characters' rectangles are ``rects`` and whose
-    text, whitespace collapsed, is ``text``: ``()`` for a line of one run of text."""
+#: a run of aligned lines whose first lines' cells are long is prose: decided on this many lines
+#: before the rest of the run's cells are read
+SAMPLE_LINES = MIN_ROWS
+
+
+def line_runs(rects: Sequence[Box]) -> tuple[Box, ...]:
+    """The boxes of a line's runs of text — its characters' rectangles ``rects`` joined where the
+    gap between them is narrow — when there are two or more; ``()`` for a line of one run."""
     if len(rects) < 2:
         return ()
-    rects = sorted(rects)
-    groups: list[list[Box]] = [[rects[0]]]
-    for rect in rects[1:]:
+    ordered = sorted(rects)
+    groups: list[list[Box]] = [[ordered[0]]]
+    for rect in ordered[1:]:
         previous = groups[-1][-1]
         height = max(previous[3] - previous[1], rect[3] - rect[1], 1.0)
         if rect[0] - previous[2] > GAP_HEIGHTS * height:
@@ -49,16 +55,30 @@ def line_cells(textpage: Any, rects: Sequence[Box], text: str) -> tuple[Cell, ..
             groups[-1].append(rect)
     if len(groups) < 2:
         return ()
-    cells = []
-    for group in groups:
-        box = (min(r[0] for r in group), min(r[1] for r in group), max(r[2] for r in group), max(r[3] for r in group))
-        cell = " ".join(textpage.get_text_bounded(*box).split())
-        if not cell:
-            return ()
-        cells.append((cell, box))
-    if " ".join(c for c, _ in cells) != text:  # the runs do not give the line back: leave it a line
-        return ()
-    return tuple(cells)
+    return tuple((min(r[0] for r in g), min(r[1] for r in g), max(r[2] for r in g), max(r[3] for r in g)) for g in groups)
+
+
+class PageCells:
+    """A page's lines' runs (:func:`line_runs`: geometry, cheap) and their cells' texts, read from
+    the PDFium text page only for the lines a table may hold (``textpage`` must stay open while
+    :func:`find_tables` runs)."""
+
+    def __init__(self, textpage: Any, runs: Sequence[tuple[Box, ...]], texts: Sequence[str]) -> None:
+        self.runs = runs
+        self._textpage = textpage
+        self._texts = texts
+        self._cells: dict[int, tuple[str, ...] | None] = {}
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def cells(self, line: int) -> tuple[str, ...] | None:
+        """The texts of the line's runs; ``None`` when they do not give the line's text back (it
+        stays a line)."""
+        if line not in self._cells:
+            cells = tuple(" ".join(self._textpage.get_text_bounded(*box).split()) for box in self.runs[line])
+            self._cells[line] = cells if all(cells) and " ".join(cells) == self._texts[line] else None
+        return self._cells[line]
 
 
 class PageTable(NamedTuple):
@@ -81,60 +101,89 @@ class OpenTable(NamedTuple):
     header: list[str]
 
 
-def find_tables(cells: Sequence[tuple[Cell, ...]], carry: OpenTable | None = None) -> list[PageTable]:
-    """The tables among a page's lines, given each line's :func:`line_cells` (see the module
-    docstring); ``carry``: the previous page's table that ran to its last line — the page's
-    first lines in its columns (after a repeat of its header, which is dropped) go on with it."""
+def find_tables(page: PageCells, carry: OpenTable | None = None) -> list[PageTable]:
+    """The tables among a page's lines (see the module docstring); ``carry``: the previous page's
+    table that ran to its last line — the page's first lines in its columns (after a repeat of
+    its header, which is dropped) go on with it. Linear in the lines: a run of lines is placed in
+    columns by geometry, and its texts are read only when it may be a table."""
     out: list[PageTable] = []
-    i = 0
-    if carry is not None and cells:
-        j = 1 if [text for text, _ in cells[0]] == carry.header else 0
+    n, i = len(page), 0
+    if carry is not None and n:
+        j = 1 if page.runs[0] and page.cells(0) == tuple(carry.header) else 0
         rows, row_lines = [], []
-        while j < len(cells) and (row := _in_columns(cells[j], carry.columns)) is not None:
+        while j < n and (row := _row(page, j, carry.columns)) is not None:
             rows.append(row)
             row_lines.append(j)
             j += 1
         if rows:
             out.append(PageTable(0, j, rows, row_lines, continued=True))
             i = j
-    while i < len(cells):
-        header = cells[i]
-        if len(header) < 2:
+    while i < n:
+        columns = list(page.runs[i])
+        if len(columns) < 2:
             i += 1
             continue
-        columns = [box for _, box in header]
-        rows = [[text for text, _ in header]]
-        j = i + 1
-        while j < len(cells) and (row := _in_columns(cells[j], columns)) is not None:
+        past = i + 1
+        while past < n and _placed(page.runs[past], columns) is not None:
+            past += 1
+        if past - i < MIN_ROWS:
+            i += 1
+            continue
+        if _long(page, range(i, min(past, i + SAMPLE_LINES)), columns):  # prose in columns: no table anywhere in it
+            i = past
+            continue
+        rows = []
+        for line in range(i, past):
+            row = _row(page, line, columns)
+            if row is None:  # its runs do not give its text back: the table ends above it
+                break
             rows.append(row)
-            j += 1
-        lengths = [len(c) for row in rows for c in row if c]
-        if j - i >= MIN_ROWS and median(lengths) <= MAX_MEDIAN_CELL_CHARS:
-            out.append(PageTable(i, j, rows, list(range(i, j))))
-            i = j
+        if len(rows) >= MIN_ROWS and median(len(c) for row in rows for c in row if c) <= MAX_MEDIAN_CELL_CHARS:
+            out.append(PageTable(i, i + len(rows), rows, list(range(i, i + len(rows)))))
+            i += len(rows)
         else:
             i += 1
     return out
 
 
-def open_table(tables: Sequence[PageTable], cells: Sequence[tuple[Cell, ...]], carry: OpenTable | None) -> OpenTable | None:
+def open_table(tables: Sequence[PageTable], page: PageCells, carry: OpenTable | None) -> OpenTable | None:
     """The table of ``tables`` that runs to the page's last line, for the next page (``carry``:
     the one this page went on with)."""
-    if not tables or tables[-1].past != len(cells):
+    if not tables or tables[-1].past != len(page):
         return None
     last = tables[-1]
     if last.continued:
         return carry
-    return OpenTable([box for _, box in cells[last.first]], last.rows[0])
+    return OpenTable(list(page.runs[last.first]), last.rows[0])
 
 
-def _in_columns(cells: tuple[Cell, ...], columns: list[Box]) -> list[str] | None:
-    """``cells`` placed in ``columns`` (by horizontal overlap), or ``None`` when the line is no
-    row of them: fewer than two cells, a cell over no column or two cells in one."""
-    if len(cells) < 2:
+def _long(page: PageCells, lines: range, columns: list[Box]) -> bool:
+    """Whether the median cell of ``lines`` (those whose runs give their text back) is longer
+    than :data:`MAX_MEDIAN_CELL_CHARS`."""
+    lengths = [len(c) for line in lines if (row := _row(page, line, columns)) is not None for c in row if c]
+    return bool(lengths) and median(lengths) > MAX_MEDIAN_CELL_CHARS
+
+
+def _row(page: PageCells, line: int, columns: list[Box]) -> list[str] | None:
+    """The line's cells' texts in ``columns`` (``""`` where it has none), or ``None`` when it is no
+    row of them (:func:`_placed`) or its runs do not give its text back."""
+    placed = _placed(page.runs[line], columns)
+    texts = page.cells(line) if placed is not None else None
+    if placed is None or texts is None:
         return None
     row = [""] * len(columns)
-    for text, box in cells:
+    for column, text in zip(placed, texts, strict=True):
+        row[column] = text
+    return row
+
+
+def _placed(runs: tuple[Box, ...], columns: list[Box]) -> list[int] | None:
+    """The column of each of ``runs`` (by horizontal overlap, else alignment), or ``None`` when the
+    line is no row of ``columns``: fewer than two runs, a run over no column or two in one."""
+    if len(runs) < 2:
+        return None
+    placed: list[int] = []
+    for box in runs:
         overlaps = [min(box[2], col[2]) - max(box[0], col[0]) for col in columns]
         best = max(range(len(columns)), key=overlaps.__getitem__)
         if overlaps[best] <= 0 and not _aligned(box, columns[best]):
@@ -142,10 +191,10 @@ def _in_columns(cells: tuple[Cell, ...], columns: list[Box]) -> list[str] | None
             if not _aligned(box, columns[nearest]):
                 return None
             best = nearest
-        if row[best]:
+        if best in placed:
             return None
-        row[best] = text
-    return row
+        placed.append(best)
+    return placed
 
 
 def _centre(box: Box) -> float:

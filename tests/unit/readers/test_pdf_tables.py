@@ -104,3 +104,24 @@ def test_a_page_starting_with_prose_starts_no_table() -> None:
     doc = read_bytes(make_pdf([_rows_page(first), second]), "parts.pdf")
     (start, end), (start2, _) = doc.tables  # the second page's rows are a table of their own
     assert doc.pages_of(start, end) == [1] and doc.text[start2:].startswith("| PN-0005 | depot 5 | 5.50 |\n| --- |")
+
+
+def test_prose_in_columns_is_judged_on_a_few_lines_without_reading_every_cell(monkeypatch) -> None:
+    """Linear in a page's lines: a page of two-column prose reads the texts of its first
+    ``SAMPLE_LINES`` lines' runs, not of all of them (the runs' geometry places the rest)."""
+    from ragspine.readers import pdf_tables
+
+    read: list[int] = []
+    real = pdf_tables.PageCells.cells
+
+    def counting(self, line):
+        read.append(line)
+        return real(self, line)
+
+    monkeypatch.setattr(pdf_tables.PageCells, "cells", counting)
+    left = "The northern plant reviewed its safety record this year and found"
+    right = "that the retrofit cut scrap by fourteen percent over the quarter,"
+    page = [(x, 760 - 12 * n, text) for n in range(60) for x, text in ((40, left), (320, right))]
+    doc = read_bytes(make_pdf([page, page], size=(640, 792), font_size=8), "paper.pdf")
+    assert doc.tables == ()
+    assert len(set(read)) <= pdf_tables.SAMPLE_LINES and len(read) <= 2 * pdf_tables.SAMPLE_LINES  # per page, cached
