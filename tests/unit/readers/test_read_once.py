@@ -73,18 +73,22 @@ def _query(db: str, capsys, text: str) -> str:
 
 
 def test_a_file_changed_between_the_passes_is_written_as_checked(docs, tmp_path, monkeypatch, capsys) -> None:
-    """The check pass validated the PDF; the write pass writes that reading, not a later file."""
-    real_take = ReadSpool.take
+    """The check pass validated the PDF; the PDF then breaks before the write pass (right after
+    the check's verdict): the run writes the reading it checked — a second reading would fail
+    halfway through the run."""
+    import ragspine.cli.ingest as ingest
 
-    def take_after_change(self, key):
-        if key.endswith("report.pdf"):
-            (docs / "report.pdf").write_bytes(b"%PDF-1.4 broken now")  # would fail a second reading
-        return real_take(self, key)
+    real = ingest._refuse_or_skip
 
-    monkeypatch.setattr(ReadSpool, "take", take_after_change)
+    def then_break(problems, skip_bad):
+        real(problems, skip_bad)
+        (docs / "report.pdf").write_bytes(b"%PDF-1.4 broken now")
+
+    monkeypatch.setattr(ingest, "_refuse_or_skip", then_break)
     db = str(tmp_path / "b.db")
     assert cli.main(["--db", db, "ingest", str(docs), "--library", "lib"]) == 0, capsys.readouterr().err
     assert "ingested 4 document(s)" in capsys.readouterr().out
+    assert json.loads(_query(db, capsys, "xylophone retrofit scrap"))[0]["doc_id"] == "report.pdf"
 
 
 def test_the_spool_leaves_nothing_behind(docs, tmp_path, monkeypatch, capsys) -> None:
