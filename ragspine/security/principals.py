@@ -33,7 +33,7 @@ from typing import Any
 
 from ragspine.errors import ConfigError
 
-__all__ = ["ACL", "KINDS", "OPEN", "Principal", "look_alike_key", "name_key", "parse_entry", "sees"]
+__all__ = ["ACL", "ANONYMOUS", "EVERYTHING", "KINDS", "OPEN", "Principal", "Viewer", "look_alike_key", "name_key", "parse_entry", "sees"]
 
 MAX_NAME_CHARS = 128
 KINDS = ("user", "group")
@@ -183,3 +183,22 @@ class Principal:
 def sees(principal: Principal | None, acl: ACL) -> bool:
     """Whether ``principal`` (``None``: a caller who is no principal) may read a document with ``acl``."""
     return acl.is_open if principal is None else principal.sees(acl)
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Whom a search runs for: a :class:`Principal`, a caller who is none (``principal=None``:
+    documents without an ACL only), or — for the library's own maintenance, never a request —
+    ``everything``."""
+
+    principal: Principal | None = None
+    everything: bool = False
+
+    def sees(self, acl: ACL) -> bool:
+        return self.everything or sees(self.principal, acl)
+
+
+#: The library's own maintenance (index builds, exports): every document. Never a request's.
+EVERYTHING = Viewer(everything=True)
+#: A caller who is no principal: documents without an ACL only.
+ANONYMOUS = Viewer()

@@ -478,7 +478,63 @@ class ChunkStoreSensitivityTests:
             assert store.restricted_spans(["hb"]) == {("hb", 1): [(hb[c].char_start, hb[c].char_end) for c in ("hb#1", "hb#3")]}
 
 
+class ChunkStoreAclTests:
+    """``DocumentAcls``: a document's ACL is kept apart from its chunks, set with them or alone,
+    changed without a re-ingest, recorded, scoped to its library, and deleted with it."""
+
+    def test_acls_are_set_with_the_chunks_or_alone_and_every_change_is_recorded(self, chunk_store_factory: Factory) -> None:
+        from ragspine.retrieval.chunking.chunk_store import DocumentAcls
+        from ragspine.security.principals import ACL, OPEN
+
+        store = chunk_store_factory("lib-acl")
+        other = chunk_store_factory("lib-acl-other")
+        assert isinstance(store, DocumentAcls)
+        assert store.document_acls() == (0, {}) and store.acl_seq() == 0
+        hr = ACL.parse({"allow": ["group:HR"], "deny": ["user:eve"]})
+        store.replace_many([DocumentChunks("a", doc("a", "a one"), "", hr), DocumentChunks("b", doc("b", "b one"))])
+        seq, acls = store.document_acls()
+        assert acls == {"a": hr} and seq == store.acl_seq() > 0
+        assert other.document_acls() == (0, {})  # libraries never see each other's ACLs
+        store.replace_many([DocumentChunks("a", doc("a", "a two"))])  # None: the ACL stays
+        store.replace_many([DocumentChunks("a", doc("a", "a three"), "", hr)])  # the same ACL: no change recorded
+        assert store.acl_seq() == seq and store.document_acls()[1] == {"a": hr}
+        board = ACL.parse("group:board")
+        assert store.set_acls({"b": board, "a": hr, "later": board}, by="admin:alice") == 2  # a's is unchanged
+        assert store.document_acls()[1] == {"a": hr, "b": board, "later": board}
+        assert store.set_acls({"a": OPEN}, by="admin:bob") == 1
+        assert store.document_acls()[1] == {"b": board, "later": board}
+        history = store.acl_history()
+        assert [(h.doc_id, h.after, h.changed_by) for h in history] == [
+            ("a", OPEN, "admin:bob"), ("later", board, "admin:alice"), ("b", board, "admin:alice"), ("a", hr, "ingest")]
+        assert history[0].before == hr and history[0].seq == store.acl_seq() and all(h.changed_at for h in history)
+        assert [h.after for h in store.acl_history("a", limit=1)] == [OPEN]
+        assert active(store, "a") == [("a#0", "a three", 3)]  # an ACL change rewrote no chunk
+
+    def test_a_failed_batch_writes_no_acl(self, chunk_store_factory: Factory) -> None:
+        from ragspine.security.principals import ACL
+
+        store = chunk_store_factory("lib-acl-fail")
+        store.replace_many([DocumentChunks("x", doc("x", "x one"))])
+        with pytest.raises(IngestError):
+            store.replace_many([DocumentChunks("a", doc("a", "a"), "", ACL.parse("group:hr")), DocumentChunks("b", doc("x", "wrong doc"))])
+        assert store.document_acls() == (0, {})
+        with pytest.raises(RagspineError):
+            store.set_acls({"": ACL.parse("group:hr")}, by="x")
+
+    def test_deleting_the_library_deletes_its_acls(self, chunk_store_factory: Factory) -> None:
+        from ragspine.security.principals import ACL
+
+        store = chunk_store_factory("lib-acl-del")
+        store.replace_many([DocumentChunks("a", doc("a", "a one"), "", ACL.parse("group:hr"))])
+        catalog = getattr(store, "db", None)
+        if catalog is None or not hasattr(catalog, "delete_library"):
+            pytest.skip("the store has no catalog to delete the library through")
+        catalog.delete_library(store.library_id)
+        assert store.document_acls()[1] == {} and store.acl_history() == []
+
+
 class ChunkStoreConformance(
+    ChunkStoreAclTests,
     ChunkStoreSensitivityTests,
     ChunkStoreExpansionTests,
     ChunkStoreUnicodeTests,

@@ -12,7 +12,10 @@ of probing attributes):
 * :class:`StreamingReads` — ``iter_active`` / ``iter_active_docs``: paged reads;
 * :class:`PersistentStore` — ``persist_dir`` / ``change_marker``: a place for saved indexes;
 * :class:`ActiveVersions` — ``active_versions``: which chunk versions are active, without
-  their text (what a saved index is checked against when it is loaded).
+  their text (what a saved index is checked against when it is loaded);
+* :class:`DocumentAcls` — ``document_acls`` / ``set_acls`` / ``acl_seq`` / ``acl_history``:
+  who may read each document (``ragspine/security/principals.py``), changed without a re-ingest
+  and recorded.
 
 Every backend passes ``ragspine.testing.ChunkStoreConformance`` (and the bulk pack when it
 offers ``BulkWrites``).
@@ -27,6 +30,7 @@ from ragspine.retrieval.chunking.chunking import Chunk
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
+    from ragspine.security.principals import ACL
 
 DEFAULT_LIBRARY_ID = "default"
 
@@ -187,6 +191,42 @@ class StreamingReads(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class AclChange:
+    """One recorded change of a document's ACL: ``seq`` orders a library's changes."""
+
+    seq: int
+    doc_id: str
+    before: ACL
+    after: ACL
+    changed_at: str
+    changed_by: str
+
+
+@runtime_checkable
+class DocumentAcls(Protocol):
+    """Who may read each document of the library (no row: every principal of its tenant)."""
+
+    def acl_seq(self) -> int:
+        """The sequence number of the library's latest ACL change (0: none yet): what a derived
+        index compares to know its copy of the ACLs is current."""
+        ...
+
+    def document_acls(self) -> tuple[int, dict[str, ACL]]:
+        """``(acl_seq, {doc_id: ACL})`` of every document with an ACL, read in one statement."""
+        ...
+
+    def set_acls(self, acls: Mapping[str, ACL], *, by: str) -> int:
+        """Give each document its ACL (:data:`~ragspine.security.principals.OPEN`: none), in one
+        transaction; each real change is recorded with ``by`` and the time. Returns how many
+        documents changed. A document need not have chunks (its ACL waits for them)."""
+        ...
+
+    def acl_history(self, doc_id: str | None = None, *, limit: int = 100) -> list[AclChange]:
+        """The latest ``limit`` recorded changes (of ``doc_id``'s ACL, or of any), newest first."""
+        ...
+
+
 #: The kinds of derived files a library may keep (:meth:`PersistentStore.persist_dir`): the
 #: in-process lexical index's, the visual index's. Deleting the library deletes them all.
 DERIVED_KINDS = ("lexical", "visual")
@@ -277,11 +317,14 @@ class ChunkDatabase(LibraryCatalog, Protocol):
 
 
 class DocumentChunks(NamedTuple):
-    """One document's new chunks for :meth:`ChunkStore.replace_many`."""
+    """One document's new chunks for :meth:`ChunkStore.replace_many`; ``acl``: who may read it,
+    written in the same transaction (``None``: the document keeps the ACL it has, if any —
+    a store without :class:`DocumentAcls` refuses any other value)."""
 
     doc_id: str
     chunks: Sequence[Chunk]
     valid_as_of: str = ""
+    acl: ACL | None = None
 
 
 def fingerprint(chunks: Sequence[Chunk], valid_as_of: str = "") -> str:

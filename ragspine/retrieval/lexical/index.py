@@ -35,6 +35,7 @@ from ragspine.deadline import check as check_deadline
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import (
     ChunkStore,
+    DocumentAcls,
     FollowableStore,
     PersistentStore,
     StoredChunk,
@@ -57,6 +58,7 @@ from ragspine.retrieval.lexical.segments import (
 )
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.security.principals import ACL, OPEN, Viewer
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,8 @@ class InMemoryLexicalIndex:
         self._unverified = False  # a base loaded from disk, not yet compared with the store
         self._origin: str | None = None
         self._stop = threading.Event()  # set by stop(): a rebuild gives up at its next batch
+        self._acls = AclSnapshot(-1, {})  # the store's document ACLs as last read (-1: never)
+        self._epoch = 0  # counts changes of the rows: a view of another epoch is computed again
         self._reset(Segment.empty())
 
     @classmethod
@@ -161,6 +165,9 @@ class InMemoryLexicalIndex:
 
     def _changed(self) -> None:
         """Forget what depends on the rows' liveness or statistics."""
+        self._epoch += 1
+        self._acl_rows: dict[ACL, np.ndarray] | None = None  # the rows of each ACL's documents
+        self._views: OrderedDict[tuple[int, frozenset[ACL]], RowView] = OrderedDict()
         self._norm: np.ndarray | None = None
         self._terms: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()  # tid -> (rows, terms)
         self._terms_size = 0
@@ -174,6 +181,7 @@ class InMemoryLexicalIndex:
         apply waits for it. A base loaded from disk is checked against the store before the
         first refresh returns (``verify.py``); a store that changed during the check has it
         repeated at the next refresh."""
+        self._sync_acls()
         if self._seq is not None and not self._unverified and self.store.change_seq() == self._seq:
             return
         with self._write_lock:
@@ -188,6 +196,70 @@ class InMemoryLexicalIndex:
                 if self._unverified and not self._check_loaded():
                     return
             self._maybe_merge()
+
+    def _sync_acls(self) -> None:
+        """Read the store's document ACLs again when they changed (one small read otherwise)."""
+        store = self.store
+        if not isinstance(store, DocumentAcls) or store.acl_seq() == self._acls.seq:
+            return
+        seq, acls = store.document_acls()
+        with self._lock:
+            self._acls = AclSnapshot(seq, acls)
+
+    def acl_snapshot(self) -> AclSnapshot:
+        """The document ACLs this index enforces now (one read of the store: every leg and exit of
+        a search uses the same snapshot, so an ACL change while it runs is seen whole or not at all)."""
+        return self._acls
+
+    def view(self, viewer: Viewer | None, snapshot: AclSnapshot | None = None) -> RowView | None:
+        """The rows ``viewer`` may read under ``snapshot`` (this index's current one by default)
+        and BM25's statistics over them — ``None`` when that is every active row (searches then
+        run exactly as without ACLs). ``viewer`` ``None``: no ACL applies (the library's own work)."""
+        if viewer is None or viewer.everything:
+            return None
+        snapshot = snapshot or self._acls
+        with self._lock:
+            rows = self._rows_by_acl(snapshot)
+            hidden = frozenset(acl for acl in rows if not viewer.sees(acl))
+            if not hidden:
+                return None
+            key = (snapshot.seq, hidden)
+            found = self._views.get(key)
+            if found is not None:
+                self._views.move_to_end(key)
+                return found
+            live = self._active.copy()
+            for acl in hidden:
+                live[rows[acl]] = False
+            n = int(np.count_nonzero(live))
+            total = float(self._lengths[live].sum())
+            avgdl = (total / n or 1.0) if n else 1.0  # as _avgdl computes it over the active rows
+            view = RowView(self._epoch, snapshot, viewer, live, n, total, self.k1 * (1.0 - self.b + self.b * self._lengths / avgdl))
+            self._views[key] = view
+            while len(self._views) > _VIEWS_CACHED:
+                self._views.popitem(last=False)
+            return view
+
+    def _rows_by_acl(self, snapshot: AclSnapshot) -> dict[ACL, np.ndarray]:
+        """``{ACL: rows of its documents}`` under ``snapshot`` (kept until the rows or the snapshot change)."""
+        if self._acl_rows is not None and self._acl_rows_seq == snapshot.seq:
+            return self._acl_rows
+        docs = list(snapshot.acls)
+        by_acl: dict[ACL, list[int]] = {}
+        for doc_id, base_rows in zip(docs, self._base.doc_ids.find_many(docs), strict=True):
+            rows = base_rows + self._d_rows_by_doc.get(doc_id, [])
+            if rows:
+                by_acl.setdefault(snapshot.acls[doc_id], []).extend(rows)
+        self._acl_rows = {acl: np.asarray(rows, dtype=np.int64) for acl, rows in by_acl.items()}
+        self._acl_rows_seq = snapshot.seq
+        return self._acl_rows
+
+    def _current_view(self, view: RowView | None) -> RowView | None:
+        """``view`` if it was made for the rows as they are, else its viewer's under the same ACL
+        snapshot for the rows as they are now (a merge renumbers rows)."""
+        if view is None or view.epoch == self._epoch:
+            return view
+        return self.view(view.viewer, view.snapshot) or _ALL_VISIBLE
 
     def _catch_up(self) -> bool:
         """Apply the store's changes since ``_seq``; ``False`` when that meant a rebuild."""
@@ -455,10 +527,14 @@ class InMemoryLexicalIndex:
         self._tid_cache[token] = tid
         return tid
 
-    def _term(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+    def _term(self, tid: int, view: RowView | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, terms)``: the live rows holding term ``tid`` and each row's BM25 term
         ``idf * tf / (tf + norm)`` — computed as the reference does, then kept (bounded, least
-        recently used first out) until the library changes: a query is gathers and adds."""
+        recently used first out) until the library changes: a query is gathers and adds. Under a
+        ``view`` (ACLs), over its rows and statistics, not kept."""
+        if view is not None:
+            rows, tfs, idf = self._live_postings(tid, view)
+            return rows, self._bm25_terms(rows, tfs, idf, view)
         hit = self._terms.get(tid)
         if hit is not None:
             self._terms.move_to_end(tid)
@@ -472,7 +548,9 @@ class InMemoryLexicalIndex:
             self._terms_size -= len(old)
         return rows, terms
 
-    def _kernel_top_k(self, query_tokens: Sequence[str], top_k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _kernel_top_k(
+        self, query_tokens: Sequence[str], top_k: int, mask: np.ndarray | None, view: RowView | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The exact top ``top_k`` with every tie, by the compiled block-max MaxScore kernel
         (``kernel.py``) straight over the postings: the base's, and the later segments' copied
         per token (:meth:`_kernel_token`)."""
@@ -489,7 +567,7 @@ class InMemoryLexicalIndex:
                 continue
             at = distinct.get(tid)
             if at is None:
-                info = self._kernel_tokens.get(tid, _MISSING)
+                info = self._kernel_tokens.get(tid, _MISSING) if view is None else self._kernel_token(tid, view)
                 if info is _MISSING:
                     info = self._kernel_tokens[tid] = self._kernel_token(tid)
                 if info is None:
@@ -507,19 +585,22 @@ class InMemoryLexicalIndex:
                 d_rows.append(info.d_rows)
                 d_tf.append(info.d_tf)
                 d_at += len(info.d_rows)
-        if self._dead_rows:
+        if view is not None:
+            mask = view.live if mask is None else mask & view.live
+        elif self._dead_rows:
             mask = self._active if mask is None else mask & self._active
         base = self._base.postings
         rows, scores = top_k_fn(
             base.rows, base.tf,
             np.concatenate(d_rows) if d_rows else _NO_ROWS, np.concatenate(d_tf) if d_tf else _NO_TF,
-            self._norms(), spans, np.array([t.idf for t in tokens]), np.array([t.d_max for t in tokens]),
+            self._norms() if view is None else view.norms, spans, np.array([t.idf for t in tokens]), np.array([t.d_max for t in tokens]),
             self._blk_tf, self._blk_dl, np.array(occ, dtype=np.int64), int(top_k),
-            _NO_MASK if mask is None else mask, mask is not None, float(self.k1), float(self.b), self._avgdl(),
+            _NO_MASK if mask is None else mask, mask is not None, float(self.k1), float(self.b),
+            self._avgdl() if view is None else view.avgdl,
         )
         return rows, scores
 
-    def _kernel_token(self, tid: int) -> _KernelToken | None:
+    def _kernel_token(self, tid: int, view: RowView | None = None) -> _KernelToken | None:
         """What the kernel needs of token ``tid`` (kept until the library changes): its span in
         the base postings and the base blocks' statistics, its later postings, its idf over the
         active rows and the largest term of its later postings; ``None`` when no active row
@@ -531,14 +612,15 @@ class InMemoryLexicalIndex:
         later = [hit for seg in self._segments if (hit := seg.lookup(tid)) is not None]
         d_rows = np.concatenate([h[0] for h in later]).astype(np.int32) if later else _NO_ROWS
         d_tf = np.concatenate([h[1] for h in later]).astype(np.uint32) if later else _NO_TF
-        if self._dead_rows:
-            df = int(np.count_nonzero(self._active[np.asarray(base.rows[start:stop])])) + int(np.count_nonzero(self._active[d_rows]))
+        if view is not None or self._dead_rows:
+            live = self._active if view is None else view.live
+            df = int(np.count_nonzero(live[np.asarray(base.rows[start:stop])])) + int(np.count_nonzero(live[d_rows]))
         else:
             df = stop - start + len(d_rows)
         if not df:
             return None
-        idf = bm25_idf(df, self._n_active)
-        d_max = float(self._bm25_terms(d_rows, d_tf, idf).max()) if len(d_rows) else 0.0
+        idf = bm25_idf(df, self._n_active if view is None else view.n)
+        d_max = float(self._bm25_terms(d_rows, d_tf, idf, view).max()) if len(d_rows) else 0.0
         first = self._blocks.get(tid)
         if first is None and stop > start:
             tf_max, dl_min = kernel.block_stats(base.rows[start:stop], base.tf[start:stop], self._lengths)
@@ -553,18 +635,21 @@ class InMemoryLexicalIndex:
             self._blk_used = end
         return _KernelToken(start, stop - start, first or 0, d_rows, d_tf, idf, d_max)
 
-    def _live_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, float]:
-        """``(rows, tf, idf)`` of term ``tid`` over the active rows."""
+    def _live_postings(self, tid: int, view: RowView | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(rows, tf, idf)`` of term ``tid`` over the active rows (``view``'s rows and statistics)."""
         rows, tfs = self._postings(tid)
-        if self._dead_rows:
+        if view is not None:
+            live = view.live[rows]
+            rows, tfs = rows[live], tfs[live]
+        elif self._dead_rows:
             live = self._active[rows]
             rows, tfs = rows[live], tfs[live]
-        return rows, tfs, bm25_idf(len(rows), self._n_active) if len(rows) else 0.0
+        return rows, tfs, bm25_idf(len(rows), self._n_active if view is None else view.n) if len(rows) else 0.0
 
-    def _bm25_terms(self, rows: np.ndarray, tfs: np.ndarray, idf: float) -> np.ndarray:
+    def _bm25_terms(self, rows: np.ndarray, tfs: np.ndarray, idf: float, view: RowView | None = None) -> np.ndarray:
         """:func:`bm25_term` of each ``(row, tf)``, vectorized with the same operations."""
         terms = tfs.astype(np.float64)
-        terms /= terms + self._norms()[rows]
+        terms /= terms + (self._norms() if view is None else view.norms)[rows]
         terms *= idf
         return terms
 
@@ -576,9 +661,9 @@ class InMemoryLexicalIndex:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint16)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
-    def score_rows(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """``(rows, scores)`` of every active row with a positive BM25 score."""
-        n = self._n_active
+    def score_rows(self, query_tokens: Sequence[str], view: RowView | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, scores)`` of every active row (``view``'s rows) with a positive BM25 score."""
+        n = self._n_active if view is None else view.n
         if n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         parts: list[tuple[np.ndarray, np.ndarray]] = []
@@ -586,7 +671,7 @@ class InMemoryLexicalIndex:
             if start:
                 check_deadline("scoring the query")
             tids = map(self._tid, query_tokens[start : start + _QUERY_TOKENS_PER_CHECK])
-            parts += [self._term(tid) for tid in tids if tid is not None]
+            parts += [self._term(tid, view) for tid in tids if tid is not None]
         parts = [p for p in parts if len(p[0])]
         if not parts:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
@@ -603,7 +688,7 @@ class InMemoryLexicalIndex:
         return hit, scores[hit]
 
     def _pruned_top_k(
-        self, query_tokens: Sequence[str], top_k: int, mask: np.ndarray | None
+        self, query_tokens: Sequence[str], top_k: int, mask: np.ndarray | None, view: RowView | None = None,
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The exact top ``top_k`` (with every tie) without scoring the common tokens' long
         posting lists in full, or ``None`` when that cannot be proven (MaxScore, term at a time).
@@ -613,8 +698,8 @@ class InMemoryLexicalIndex:
         as :meth:`score_rows`, so the scores are bit-identical. A row holding only the other
         tokens scores at most the sum of their idf (``tf / (tf + norm) < 1``); when that bound
         is below the k-th candidate's score, no such row can enter the top k or tie with it."""
-        n = self._n_active
-        if n < self.prune_from:
+        n = self._n_active if view is None else view.n
+        if self._n_active < self.prune_from:
             return None  # a small library is scored in full faster than pruned
         occurrences: list[int] = []
         postings: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
@@ -622,7 +707,7 @@ class InMemoryLexicalIndex:
             if tid is None:
                 continue
             if tid not in postings:
-                postings[tid] = self._live_postings(tid)
+                postings[tid] = self._live_postings(tid, view)
             if len(postings[tid][0]):
                 occurrences.append(tid)
         by_rarity = sorted(set(occurrences), key=lambda t: len(postings[t][0]))
@@ -642,7 +727,7 @@ class InMemoryLexicalIndex:
                 pos = np.searchsorted(rows, cand)
                 np.minimum(pos, len(rows) - 1, out=pos)
                 hit = rows[pos] == cand
-                scores[hit] += self._bm25_terms(cand[hit], tfs[pos[hit]], idf)
+                scores[hit] += self._bm25_terms(cand[hit], tfs[pos[hit]], idf, view)
             kth = _kth_largest(scores, top_k)
             if bound * (1.0 + 1e-9) < kth:
                 sel = scores >= kth
@@ -684,19 +769,27 @@ class InMemoryLexicalIndex:
         *,
         metadata_filter: MetadataFilter | None = None,
         top_k: int | None = None,
+        view: RowView | None = None,
     ) -> list[LexicalHit]:
+        """BM25's ranking of ``query_tokens``: over ``view``'s rows with its statistics (those of
+        the rows a principal may read: :meth:`view`), else over every active row."""
         with self._lock:
             if top_k is not None and top_k <= 0:
                 return []
+            view = self._current_view(view)
+            if view is _ALL_VISIBLE:
+                view = None
+            elif view is not None and not view.n:
+                return []
             mask = self._filter_mask(metadata_filter) if metadata_filter else None
             if top_k is not None and self.kernel == "numba" and self._n_active >= self.prune_from:
-                pruned: tuple[np.ndarray, np.ndarray] | None = self._kernel_top_k(query_tokens, top_k, mask)
+                pruned: tuple[np.ndarray, np.ndarray] | None = self._kernel_top_k(query_tokens, top_k, mask, view)
             else:
-                pruned = self._pruned_top_k(query_tokens, top_k, mask) if top_k is not None else None
+                pruned = self._pruned_top_k(query_tokens, top_k, mask, view) if top_k is not None else None
             if pruned is not None:
                 rows, scores = pruned
             else:
-                rows, scores = self.score_rows(query_tokens)
+                rows, scores = self.score_rows(query_tokens, view)
                 if mask is not None and len(rows):
                     keep = mask[rows]
                     rows, scores = rows[keep], scores[keep]
@@ -711,10 +804,12 @@ class InMemoryLexicalIndex:
                 ranked = ranked[:top_k]
             return [LexicalHit(cid, s, v) for s, cid, v in ranked]
 
-    def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
-        """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""
+    def candidates(self, metadata_filter: MetadataFilter | None = None, view: RowView | None = None) -> list[tuple[str, int]]:
+        """``(chunk_id, version)`` of every active chunk (of ``view``'s rows) passing ``metadata_filter``."""
         with self._lock:
-            mask = self._active if not metadata_filter else self._active & self._filter_mask(metadata_filter)
+            view = self._current_view(view)
+            live = self._active if view is None or view is _ALL_VISIBLE else view.live
+            mask = live if not metadata_filter else live & self._filter_mask(metadata_filter)
             rows = np.flatnonzero(mask).tolist()
             return [(self.chunk_id(r), int(self._versions[r])) for r in rows]
 
@@ -783,6 +878,40 @@ _NO_MASK = np.zeros(1, dtype=bool)
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 _NO_TF = np.zeros(0, dtype=np.uint32)
 _MISSING: Any = object()
+
+
+class AclSnapshot(NamedTuple):
+    """One read of a library's document ACLs: ``seq`` (the store's ACL sequence), ``acls``
+    (``{doc_id: ACL}`` of the documents that have one)."""
+
+    seq: int
+    acls: Mapping[str, ACL]
+
+    def hides(self, viewer: Viewer | None, doc_id: str) -> bool:
+        """Whether ``viewer`` (``None``: no ACL applies) may not read ``doc_id``."""
+        return viewer is not None and not viewer.sees(self.acls.get(doc_id, OPEN))
+
+
+class RowView(NamedTuple):
+    """The rows a viewer may read (``live``: active and visible) under one ACL snapshot, and
+    BM25's statistics over exactly them — the ones the library holding only those rows has."""
+
+    epoch: int
+    snapshot: AclSnapshot
+    viewer: Viewer
+    live: np.ndarray
+    n: int
+    total_len: float
+    norms: np.ndarray
+
+    @property
+    def avgdl(self) -> float:
+        return self.total_len / self.n or 1.0
+
+
+#: What :meth:`InMemoryLexicalIndex._current_view` returns when a view made before a change now hides nothing.
+_ALL_VISIBLE: Any = RowView(-1, AclSnapshot(-1, {}), Viewer(everything=True), np.zeros(0, bool), 0, 0.0, np.zeros(0))
+_VIEWS_CACHED = 64  # (ACL snapshot, hidden ACLs) views kept per index
 
 
 class _KernelToken(NamedTuple):

@@ -22,7 +22,7 @@ ordering, change log, errors). Concurrency is PostgreSQL's own:
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.chunk_store import (
@@ -35,6 +35,10 @@ from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.stores.postgres.converters import CHUNK_COLUMNS, pg_storable, row_to_stored
 from ragspine.stores.postgres.database import PostgresDatabase
 from ragspine.stores.postgres.engine import redact
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.chunking.chunk_store import AclChange
+    from ragspine.security.principals import ACL
 
 _SELECT = "SELECT " + ", ".join(CHUNK_COLUMNS) + " FROM ragspine_chunk"
 _ORDER = ' ORDER BY doc_id COLLATE "C", ordinal, version, chunk_id COLLATE "C"'
@@ -283,6 +287,27 @@ class PostgresChunkStore:
         """Where a derived index of ``kind`` may keep its files on this host
         (``RAGSPINE_LEXICAL_DIR``, see :meth:`PostgresDatabase.persist_dir`)."""
         return self.db.persist_dir(self.library_id, kind)
+
+    # -- document ACLs (``DocumentAcls``) ------------------------------------------------------
+    def acl_seq(self) -> int:
+        from ragspine.stores.postgres import acls
+
+        return acls.acl_seq(self.db, self.library_id)
+
+    def document_acls(self) -> tuple[int, dict[str, ACL]]:
+        from ragspine.stores.postgres import acls
+
+        return acls.document_acls(self.db, self.library_id)
+
+    def set_acls(self, acls: Mapping[str, ACL], *, by: str) -> int:
+        from ragspine.stores.postgres import acls as _acls
+
+        return _acls.set_acls(self.db, self.library_id, acls, by=by)
+
+    def acl_history(self, doc_id: str | None = None, *, limit: int = 100) -> list[AclChange]:
+        from ragspine.stores.postgres import acls
+
+        return acls.acl_history(self.db, self.library_id, doc_id, limit=limit)
 
     def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """One read-only statement with ``%s`` placeholders (see ``PostgresDatabase``)."""

@@ -473,6 +473,8 @@ class PostgresDatabase:
             conn.execute(sa.text("DELETE FROM ragspine_fact_source WHERE library_id = :library_id"), params)
             conn.execute(sa.text("DELETE FROM ragspine_raptor_node WHERE library_id = :library_id"), params)
             conn.execute(sa.text("DELETE FROM ragspine_raptor_tree WHERE library_id = :library_id"), params)
+            conn.execute(sa.text("DELETE FROM ragspine_document_acl WHERE library_id = :library_id"), params)
+            conn.execute(sa.text("DELETE FROM ragspine_acl_change WHERE library_id = :library_id"), params)
             n_lib = conn.execute(sa.text("DELETE FROM ragspine_library WHERE library_id = :library_id"), params).rowcount
             conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({LOCK_CHANGES_SQL})"), params)
             conn.execute(sa.text(

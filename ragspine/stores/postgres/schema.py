@@ -16,6 +16,9 @@ fact, ``active`` marking the current ones, at most one active fact per library a
 
 A library's RAPTOR tree (revision 0011) is ``ragspine_raptor_tree`` (one row: what it was
 built from) and ``ragspine_raptor_node`` (its synthesis nodes, never chunks).
+
+Document ACLs (revision 0016) are ``ragspine_document_acl`` (the ACL of each document that has
+one) and ``ragspine_acl_change`` (every change: before, after, who, when).
 """
 
 from __future__ import annotations
@@ -205,4 +208,28 @@ raptor_node = sa.Table(
     sa.Column("vector", sa.LargeBinary, nullable=False),  # float32 little-endian, L2-normalized
     sa.Column("written_by", sa.Text, nullable=False, server_default="extractive"),
     sa.Index("ragspine_raptor_node_order", "library_id", "ordinal"),
+)
+
+#: Who may read a document (revision 0016): one row per document with an ACL (canonical JSON,
+#: ``ragspine/security/principals.py``), and every change of it.
+document_acl = sa.Table(
+    "ragspine_document_acl",
+    metadata,
+    sa.Column("library_id", sa.Text, primary_key=True),
+    sa.Column("doc_id", sa.Text, primary_key=True),
+    sa.Column("acl", sa.Text, nullable=False),
+)
+
+acl_change = sa.Table(
+    "ragspine_acl_change",
+    metadata,
+    sa.Column("seq", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column("library_id", sa.Text, nullable=False),
+    sa.Column("doc_id", sa.Text, nullable=False),
+    sa.Column("acl_before", sa.Text, nullable=False),
+    sa.Column("acl_after", sa.Text, nullable=False),
+    sa.Column("changed_at", sa.Text, nullable=False),
+    sa.Column("changed_by", sa.Text, nullable=False, server_default=""),
+    sa.Index("ragspine_acl_change_lib", "library_id", "seq"),
+    sa.Index("ragspine_acl_change_doc", "library_id", "doc_id", "seq"),
 )

@@ -38,6 +38,7 @@ from ragspine.retrieval.chunking.chunk_store import (
 )
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.stores.postgres.acls import set_acl
 from ragspine.stores.postgres.converters import (
     COPY_COLUMNS,
     chunk_copy_row,
@@ -119,6 +120,9 @@ def replace_batch(cur: psycopg.Cursor[Any], library_id: str, batch: Sequence[Doc
         clash = cur.fetchone()
         if clash:
             raise IngestError(f"chunk_id {clash[0]!r} is already active in doc {clash[1]!r}")
+    for doc in batch:  # who may read a document changes with its chunks: never one without the other
+        if doc.acl is not None:
+            set_acl(cur, library_id, doc.doc_id, doc.acl, by="ingest")
     cur.execute(_RETIRE, {**key, "doc_ids": doc_ids})
     retired = cur.fetchall()
     df_delta: Counter[str] = Counter()

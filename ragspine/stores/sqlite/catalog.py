@@ -104,6 +104,8 @@ def delete_library(db: SQLiteDatabase, library_id: str) -> bool:
         cur.execute("DELETE FROM structured_source WHERE library_id = ?", (library_id,))
         cur.execute("DELETE FROM raptor_node WHERE library_id = ?", (library_id,))
         cur.execute("DELETE FROM raptor_tree WHERE library_id = ?", (library_id,))
+        cur.execute("DELETE FROM document_acl WHERE library_id = ?", (library_id,))
+        cur.execute("DELETE FROM acl_change WHERE library_id = ?", (library_id,))
         cur.execute("DELETE FROM library WHERE library_id = ?", (library_id,))
         n_lib = cur.rowcount
         cur.execute(

@@ -14,11 +14,12 @@ import hashlib
 import json
 import os
 import sqlite3
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from ragspine.errors import IngestError
 from ragspine.retrieval.chunking.chunk_store import (
     DEFAULT_LIBRARY_ID,
+    AclChange,
     DocumentChunks,
     StoredChunk,
     check_batch,
@@ -27,6 +28,9 @@ from ragspine.retrieval.chunking.chunk_store import (
 )
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.security.principals import ACL
+from ragspine.stores.sqlite import acls as _acls
+from ragspine.stores.sqlite.acls import set_acl
 from ragspine.stores.sqlite.catalog import utc_now
 from ragspine.stores.sqlite.converters import chunk_row, row_to_stored
 from ragspine.stores.sqlite.database import SQLiteDatabase
@@ -76,7 +80,9 @@ class SQLiteChunkStore:
 
     def _replace_one(self, cur: sqlite3.Cursor, doc: DocumentChunks, now: str) -> int:
         """One document's versioned replace inside the caller's transaction."""
-        doc_id, chunks, valid_as_of = doc
+        doc_id, chunks, valid_as_of, acl = doc
+        if acl is not None:  # who may read it changes with its chunks: never one without the other
+            set_acl(cur, self.library_id, doc_id, acl, by="ingest", now=now)
         (current,) = cur.execute(  # a retirement writes no rows: count it from the change log
             "SELECT MAX(COALESCE((SELECT MAX(version) FROM narrative_chunk"
             "   WHERE library_id = ? AND active IN (0, 1) AND doc_id = ?), 0),"
@@ -307,6 +313,19 @@ class SQLiteChunkStore:
             return None
         digest = hashlib.sha256(self.library_id.encode("utf-8")).hexdigest()[:16]
         return os.path.join(os.path.abspath(path) + f".{kind}", digest)
+
+    # -- document ACLs (``DocumentAcls``) ------------------------------------------------------
+    def acl_seq(self) -> int:
+        return _acls.acl_seq(self.db, self.library_id)
+
+    def document_acls(self) -> tuple[int, dict[str, ACL]]:
+        return _acls.document_acls(self.db, self.library_id)
+
+    def set_acls(self, acls: Mapping[str, ACL], *, by: str) -> int:
+        return _acls.set_acls(self.db, self.library_id, acls, by=by)
+
+    def acl_history(self, doc_id: str | None = None, *, limit: int = 100) -> list[AclChange]:
+        return _acls.acl_history(self.db, self.library_id, doc_id, limit=limit)
 
     def execute_read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         self.init_schema()

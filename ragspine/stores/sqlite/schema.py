@@ -5,7 +5,8 @@
 document's fingerprint), ``library`` the catalog; ``structured_fact`` every version of every
 numeric fact (``active`` marks the current ones; one active fact per key and library, by a
 partial unique index) and ``structured_source`` each fact source's current version;
-``raptor_tree`` / ``raptor_node`` a library's RAPTOR tree (apart from the chunks). Older files (without ``library_id``, the
+``raptor_tree`` / ``raptor_node`` a library's RAPTOR tree (apart from the chunks);
+``document_acl`` who may read a document and ``acl_change`` every change of it. Older files (without ``library_id``, the
 metadata JSON column, the parent/window fields or the change log's fingerprints) are upgraded
 by adding the missing columns; ``PRAGMA user_version`` records :data:`SCHEMA_VERSION`.
 """
@@ -16,7 +17,8 @@ import sqlite3
 
 from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
 
-SCHEMA_VERSION = 7  # 4: the structured channel's fact tables; 5: RAPTOR trees; 6: the library's recipe (library.profile); 7: narrative_chunk.boxes
+SCHEMA_VERSION = 8  # 4: the structured channel's fact tables; 5: RAPTOR trees; 6: the library's recipe (library.profile); 7: narrative_chunk.boxes;
+# 8: document ACLs (document_acl, acl_change)
 
 CHUNK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("library_id", f"TEXT NOT NULL DEFAULT '{DEFAULT_LIBRARY_ID}'"),
@@ -75,6 +77,12 @@ _DDL = (
     "library_id TEXT NOT NULL, node_id TEXT NOT NULL, level INTEGER NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL,"
     " children TEXT NOT NULL, leaves TEXT NOT NULL, vector BLOB NOT NULL, written_by TEXT NOT NULL DEFAULT 'extractive',"
     " PRIMARY KEY (library_id, node_id))",
+    # 8: who may read a document (only documents with an ACL have a row) and every change of it
+    "CREATE TABLE IF NOT EXISTS document_acl ("
+    "library_id TEXT NOT NULL, doc_id TEXT NOT NULL, acl TEXT NOT NULL, PRIMARY KEY (library_id, doc_id))",
+    "CREATE TABLE IF NOT EXISTS acl_change ("
+    "seq INTEGER PRIMARY KEY AUTOINCREMENT, library_id TEXT NOT NULL, doc_id TEXT NOT NULL, acl_before TEXT NOT NULL,"
+    " acl_after TEXT NOT NULL, changed_at TEXT NOT NULL, changed_by TEXT NOT NULL DEFAULT '')",
 )
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS narrative_chunk_active"
@@ -89,6 +97,8 @@ _INDEXES = (
     " ON structured_fact (library_id, metric, entity, period, channel) WHERE active = 1",
     "CREATE INDEX IF NOT EXISTS structured_fact_source ON structured_fact (library_id, source_doc_id, active)",
     "CREATE INDEX IF NOT EXISTS raptor_node_order ON raptor_node (library_id, ordinal)",
+    "CREATE INDEX IF NOT EXISTS acl_change_lib ON acl_change (library_id, seq)",
+    "CREATE INDEX IF NOT EXISTS acl_change_doc ON acl_change (library_id, doc_id, seq)",
 )
 _CHANGE_MIGRATIONS = (("fingerprint", "TEXT NOT NULL DEFAULT ''"),)
 _LIBRARY_MIGRATIONS = (("profile", "TEXT NOT NULL DEFAULT ''"),)  # the recipe it was built with (ragspine/profile.py)

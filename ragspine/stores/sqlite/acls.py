@@ -1,0 +1,82 @@
+"""Document ACLs on SQLite (``DocumentAcls``): ``document_acl`` holds the ACL of each document
+that has one, ``acl_change`` every change (who, when, before, after); a library's latest
+change's ``seq`` is its ACL sequence."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+
+from ragspine.retrieval.chunking.chunk_store import AclChange
+from ragspine.security.principals import ACL, OPEN
+from ragspine.stores.sqlite.database import SQLiteDatabase
+
+
+def check_acls(acls: Mapping[str, ACL]) -> dict[str, ACL]:
+    """``acls`` with each value an :class:`ACL` and each key a document id (``ConfigError`` otherwise)."""
+    from ragspine.errors import ConfigError
+
+    out: dict[str, ACL] = {}
+    for doc_id, acl in acls.items():
+        if not isinstance(doc_id, str) or not doc_id or "\x00" in doc_id:
+            raise ConfigError(f"an ACL is set on a document id, got {doc_id!r}")
+        out[doc_id] = ACL.parse(acl)
+    return out
+
+
+def set_acl(cur: sqlite3.Cursor, library_id: str, doc_id: str, acl: ACL, *, by: str, now: str) -> bool:
+    """Give ``doc_id`` ``acl`` inside the caller's transaction; ``True`` when it changed (recorded)."""
+    row = cur.execute("SELECT acl FROM document_acl WHERE library_id = ? AND doc_id = ?", (library_id, doc_id)).fetchone()
+    before = ACL.from_json(row[0]) if row else OPEN
+    if before == acl:
+        return False
+    if acl.is_open:
+        cur.execute("DELETE FROM document_acl WHERE library_id = ? AND doc_id = ?", (library_id, doc_id))
+    else:
+        cur.execute(
+            "INSERT INTO document_acl (library_id, doc_id, acl) VALUES (?, ?, ?)"
+            " ON CONFLICT(library_id, doc_id) DO UPDATE SET acl = excluded.acl",
+            (library_id, doc_id, acl.to_json()),
+        )
+    cur.execute(
+        "INSERT INTO acl_change (library_id, doc_id, acl_before, acl_after, changed_at, changed_by) VALUES (?, ?, ?, ?, ?, ?)",
+        (library_id, doc_id, before.to_json(), acl.to_json(), now, by),
+    )
+    return True
+
+
+def set_acls(db: SQLiteDatabase, library_id: str, acls: Mapping[str, ACL], *, by: str) -> int:
+    from ragspine.stores.sqlite.catalog import utc_now
+
+    wanted = check_acls(acls)
+    db.init_schema()
+    now = utc_now()
+    with db.transaction() as cur:
+        return sum(set_acl(cur, library_id, doc_id, acl, by=by, now=now) for doc_id, acl in wanted.items())
+
+
+def acl_seq(db: SQLiteDatabase, library_id: str) -> int:
+    db.init_schema()
+    return int(db.query("SELECT COALESCE(MAX(seq), 0) FROM acl_change WHERE library_id = ?", (library_id,))[0][0])
+
+
+def document_acls(db: SQLiteDatabase, library_id: str) -> tuple[int, dict[str, ACL]]:
+    db.init_schema()
+    rows = db.query(
+        "SELECT '', (SELECT COALESCE(MAX(seq), 0) FROM acl_change WHERE library_id = ?) UNION ALL"
+        " SELECT doc_id, acl FROM document_acl WHERE library_id = ?",
+        (library_id, library_id),
+    )
+    seq = next(int(value) for doc_id, value in rows if doc_id == "")  # a document id is never empty
+    parsed: dict[str, ACL] = {}
+    return seq, {doc_id: parsed.setdefault(text, ACL.from_json(text)) for doc_id, text in rows if doc_id}
+
+
+def acl_history(db: SQLiteDatabase, library_id: str, doc_id: str | None = None, *, limit: int = 100) -> list[AclChange]:
+    db.init_schema()
+    where, params = ("library_id = ?", [library_id]) if doc_id is None else ("library_id = ? AND doc_id = ?", [library_id, doc_id])
+    rows = db.query(
+        f"SELECT seq, doc_id, acl_before, acl_after, changed_at, changed_by FROM acl_change WHERE {where} ORDER BY seq DESC LIMIT ?",
+        (*params, int(limit)),
+    )
+    return [AclChange(int(s), d, ACL.from_json(b), ACL.from_json(a), at, by) for s, d, b, a, at, by in rows]
