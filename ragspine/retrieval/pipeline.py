@@ -353,6 +353,7 @@ class LibraryPipeline:
         fetch = max(want, depth) if staged else want  # rerank and postprocess before truncating
         page = self.retriever.search_once(
             self.queries(request), fetch, metadata_filter, skip_stale, weights=request.weights, raptor=request.raptor,
+            viewer=request.viewer,
         )
         results = page.items
         if reranker is not None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragspine.retrieval.query.probes import Probe
+from ragspine.security.principals import ANONYMOUS, Viewer
 
 if TYPE_CHECKING:
     from ragspine.retrieval.filtering.filters import FilterSpec, MetadataFilter
@@ -44,7 +45,9 @@ class SearchRequest:
     ``weights``: the legs' fusion weights instead of each library's (``None``: its own);
     ``raptor``: whether RAPTOR's leg runs (``None``: each library's default);
     ``retry_without_filters``: whether the caller allows dropping the filter when nothing
-    matched (a layer drops it only where it is configured to as well).
+    matched (a layer drops it only where it is configured to as well); ``viewer``: whom the
+    search runs for — every leg scores only the documents it may read, with their statistics
+    (default: a caller who is no principal, who reads only the documents without an ACL).
     """
 
     question: str
@@ -55,6 +58,7 @@ class SearchRequest:
     weights: LegWeights | None = None
     raptor: bool | None = None
     retry_without_filters: bool = True
+    viewer: Viewer = ANONYMOUS
 
     @classmethod
     def of(cls, query: SearchRequest | str, *, filters: MetadataFilter | None = None, top_k: int | None = None) -> SearchRequest:

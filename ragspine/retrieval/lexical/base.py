@@ -20,7 +20,7 @@ default) and :class:`~ragspine.stores.postgres.lexical.PostgresLexicalIndex`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
 
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, StoredChunk
 from ragspine.retrieval.filtering.filters import MetadataFilter
@@ -64,6 +64,22 @@ class LexicalIndex(Protocol):
 
     def __len__(self) -> int:
         """Active chunks of the library (as of the last ``refresh``)."""
+        ...
+
+
+@runtime_checkable
+class AclViews(Protocol):
+    """An index that enforces document ACLs before scoring: :meth:`view` is the rows a viewer
+    may read and BM25's statistics over exactly them (``None``: every row — the search then
+    runs as if there were no ACLs); ``search`` and ``candidates`` take it as ``view=``."""
+
+    def view(self, viewer: Any, snapshot: Any = None) -> Any:
+        """The view of ``viewer`` (a :class:`~ragspine.security.principals.Viewer`; ``None``: no
+        ACL applies) under ``snapshot`` (the index's current ACL snapshot by default)."""
+        ...
+
+    def acl_snapshot(self) -> Any:
+        """The document ACLs the index enforces now."""
         ...
 
 

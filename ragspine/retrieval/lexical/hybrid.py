@@ -23,13 +23,14 @@ from typing import Any, Callable, Iterable, Sequence
 from ragspine.deadline import check as check_deadline
 from ragspine.retrieval.ask_again import MAX_STALE_RETRIES, Page, StaleRanking, ask_again
 from ragspine.retrieval.chunk_cache import ChunkCache
-from ragspine.retrieval.chunking.chunk_store import ChunkStore, FollowableStore, StoredChunk
+from ragspine.errors import ConfigError
+from ragspine.retrieval.chunking.chunk_store import ChunkStore, DocumentAcls, FollowableStore, StoredChunk
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.filtering.filters import FilterSpec, MetadataFilter, combine_filters
 from ragspine.retrieval.fusion import DEFAULT_RRF_K, rrf_fuse, sort_fused
 from ragspine.retrieval.fusion.weights import AdaptiveWeights, LegWeights, ZScoreFusion, effective_weights
 from ragspine.retrieval.fusion.zscore import zscore_fuse
-from ragspine.retrieval.lexical.base import LexicalIndex, default_index_text
+from ragspine.retrieval.lexical.base import AclViews, LexicalIndex, default_index_text
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.query.probes import Probe
@@ -41,6 +42,7 @@ from ragspine.retrieval.vector.embedding_cache import EmbeddingCache
 from ragspine.retrieval.vector.gate import DenseGate
 from ragspine.retrieval.vector.store import InProcessVectorStore
 from ragspine.retrieval.vector.vector_store import VectorStore
+from ragspine.security.principals import ANONYMOUS, Viewer
 
 __all__ = ["DEFAULT_CANDIDATE_K", "MAX_STALE_RETRIES", "HybridRetriever", "Legs", "StaleRanking", "combine_filters"]
 
@@ -156,27 +158,47 @@ class HybridRetriever:
         return self.dense.warm_cache(chunks) if self.dense is not None else 0
 
     # -- searching ---------------------------------------------------------------------------
+    def view(self, viewer: Viewer) -> Any:
+        """The rows ``viewer`` may read and their statistics (``None``: every row), computed once
+        for a search and handed to each leg and the exit, so an ACL change while the search runs
+        is seen by all of them or none. An index that cannot enforce ACLs
+        (:class:`~ragspine.retrieval.lexical.base.AclViews`) serves only libraries without any."""
+        index = self.index
+        if isinstance(index, AclViews):
+            return index.view(viewer)
+        store = self.store
+        if viewer.everything or not isinstance(store, DocumentAcls) or store.acl_seq() == 0 or not store.document_acls()[1]:
+            return None
+        raise ConfigError(
+            f"library {self.library_id!r} has documents with ACLs, which the lexical index {type(index).__name__} cannot enforce:"
+            " use RAGSPINE_LEXICAL_INDEX=memory (or warm on PostgreSQL)"
+        )
+
     def rankings(
         self, query: str | Probe, *, metadata_filter: MetadataFilter | None = None, depth: int, legs_to_run: Sequence[str] | None = None,
-        raptor: bool | None = None,
+        raptor: bool | None = None, view: Any = None,
     ) -> Legs:
         """Each leg's ranking ``[(chunk_id, score), ...]``, best first, at most ``depth`` long
         (``legs_to_run``: :meth:`legs_for` the query, when the caller has it already; ``raptor``:
-        the request's choice of RAPTOR's leg, ``None``: the leg's default)."""
+        the request's choice of RAPTOR's leg, ``None``: the leg's default; ``view``: the rows a
+        principal may read, :meth:`view` — every leg scores only them)."""
         probe = query if isinstance(query, Probe) else Probe(query)
         query = probe.text
         legs = Legs()
+        seen = {} if view is None else {"view": view}
         for leg in self.legs_for(probe) if legs_to_run is None else legs_to_run:
             if leg == "bm25":
-                hits = self.index.search(tokenize(query), metadata_filter=metadata_filter, top_k=depth)
+                hits = self.index.search(tokenize(query), metadata_filter=metadata_filter, top_k=depth, **seen)
                 legs["bm25"] = [(h.chunk_id, h.score) for h in hits]
                 legs.versions.update((h.chunk_id, h.version) for h in hits)
             else:
                 assert self.dense is not None
-                if self.raptor is not None and self.raptor.active(raptor):  # RAPTOR: the collapsed tree in the dense leg's place
+                if self.raptor is not None and self.raptor.active(raptor) and view is None:
+                    # RAPTOR: the collapsed tree in the dense leg's place (its synthesis nodes mix
+                    # documents: under ACLs the dense leg answers instead)
                     found = self.raptor.search(query, metadata_filter, depth, legs.versions)
                 else:
-                    found = self.dense.search(query, metadata_filter, depth, legs.versions)
+                    found = self.dense.search(query, metadata_filter, depth, legs.versions, **seen)
                 legs["vector"], legs.coverage = found.hits, found.coverage
         legs.weight = probe.weight
         return legs
@@ -213,7 +235,7 @@ class HybridRetriever:
 
     def _fuse(
         self, legs_per_query: Iterable[Legs], top_k: int, stale: str, metadata_filter: MetadataFilter | None = None,
-        request_weights: LegWeights | None = None,
+        request_weights: LegWeights | None = None, view: Any = None,
     ) -> tuple[list[RetrievalResult], bool]:
         """:meth:`fuse`, and whether every fused candidate was looked at (none left over)."""
         rankings: list[list[str]] = []
@@ -261,6 +283,8 @@ class HybridRetriever:
                 chunk = chunks.get(cid)
                 if chunk is None:  # retired since it was scored
                     continue
+                if view is not None and view.snapshot.hides(view.viewer, chunk.doc_id):  # the exit checks it again
+                    continue
                 seen = doc_version.setdefault(chunk.doc_id, chunk.version)
                 moved = cid in scored and chunk.version != scored[cid]
                 if moved or seen != chunk.version:
@@ -294,17 +318,20 @@ class HybridRetriever:
 
     def search_once(
         self, queries: Sequence[str | Probe], want: int, metadata_filter: MetadataFilter | None, skip_stale: bool, *,
-        weights: LegWeights | None = None, raptor: bool | None = None,
+        weights: LegWeights | None = None, raptor: bool | None = None, viewer: Viewer = ANONYMOUS,
     ) -> Page[RetrievalResult]:
         """One fused search of every query variant and probe, up to ``want`` results, and how
         many of the dense leg's candidates had no vector (no retries: see
         :func:`~ragspine.retrieval.ask_again.ask_again`); ``weights`` and ``raptor``: the
-        request's (``None``: the library's)."""
+        request's (``None``: the library's); ``viewer``: whom it runs for (every leg scores only
+        the documents it may read, with their statistics; default: a caller who is no principal,
+        who reads the documents without an ACL)."""
         self.refresh()
+        view = self.view(viewer)
         plan = [(q, self.legs_for(q)) for q in queries]
         depth = self.depth(want, sum(len(legs_to_run) for _, legs_to_run in plan))
-        legs = [self.rankings(q, metadata_filter=metadata_filter, depth=depth, legs_to_run=run, raptor=raptor) for q, run in plan]
-        results, consumed = self._fuse(legs, want, "skip" if skip_stale else "raise", metadata_filter, weights)
+        legs = [self.rankings(q, metadata_filter=metadata_filter, depth=depth, legs_to_run=run, raptor=raptor, view=view) for q, run in plan]
+        results, consumed = self._fuse(legs, want, "skip" if skip_stale else "raise", metadata_filter, weights, view)
         exhausted = consumed and all(len(ranking) < depth for leg in legs for ranking in leg.values())
         return Page(results, exhausted, worst_coverage([leg.coverage for leg in legs if leg.coverage is not None]))
 

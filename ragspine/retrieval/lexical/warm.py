@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING, Any
 from ragspine.errors import ConfigError
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.base import LexicalHit, LexicalIndex
-from ragspine.retrieval.lexical.index import BuildStopped, InMemoryLexicalIndex
+from ragspine.retrieval.chunking.chunk_store import DocumentAcls
+from ragspine.retrieval.lexical.index import AclSnapshot, BuildStopped, InMemoryLexicalIndex, RowView
+from ragspine.security.principals import Viewer
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
@@ -167,15 +169,42 @@ class WarmingLexicalIndex:
         """The index answering now: the in-process one once it has caught up, else the fallback."""
         return self.follower if self._switched else self.fallback
 
+    # -- document ACLs (``AclViews``) ---------------------------------------------------------
+    def view(self, viewer: Viewer | None, snapshot: AclSnapshot | None = None) -> RowView | None:
+        """The in-process index's view (``AclViews``). PostgreSQL's postings cannot score one: a
+        viewer from whom the library hides something waits for the in-process index (built in
+        this thread if need be) — a principal's answer is never the whole library's statistics."""
+        if viewer is None or viewer.everything:
+            return None
+        if not self._switched:
+            store = self.follower.store
+            if isinstance(store, DocumentAcls) and store.acl_seq() == 0:
+                return None  # no document ever had an ACL: the fallback's answer is every viewer's
+            with self._lock:
+                if not self._ready.is_set() and self._thread is None:
+                    self._start()
+            self._join()
+            self._switch()
+        self.follower.refresh()
+        return self.follower.view(viewer, snapshot)
+
+    def acl_snapshot(self) -> AclSnapshot:
+        return self.follower.acl_snapshot()
+
     # -- the LexicalIndex role -------------------------------------------------------------
     def search(
         self, query_tokens: Sequence[str], *, metadata_filter: MetadataFilter | None = None, top_k: int | None = None,
+        view: RowView | None = None,
     ) -> list[LexicalHit]:
         if self._ready.is_set() and not self._switched:
             self._switch()
+        if view is not None:  # made by the follower (view() switched to it)
+            return self.follower.search(query_tokens, metadata_filter=metadata_filter, top_k=top_k, view=view)
         return self.serving.search(query_tokens, metadata_filter=metadata_filter, top_k=top_k)
 
-    def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
+    def candidates(self, metadata_filter: MetadataFilter | None = None, view: RowView | None = None) -> list[tuple[str, int]]:
+        if view is not None:
+            return self.follower.candidates(metadata_filter, view)
         return self.serving.candidates(metadata_filter)
 
     def __len__(self) -> int:

@@ -325,21 +325,24 @@ class DenseLeg:
 
     def search(
         self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None,
-        qvec: Sequence[float] | None = None,
+        qvec: Sequence[float] | None = None, view: Any = None,
     ) -> DenseRanking:
         """The ``depth`` nearest current chunks ``[(chunk_id, similarity)]`` and how many of
         the candidates had no vector; records each hit's version in ``versions``. ``qvec``:
-        the query's vector, when the caller has it."""
-        coverage = self._sync_candidates(metadata_filter)
+        the query's vector, when the caller has it; ``view``: the rows a principal may read (the
+        lexical index's): the store is asked within them only, and the coverage counts them only."""
+        coverage = self._sync_candidates(metadata_filter, view)
         if not coverage.total:
             return DenseRanking([], coverage)
         qvec = embed_query(self.backend, query) if qvec is None else qvec
         want = depth + VECTOR_OVERFETCH
-        hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter)
+        seen = {} if view is None else {"view": view}
+        within = None if view is None else [cid for cid, _ in self.index.candidates(metadata_filter, **seen)]
+        hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter, ids=within)
         current = self._current(hits, qvec, metadata_filter)
         if len(current) < min(depth, len(hits)) and len(hits) == want:
             # vectors of retired chunks (deleted just after their replace) crowded the top: ask within the candidates
-            active = dict(self.index.candidates(metadata_filter))
+            active = dict(self.index.candidates(metadata_filter, **seen))
             hits = self.vector_store.query(qvec, top_k=want, where=metadata_filter, ids=list(active))
             current = self._current(hits, qvec, metadata_filter)
         ranked = sorted(((h.id, round(h.score, VECTOR_SCORE_DECIMALS)) for h in current), key=lambda hit: (-hit[1], hit[0]))
@@ -347,7 +350,7 @@ class DenseLeg:
             versions.update((h.id, h.version) for h in current)
         return DenseRanking(ranked[:depth], coverage)
 
-    def _sync_candidates(self, metadata_filter: MetadataFilter | None) -> DenseCoverage:
+    def _sync_candidates(self, metadata_filter: MetadataFilter | None, view: Any = None) -> DenseCoverage:
         """Check that the filter-surviving candidates have vectors — once per (chunk_id,
         version), missing ones again every :data:`RECHECK_S` — and return how many of them
         have none; nothing is embedded. An unfiltered query at an index sequence already
@@ -355,10 +358,10 @@ class DenseLeg:
         query is embedded)."""
         seq = self.index.seq if isinstance(self.index, VersionedIndex) else None
         recheck = bool(self._missing) and time.monotonic() - self._checked_at >= RECHECK_S
-        if metadata_filter is None and seq is not None and seq == self._verified_seq and not recheck:
+        if metadata_filter is None and view is None and seq is not None and seq == self._verified_seq and not recheck:
             total = len(self.index)  # at this sequence every missing pair is a current candidate
             return DenseCoverage(min(len(self._missing), total), total)
-        candidates = self.index.candidates(metadata_filter)
+        candidates = self.index.candidates(metadata_filter, **({} if view is None else {"view": view}))
         unverified = [c for c in candidates if c not in self._verified and c not in self._unreadable]
         if not recheck:
             unverified = [c for c in unverified if c not in self._missing]
@@ -377,7 +380,7 @@ class DenseLeg:
                 self._missing.update(lacking_set)
                 self._checked_at = time.monotonic()
         coverage = DenseCoverage(sum(1 for c in candidates if c in self._missing), len(candidates))
-        if metadata_filter is None:
+        if metadata_filter is None and view is None:
             self._verified_seq = seq
         return coverage
 
