@@ -16,7 +16,15 @@ PostgreSQL the Alembic revision ``0003_service`` creates them. Times are Unix se
   (``heartbeat_at``, ``worker``: revision ``0006_job_heartbeat``; an older SQLite file gets
   the two columns when the service opens it);
 * ``ragspine_job_payload`` — a job's validated documents while it waits or runs (deleted when
-  it ends; kept apart so that progress updates never rewrite a large row).
+  it ends; kept apart so that progress updates never rewrite a large row);
+* ``ragspine_principal`` — a tenant's users and groups (revision ``0015_principals``): ``key``
+  is :func:`~ragspine.security.principals.name_key` of the ``name`` as written, ``look_alike``
+  its confusable skeleton (unique per tenant and kind: no name may imitate another);
+* ``ragspine_membership`` — which user is in which group (canonical keys);
+  ``ragspine_api_key.principal`` (a user key: the key acts as that user) and
+  ``ragspine_api_key.trusted_app`` (an application naming its end user per request in
+  ``X-RAGSpine-User``) come with it — an older SQLite file gets both columns when the service
+  opens it.
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ api_key = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("expires_at", sa.Float, nullable=True),
     sa.Column("revoked_at", sa.Float, nullable=True),
+    sa.Column("principal", sa.Text, nullable=True),  # a user key of the tenant: the key acts as that user (0015)
+    sa.Column("trusted_app", sa.Boolean, nullable=True),  # the key names its end user per request (0015)
     sa.Index("ragspine_api_key_tenant", "tenant_id"),
 )
 
@@ -88,4 +98,26 @@ job_payload = sa.Table(
     metadata,
     sa.Column("job_id", sa.String(32), primary_key=True),
     sa.Column("payload", sa.JSON, nullable=False),
+)
+
+
+principal = sa.Table(
+    "ragspine_principal",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("kind", sa.String(8), primary_key=True),  # user | group
+    sa.Column("key", sa.Text, primary_key=True),  # name_key(name)
+    sa.Column("name", sa.Text, nullable=False),  # as written
+    sa.Column("look_alike", sa.Text, nullable=False),  # look_alike_key(name)
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("tenant_id", "kind", "look_alike", name="ragspine_principal_look_alike"),
+)
+
+membership = sa.Table(
+    "ragspine_membership",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("group_key", sa.Text, primary_key=True),
+    sa.Column("user_key", sa.Text, primary_key=True),
+    sa.Index("ragspine_membership_user", "tenant_id", "user_key"),
 )

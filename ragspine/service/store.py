@@ -1,4 +1,4 @@
-"""``ServiceStore``: tenants, API keys, library ownership and jobs — SQL on SQLite or PostgreSQL.
+"""``ServiceStore``: tenants, API keys, principals, library ownership and jobs — SQL on SQLite or PostgreSQL.
 
 ``ServiceStore.for_stack(stack)`` uses the stack's own database: the chunk store's SQLite
 file (tables created here with ``create_all``; write transactions ``BEGIN IMMEDIATE`` so they
@@ -19,15 +19,18 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ragspine.errors import BackendError
+from ragspine.errors import BackendError, ConfigError
 from ragspine.profile import Profile
 from ragspine.retrieval.ranking import Ranking
+from ragspine.security.principals import KINDS, Principal, look_alike_key, name_key
 from ragspine.service.recipe import from_columns, recipe_json
 from ragspine.service.schema import (
     api_key,
     job,
     job_payload,
+    membership,
     metadata,
+    principal,
     service_library,
     tenant,
 )
@@ -37,6 +40,10 @@ JOB_STATES = ("queued", "running", "succeeded", "failed")
 
 class Conflict(Exception):
     """A row with that key exists already."""
+
+
+class Unknown(LookupError):
+    """A tenant, user or group that does not exist (answered 404)."""
 
 
 class Unstorable(ValueError):
@@ -70,9 +77,40 @@ class ApiKey:
     created_at: float
     expires_at: float | None
     revoked_at: float | None
+    #: a user key of the tenant: the key acts as that user (``None``: no principal)
+    principal: str | None = None
+    #: an application that names its end user per request (``X-RAGSpine-User``)
+    trusted_app: bool = False
 
     def active(self, now: float) -> bool:
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+
+
+@dataclass(frozen=True)
+class PrincipalEntry:
+    """A tenant's user or group: ``key`` is :func:`name_key` of ``name`` (as written)."""
+
+    tenant_id: str
+    kind: str  # user | group
+    key: str
+    name: str
+    look_alike: str
+    created_at: float
+
+
+#: the longest canonical name or look-alike key stored (UTF-8 bytes; within every index's limit)
+MAX_KEY_BYTES = 1024
+
+
+def principal_keys(name: str, kind: str) -> tuple[str, str]:
+    """``(name_key, look_alike_key)`` of a user or group name; ``ConfigError`` naming the problem."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    key = name_key(name, kind)
+    look_alike = look_alike_key(name)
+    if max(len(key.encode()), len(look_alike.encode())) > MAX_KEY_BYTES:
+        raise ConfigError(f"{kind} name {name[:20]!r}... folds to more than {MAX_KEY_BYTES} bytes: use a shorter name")
+    return key, look_alike
 
 
 #: A library's reasoning fields (API) → ``ReasoningOptions.override``'s keywords (and the Profile's choices).
@@ -276,6 +314,122 @@ class ServiceStore:
             where = where & (api_key.c.expires_at.is_(None) | (api_key.c.expires_at > at))
         with self._write() as conn:
             return bool(conn.execute(api_key.update().where(where).values(**values)).rowcount)
+
+    # -- principals: users, groups, memberships ------------------------------------------
+    # Every method takes names as written (any case or compatibility form: ``name_key`` decides).
+    def add_principal(self, tenant_id: str, kind: str, name: str) -> PrincipalEntry:
+        """A new user or group; ``Conflict`` for an existing name or one that looks like another
+        of that kind (naming it), ``Unknown`` for an unknown tenant, ``ConfigError`` for a bad name.
+        A new user starts with no groups and no key, whatever a namesake removed before had."""
+        key, look_alike = principal_keys(name, kind)
+        row = PrincipalEntry(tenant_id, kind, key, name, look_alike, time.time())
+        ours = (principal.c.tenant_id == tenant_id) & (principal.c.kind == kind)
+        with self._write() as conn:
+            self._tenant_in(conn, tenant_id)
+            same = conn.execute(sa.select(principal.c.key, principal.c.name)
+                                .where(ours & ((principal.c.key == key) | (principal.c.look_alike == look_alike)))).first()
+            if same is not None and same.key == key:
+                raise Conflict(f"{kind} {same.name!r} exists already in tenant {tenant_id!r}")
+            if same is not None:
+                raise Conflict(f"{kind} {name!r} looks like the existing {kind} {same.name!r} of tenant {tenant_id!r}:"
+                               " choose a name that cannot be mistaken for it")
+            conn.execute(principal.insert().values(**row.__dict__))
+            self._forget(conn, tenant_id, kind, key, at=row.created_at)  # leftovers of a namesake (a race with its removal)
+        return row
+
+    def remove_principal(self, tenant_id: str, kind: str, name: str) -> tuple[PrincipalEntry, list[str]]:
+        """Remove a user or group with its memberships (a user: and revoke the keys bound to it);
+        ``(the removed entry, the revoked key ids)``; ``Unknown`` when there is none."""
+        key, _ = principal_keys(name, kind)
+        where = (principal.c.tenant_id == tenant_id) & (principal.c.kind == kind) & (principal.c.key == key)
+        with self._write() as conn:
+            found = conn.execute(sa.select(principal).where(where)).first()
+            if found is None:
+                raise Unknown(f"{kind} {name!r} of tenant {tenant_id!r} not found")
+            conn.execute(principal.delete().where(where))
+            revoked = self._forget(conn, tenant_id, kind, key, at=time.time())
+        return _row(PrincipalEntry, found), revoked
+
+    @staticmethod
+    def _forget(conn: Any, tenant_id: str, kind: str, key: str, *, at: float) -> list[str]:
+        """Delete the memberships of a user or group ``key``; a user's bound keys are revoked (their ids)."""
+        column = membership.c.user_key if kind == "user" else membership.c.group_key
+        conn.execute(membership.delete().where((membership.c.tenant_id == tenant_id) & (column == key)))
+        if kind != "user":
+            return []
+        bound = (api_key.c.tenant_id == tenant_id) & (api_key.c.principal == key) & api_key.c.revoked_at.is_(None)
+        ids = [r.key_id for r in conn.execute(sa.select(api_key.c.key_id).where(bound)).all()]
+        if ids:
+            conn.execute(api_key.update().where(bound).values(revoked_at=at))
+        return ids
+
+    @staticmethod
+    def _tenant_in(conn: Any, tenant_id: str) -> None:
+        if conn.execute(sa.select(tenant.c.tenant_id).where(tenant.c.tenant_id == tenant_id)).first() is None:
+            raise Unknown(f"tenant {tenant_id!r} not found")
+
+    def get_principal(self, tenant_id: str, kind: str, name: str) -> PrincipalEntry | None:
+        key, _ = principal_keys(name, kind)
+        where = (principal.c.tenant_id == tenant_id) & (principal.c.kind == kind) & (principal.c.key == key)
+        rows = self._read(sa.select(principal).where(where))
+        return _row(PrincipalEntry, rows[0]) if rows else None
+
+    def list_principals(self, tenant_id: str, kind: str) -> list[PrincipalEntry]:
+        where = (principal.c.tenant_id == tenant_id) & (principal.c.kind == kind)
+        return [_row(PrincipalEntry, r) for r in self._read(sa.select(principal).where(where).order_by(principal.c.key))]
+
+    def add_member(self, tenant_id: str, group: str, user: str) -> bool:
+        """Put ``user`` in ``group`` (``False``: it was already); ``Unknown`` naming the one missing.
+        The two rows are locked (PostgreSQL), so a concurrent removal never leaves a membership behind."""
+        keys = {"group": principal_keys(group, "group")[0], "user": principal_keys(user, "user")[0]}
+        with self._write() as conn:
+            for kind, name in (("group", group), ("user", user)):
+                where = (principal.c.tenant_id == tenant_id) & (principal.c.kind == kind) & (principal.c.key == keys[kind])
+                if conn.execute(sa.select(principal.c.key).where(where).with_for_update()).first() is None:
+                    self._tenant_in(conn, tenant_id)
+                    raise Unknown(f"{kind} {name!r} of tenant {tenant_id!r} not found")
+            pair = ((membership.c.tenant_id == tenant_id) & (membership.c.group_key == keys["group"])
+                    & (membership.c.user_key == keys["user"]))
+            if conn.execute(sa.select(membership.c.user_key).where(pair)).first() is not None:
+                return False
+            conn.execute(membership.insert().values(tenant_id=tenant_id, group_key=keys["group"], user_key=keys["user"]))
+        return True
+
+    def remove_member(self, tenant_id: str, group: str, user: str) -> bool:
+        """Take ``user`` out of ``group``; ``False`` when it was not in it."""
+        group_key, user_key = principal_keys(group, "group")[0], principal_keys(user, "user")[0]
+        pair = (membership.c.tenant_id == tenant_id) & (membership.c.group_key == group_key) & (membership.c.user_key == user_key)
+        with self._write() as conn:
+            return bool(conn.execute(membership.delete().where(pair)).rowcount)
+
+    def related(self, tenant_id: str, kind: str, name: str) -> list[PrincipalEntry]:
+        """A group's members (``kind="group"``) or a user's groups (``kind="user"``), by key."""
+        key, _ = principal_keys(name, kind)
+        mine, theirs = (membership.c.group_key, membership.c.user_key) if kind == "group" else (membership.c.user_key, membership.c.group_key)
+        other = "user" if kind == "group" else "group"
+        query = (sa.select(principal).join(membership, (membership.c.tenant_id == principal.c.tenant_id) & (theirs == principal.c.key))
+                 .where((principal.c.tenant_id == tenant_id) & (principal.c.kind == other) & (mine == key)).order_by(principal.c.key))
+        return [_row(PrincipalEntry, r) for r in self._read(query)]
+
+    def memberships(self, tenant_id: str) -> dict[str, list[str]]:
+        """Every user key of the tenant → the keys of its groups (sorted)."""
+        query = (sa.select(membership.c.user_key, membership.c.group_key).where(membership.c.tenant_id == tenant_id)
+                 .order_by(membership.c.user_key, membership.c.group_key))
+        out: dict[str, list[str]] = {}
+        for r in self._read(query):
+            out.setdefault(r.user_key, []).append(r.group_key)
+        return out
+
+    def principal_for(self, tenant_id: str, user_key: str) -> Principal | None:
+        """The user ``user_key`` (canonical) with its groups, read now (a membership change counts
+        on the next request: nothing is cached); ``None`` when the tenant has no such user."""
+        groups = sa.select(membership.c.group_key).where((membership.c.tenant_id == tenant_id) & (membership.c.user_key == user_key))
+        which = (((principal.c.kind == "user") & (principal.c.key == user_key))
+                 | ((principal.c.kind == "group") & principal.c.key.in_(groups.scalar_subquery())))
+        rows = self._read(sa.select(principal.c.kind, principal.c.key).where((principal.c.tenant_id == tenant_id) & which))
+        if not any(r.kind == "user" for r in rows):
+            return None
+        return Principal(user_key, frozenset(r.key for r in rows if r.kind == "group"))
 
     # -- libraries ----------------------------------------------------------------------
     def add_library(self, library: Library) -> Library:
