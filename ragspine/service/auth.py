@@ -19,7 +19,18 @@ or after a grace period during which both work. Revocation is immediate.
 * everything else (``/healthz``, ``/readyz``, ``/metrics``, ``/docs``) is public — ``/readyz``
   shows its per-store details only to the admin token (:func:`is_admin`).
 
-The tenant id of an authenticated call is ``request.state.tenant_id``.
+The tenant id of an authenticated call is ``request.state.tenant_id``; who asks is
+``request.state.principal`` (:func:`principal_of`), decided by the key:
+
+* a key bound to a user (``principal``) acts as that user, with the groups it is in *now*
+  (read on every request: a membership change counts on the next one);
+* a trusted application's key (``trusted_app``, e.g. one Dify workspace behind a proxy) names
+  its end user per request in ``X-RAGSpine-User``: a user of the tenant;
+* any other key is no principal (``None``): it sees only documents without an ACL.
+
+Refused with 403 and one line (Dify's ``1002`` on ``/retrieval``): a trusted key without the
+header, with a bad name or an unknown user; a key bound to a user that no longer exists; and
+any other key that sends ``X-RAGSpine-User`` (a key never impersonates).
 """
 
 from __future__ import annotations
@@ -33,7 +44,8 @@ import secrets
 import time
 from typing import Any
 
-from ragspine.errors import BackendError
+from ragspine.errors import BackendError, ConfigError
+from ragspine.security.principals import Principal, name_key
 from ragspine.service.store import ApiKey, ServiceStore
 
 log = logging.getLogger(__name__)
@@ -45,6 +57,8 @@ DIFY_BAD_HEADER = 1001
 DIFY_AUTH_FAILED = 1002
 DIFY_UNAVAILABLE = 5003  # ours: a store is down (Dify retries a 5xx)
 #: what an unauthenticated caller learns of an outage (no host, user, database or driver error)
+#: the header in which a trusted application names its end user
+USER_HEADER = "X-RAGSpine-User"
 UNAVAILABLE_DETAIL = "a store is unavailable; try again later (the server log and /readyz with the admin token say which)"
 
 
@@ -52,23 +66,92 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def new_key(tenant_id: str, label: str = "", *, now: float | None = None) -> tuple[str, ApiKey]:
-    """``(the key, its stored row)``; the key is shown once and never stored."""
+def new_key(
+    tenant_id: str, label: str = "", *, now: float | None = None, principal: str | None = None, trusted_app: bool = False,
+) -> tuple[str, ApiKey]:
+    """``(the key, its stored row)``; the key is shown once and never stored. ``principal``: the
+    user key it acts as; ``trusted_app``: it names its end user per request (not both)."""
+    if principal is not None and trusted_app:
+        raise ConfigError("a key acts as one user (principal) or names its users per request (trusted_app), not both")
     key_id = secrets.token_hex(6)
     key = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
-    row = ApiKey(key_id, tenant_id, f"{KEY_PREFIX}{key_id}", hash_key(key), label, now or time.time(), None, None)
+    row = ApiKey(key_id, tenant_id, f"{KEY_PREFIX}{key_id}", hash_key(key), label, now or time.time(), None, None,
+                 principal, trusted_app)
     return key, row
 
 
-def verify_key(store: ServiceStore, key: str, *, now: float | None = None) -> str | None:
-    """The tenant id a key authenticates, or ``None``."""
+def authenticated_key(store: ServiceStore, key: str, *, now: float | None = None) -> ApiKey | None:
+    """The active stored key that ``key`` is, or ``None``."""
     match = _KEY.match(key)
     if not match:
         return None
     row = store.get_key(match.group(1))
     if row is None or not hmac.compare_digest(row.key_hash, hash_key(key)):
         return None
-    return row.tenant_id if row.active(now or time.time()) else None
+    return row if row.active(now or time.time()) else None
+
+
+def verify_key(store: ServiceStore, key: str, *, now: float | None = None) -> str | None:
+    """The tenant id a key authenticates, or ``None``."""
+    row = authenticated_key(store, key, now=now)
+    return None if row is None else row.tenant_id
+
+
+class PrincipalRefused(Exception):
+    """The key authenticates but may not act as the principal it asks for (403, one line)."""
+
+
+def acting_user(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The ``X-RAGSpine-User`` header's value (UTF-8), ``None`` when absent."""
+    values = [value for name, value in headers if name.lower() == USER_HEADER.lower().encode()]
+    if not values:
+        return None
+    if len(values) > 1:
+        raise PrincipalRefused(f"send {USER_HEADER} once")
+    try:
+        return values[0].decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise PrincipalRefused(f"{USER_HEADER} must be UTF-8") from None
+
+
+def principal_for_key(store: ServiceStore, key: ApiKey, user: str | None) -> Principal | None:
+    """Who a request with ``key`` (and ``X-RAGSpine-User: user``, ``None`` when not sent) acts as;
+    :class:`PrincipalRefused` saying why it may not (see the module docstring)."""
+    if key.principal is not None:
+        if user is not None:
+            raise PrincipalRefused(f"this key acts as its own user: it may not name another in {USER_HEADER}")
+        found = store.principal_for(key.tenant_id, key.principal)
+        if found is None:
+            raise PrincipalRefused(f"this key's user {key.principal!r} no longer exists: issue a new key")
+        return found
+    if not key.trusted_app:
+        if user is not None:
+            raise PrincipalRefused(f"only a trusted application key may name a user in {USER_HEADER}")
+        return None
+    if not user:
+        raise PrincipalRefused(f"a trusted application key must name the end user in {USER_HEADER}")
+    try:
+        user_key = name_key(user, "user")
+    except ConfigError as exc:
+        raise PrincipalRefused(f"{USER_HEADER}: {exc}") from None
+    found = store.principal_for(key.tenant_id, user_key)
+    if found is None:
+        raise PrincipalRefused(f"{USER_HEADER}: no user {user!r} in this tenant")
+    return found
+
+
+def authenticate(store: ServiceStore, token: str, headers: list[tuple[bytes, bytes]]) -> tuple[str, Principal | None] | None:
+    """``(tenant id, principal)`` of a request's key and headers; ``None`` when the key does not
+    authenticate; :class:`PrincipalRefused` when it may not act as asked."""
+    row = authenticated_key(store, token)
+    if row is None:
+        return None
+    return row.tenant_id, principal_for_key(store, row, acting_user(headers))
+
+
+def principal_of(request: Any) -> Principal | None:
+    """Who asks (``None``: a key that is no principal, which sees only documents without an ACL)."""
+    return getattr(request.state, "principal", None)
 
 
 def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -125,7 +208,11 @@ class AuthMiddleware:
                 await _json(send, 401, {"detail": f"{what} Authorization header: send Authorization: Bearer <API key>"}, bearer=True)
             return
         try:
-            tenant_id = await run_sync(verify_key, ctx.store, token)
+            found = await run_sync(authenticate, ctx.store, token, scope["headers"])
+        except PrincipalRefused as exc:
+            reason = str(exc)
+            await _json(send, 403, {"error_code": DIFY_AUTH_FAILED, "error_msg": f"Authorization failed: {reason}"} if dify else {"detail": reason})
+            return
         except BackendError as exc:  # the service store is down: the documented 503, not a 500
             # the caller is not authenticated yet: the driver's words (user, host, database)
             # go to the log and to /readyz behind the admin token, never to the caller
@@ -133,13 +220,14 @@ class AuthMiddleware:
             detail = UNAVAILABLE_DETAIL
             await _json(send, 503, {"error_code": DIFY_UNAVAILABLE, "error_msg": detail} if dify else {"detail": detail})
             return
-        if tenant_id is None:
+        if found is None:
             if dify:
                 await _json(send, 403, {"error_code": DIFY_AUTH_FAILED, "error_msg": "Authorization failed: unknown, expired or revoked API key."})
             else:
                 await _json(send, 401, {"detail": "invalid, expired or revoked API key"}, bearer=True)
             return
-        scope.setdefault("state", {})["tenant_id"] = tenant_id
+        state = scope.setdefault("state", {})
+        state["tenant_id"], state["principal"] = found
         await self.app(scope, receive, send)
 
 

@@ -34,6 +34,16 @@ class TenantIn(_In):
 
 class KeyIn(_In):
     label: str = Field("", max_length=200)
+    principal: str | None = Field(None, max_length=128, description="a user of the tenant: the key acts as that user")
+    trusted_app: bool = Field(
+        False, description="an application (e.g. a Dify workspace) that names its end user per request in X-RAGSpine-User",
+    )
+
+    @model_validator(mode="after")
+    def _one_identity(self) -> KeyIn:
+        if self.principal is not None and self.trusted_app:
+            raise ValueError("a key acts as one user (principal) or names its users per request (trusted_app), not both")
+        return self
 
 
 class RotateIn(_In):
@@ -49,6 +59,8 @@ class KeyOut(BaseModel):
     expires_at: str | None = None
     revoked_at: str | None = None
     active: bool
+    principal: str | None = Field(None, description="the user the key acts as (its canonical name)")
+    trusted_app: bool = Field(False, description="the key names its end user per request in X-RAGSpine-User")
 
 
 class IssuedKeyOut(KeyOut):
@@ -63,6 +75,37 @@ class TenantOut(BaseModel):
 
 class TenantCreatedOut(TenantOut):
     api_key: IssuedKeyOut
+
+
+class PrincipalIn(_In):
+    name: str = Field(
+        min_length=1, max_length=128,
+        description="1-128 characters, no white space, no , ; : / \\ * ? \" ' < > | = ( ) [ ] { }; compared case- and"
+        " width-insensitively (NFKC, case-folded); a name that looks like an existing one (Cyrillic а for Latin a) is refused",
+    )
+
+
+class PrincipalOut(BaseModel):
+    name: str = Field(description="as written when created")
+    key: str = Field(description="the canonical name (NFKC, case-folded) that ACL entries and keys use")
+    created_at: str
+
+
+class UserOut(PrincipalOut):
+    groups: list[str] = Field(default_factory=list, description="the names of the groups the user is in")
+
+
+class GroupOut(PrincipalOut):
+    members: list[str] = Field(default_factory=list, description="the names of its users")
+
+
+class RemovedUserOut(UserOut):
+    revoked_keys: list[str] = Field(default_factory=list, description="the ids of the keys bound to the user, revoked with it")
+
+
+class MembershipOut(BaseModel):
+    group: str = Field(description="the group's name as written when created")
+    user: str = Field(description="the user's name as written when created")
 
 
 # -- libraries and documents ---------------------------------------------------------------
