@@ -19,6 +19,7 @@ from ragspine.cli.config import add_config_command, add_migrate_command, cmd_con
 from ragspine.cli.demo import add_demo_command, cmd_demo
 from ragspine.cli.graph import add_graph_commands, cmd_graph
 from ragspine.cli.ingest import add_embed_command, add_ingest_command, cmd_embed, cmd_ingest
+from ragspine.cli.principals import add_principals_commands, cmd_principals
 from ragspine.cli.query import add_library_commands, add_query_command, cmd_libraries, cmd_query, cmd_stats
 from ragspine.cli.raptor import add_raptor_commands, cmd_raptor
 from ragspine.cli.serve import add_serve_commands, cmd_serve, cmd_worker
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_ask_command(sub, common)
     add_raptor_commands(sub, common)
     add_visual_commands(sub, common)
+    add_principals_commands(sub, common)
     return parser
 
 
@@ -116,4 +118,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "ask": cmd_ask,
     "raptor": cmd_raptor,
     "visual": cmd_visual,
+    "principals": cmd_principals,
 }
