@@ -80,11 +80,12 @@ def name_key(name: Any, what: str = "user") -> str:
 
 
 def look_alike_key(name: str) -> str:
-    """What ``name`` looks like (the confusable skeleton of its :func:`name_key`): two different
-    names with the same look-alike key must not both exist."""
+    """What ``name`` looks like (its confusable skeleton, UTS #39): two different names with the
+    same look-alike key must not both exist."""
     from ragspine.security.fold import skeleton
 
-    return skeleton(name_key(name))
+    name_key(name)  # a valid name
+    return skeleton(name)  # folded from the name as written: capital Cyrillic ТОМ looks like TOM, its lower case does not
 
 
 def parse_entry(entry: Any) -> str:

@@ -140,6 +140,18 @@ ADMIN_ROUTES = [
     ("GET", "/v1/admin/tenants/{tenant_id}/keys", "/v1/admin/tenants/globex/keys", None),
     ("POST", "/v1/admin/tenants/{tenant_id}/keys/{key_id}/rotate", "/v1/admin/tenants/globex/keys/{key}/rotate", {"grace_seconds": 0}),
     ("DELETE", "/v1/admin/tenants/{tenant_id}/keys/{key_id}", "/v1/admin/tenants/globex/keys/{key}", None),
+    ("POST", "/v1/admin/tenants/{tenant_id}/users", "/v1/admin/tenants/globex/users", {"name": "intruder"}),
+    ("GET", "/v1/admin/tenants/{tenant_id}/users", "/v1/admin/tenants/globex/users", None),
+    ("GET", "/v1/admin/tenants/{tenant_id}/users/{name}", "/v1/admin/tenants/globex/users/boss", None),
+    ("GET", "/v1/admin/tenants/{tenant_id}/users/{name}/groups", "/v1/admin/tenants/globex/users/boss/groups", None),
+    ("DELETE", "/v1/admin/tenants/{tenant_id}/users/{name}", "/v1/admin/tenants/globex/users/boss", None),
+    ("POST", "/v1/admin/tenants/{tenant_id}/groups", "/v1/admin/tenants/globex/groups", {"name": "intruders"}),
+    ("GET", "/v1/admin/tenants/{tenant_id}/groups", "/v1/admin/tenants/globex/groups", None),
+    ("GET", "/v1/admin/tenants/{tenant_id}/groups/{name}", "/v1/admin/tenants/globex/groups/board", None),
+    ("GET", "/v1/admin/tenants/{tenant_id}/groups/{name}/members", "/v1/admin/tenants/globex/groups/board/members", None),
+    ("DELETE", "/v1/admin/tenants/{tenant_id}/groups/{name}", "/v1/admin/tenants/globex/groups/board", None),
+    ("PUT", "/v1/admin/tenants/{tenant_id}/groups/{group}/members/{user}", "/v1/admin/tenants/globex/groups/board/members/boss", None),
+    ("DELETE", "/v1/admin/tenants/{tenant_id}/groups/{group}/members/{user}", "/v1/admin/tenants/globex/groups/board/members/boss", None),
 ]
 
 

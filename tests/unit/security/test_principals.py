@@ -28,6 +28,7 @@ def test_bad_names_are_refused_with_the_reason(bad: str) -> None:
 def test_look_alikes_share_a_look_alike_key_but_not_a_name() -> None:
     assert name_key("һр") != name_key("hp")  # all Cyrillic vs all Latin: two names ...
     assert look_alike_key("һр") == look_alike_key("hp")  # ... that a registry must not hold together
+    assert look_alike_key("ТОМ") == look_alike_key("TOM") and name_key("ТОМ") != name_key("TOM")  # capital Cyrillic
 
 
 _names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40)

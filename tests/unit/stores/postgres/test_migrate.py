@@ -12,7 +12,7 @@ from tests.backends import free_port
 from tests.helpers import needs
 from tests.unit.stores.postgres.helpers import active, doc
 
-HEAD = "0015_principals"
+HEAD = "0016_document_acls"
 TABLES = (
     "ragspine_library", "ragspine_chunk", "ragspine_change", "ragspine_vector_space",
     "ragspine_tenant", "ragspine_api_key", "ragspine_service_library", "ragspine_job",
