@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from typing import TYPE_CHECKING
 
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.structured.base import TOTAL_CHANNEL, FactStore
@@ -24,7 +25,11 @@ from ragspine.structured.converters import value_text
 from ragspine.structured.glossary import Glossary, Match
 from ragspine.structured.periods import parse_as_of, read_period
 from ragspine.structured.prose import found_prose
+from ragspine.security.principals import OPEN, Viewer
 from ragspine.structured.result import FOUND, LANGUAGES, MetricResult, not_found, unrecognized
+
+if TYPE_CHECKING:
+    from ragspine.retrieval.chunking.chunk_store import DocumentAcls
 
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -34,9 +39,12 @@ class StructuredChannel:
     """The structured channel over one library's :class:`FactStore` and a glossary (default:
     the shipped demo glossary)."""
 
-    def __init__(self, store: FactStore, glossary: Glossary | None = None) -> None:
+    def __init__(self, store: FactStore, glossary: Glossary | None = None, *, acls: DocumentAcls | None = None) -> None:
         self.store = store
         self.glossary = glossary if glossary is not None else Glossary.default()
+        #: the library's document ACLs (its chunk store): a fact read from a document a viewer
+        #: may not read is, to that viewer, a fact that does not exist
+        self.acls = acls
 
     def __repr__(self) -> str:
         return f"StructuredChannel({self.store!r})"
@@ -50,11 +58,14 @@ class StructuredChannel:
         *,
         as_of: date | str | None = None,
         language: str | None = None,
+        viewer: Viewer | None = None,
     ) -> MetricResult:
         """Exactly one of ``found`` / ``not_found`` / ``unrecognized_param`` (see the module
         docstring). ``channel=None`` asks for the total over all channels; ``as_of`` (a date or
         ``YYYY-MM-DD``) is what a relative period (去年三季度, last quarter, 前年度) resolves
-        against; ``language`` (en, zh, ja) defaults to the language of the inputs."""
+        against; ``language`` (en, zh, ja) defaults to the language of the inputs; ``viewer``:
+        whom it is asked for (``None``: no ACL applies) — a fact whose source document the viewer
+        may not read answers ``not_found``, exactly as a missing one."""
         g = self.glossary
         m, e = g.metric(metric), g.entity(entity)
         c = g.channel(channel) if channel is not None else Match(TOTAL_CHANNEL)
@@ -80,7 +91,7 @@ class StructuredChannel:
             return unrecognized(params, lang, suggestions)
         assert m and e and c and reading.key
         facts = [f for f in self.store.lookup(m.key, e.key, reading.key, c.key) if not is_restricted(f.sensitivity)]
-        if len(facts) != 1:
+        if len(facts) != 1 or self._hidden(viewer, facts[0].source_doc_id):
             return not_found(lang)
         fact = facts[0]
         return MetricResult(
@@ -88,6 +99,14 @@ class StructuredChannel:
             channel=fact.channel, value=value_text(fact.value), unit=fact.unit, source_doc_id=fact.source_doc_id,
             source_locator=fact.source_locator, valid_as_of=fact.valid_as_of,
         )
+
+
+    def _hidden(self, viewer: Viewer | None, doc_id: str) -> bool:
+        """Whether ``viewer`` may not read document ``doc_id`` (its ACL: the last recorded change)."""
+        if viewer is None or viewer.everything or self.acls is None:
+            return False
+        last = self.acls.acl_history(doc_id, limit=1)
+        return not viewer.sees(last[0].after if last else OPEN)
 
 
 def _language(matches: list[Match | None], inputs: list[object]) -> str:
