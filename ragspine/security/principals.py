@@ -29,6 +29,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ragspine.errors import ConfigError
@@ -166,7 +167,7 @@ class Principal:
     def of(cls, user: str, groups: Iterable[str] = ()) -> Principal:
         return cls(name_key(user, "user"), frozenset(name_key(g, "group") for g in groups))
 
-    @property
+    @cached_property
     def identities(self) -> frozenset[str]:
         """Every ACL entry that names this principal: its user and each of its groups."""
         return frozenset({f"user:{self.user}", *(f"group:{g}" for g in self.groups)})

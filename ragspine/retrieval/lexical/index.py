@@ -168,6 +168,7 @@ class InMemoryLexicalIndex:
         self._epoch += 1
         self._acl_rows: dict[ACL, np.ndarray] | None = None  # the rows of each ACL's documents
         self._views: OrderedDict[tuple[int, frozenset[ACL]], RowView] = OrderedDict()
+        self._hidden_for: dict[tuple[Viewer, int], frozenset[ACL]] = {}  # (viewer, ACL seq) -> the ACLs hiding rows from it
         self._norm: np.ndarray | None = None
         self._terms: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()  # tid -> (rows, terms)
         self._terms_size = 0
@@ -220,7 +221,12 @@ class InMemoryLexicalIndex:
         snapshot = snapshot or self._acls
         with self._lock:
             rows = self._rows_by_acl(snapshot)
-            hidden = frozenset(acl for acl in rows if not viewer.sees(acl))
+            known = self._hidden_for.get((viewer, snapshot.seq))
+            if known is None:  # which ACLs hide their documents from this viewer, once per viewer and snapshot
+                known = self._hidden_for[(viewer, snapshot.seq)] = frozenset(acl for acl in rows if not viewer.sees(acl))
+                while len(self._hidden_for) > _VIEWERS_CACHED:
+                    self._hidden_for.pop(next(iter(self._hidden_for)))
+            hidden = known
             if not hidden:
                 return None
             key = (snapshot.seq, hidden)
@@ -911,7 +917,8 @@ class RowView(NamedTuple):
 
 #: What :meth:`InMemoryLexicalIndex._current_view` returns when a view made before a change now hides nothing.
 _ALL_VISIBLE: Any = RowView(-1, AclSnapshot(-1, {}), Viewer(everything=True), np.zeros(0, bool), 0, 0.0, np.zeros(0))
-_VIEWS_CACHED = 64  # (ACL snapshot, hidden ACLs) views kept per index
+_VIEWERS_CACHED = 4096  # viewers whose hidden ACLs are remembered (per ACL snapshot and rows)
+_VIEWS_CACHED = 8  # (ACL snapshot, hidden ACLs) views kept per index: ~9 bytes a row each (a mask, the norms)
 
 
 class _KernelToken(NamedTuple):

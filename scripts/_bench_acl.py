@@ -1,0 +1,127 @@
+"""What document ACLs cost at scale, for ``scripts/bench_scale.py --acl`` (issue 29).
+
+On a library kept by an earlier ``bench_scale.py --keep DIR`` run (a copy is fine: this
+phase writes ACLs into it), in one process:
+
+1. **no ACLs**: ``--queries`` queries through the stack's retriever (economy: tokenize,
+   BM25, RRF, fetch, both RESTRICTED exits) as a principal, on the library as it is — p50/p99;
+2. **ACLs set**: every document gets one of ``classes`` ACLs (``allow: group:g0000`` ...,
+   documents spread round-robin), in one ``set_acls`` transaction (its time is reported);
+3. the same queries as principals in 1, 10 and 100 of those groups (each principal's first
+   query, which computes its view, apart) — p50/p99 and the ratio to step 1;
+4. **an ACL change on 10,000 documents** (one ``set_acls``) and the next query's latency
+   (it reads the new ACLs and computes the view again), then p50 again;
+5. resident memory after each step.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from _benchlib import percentile
+
+
+def _timed(retriever: Any, qs: list[str], viewer: Any) -> list[float]:
+    from ragspine.retrieval.request import SearchRequest
+
+    out = []
+    for q in qs:
+        t = time.perf_counter()
+        retriever.search(SearchRequest(q, top_k=10, viewer=viewer))
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def _pct(xs: list[float], p: float) -> float:
+    return round(1000 * percentile(xs, p), 2)
+
+
+def phase_acl(workdir: Path, n_queries: int, *, classes: int = 1000, group_counts: tuple[int, ...] = (1, 10, 100),
+              change_docs: int = 10_000) -> dict[str, Any]:
+    from bench_scale import LIBRARY, open_stack, peak_rss_mb, queries, rss_mb
+
+    from ragspine.security.principals import ACL, OPEN, Principal, Viewer
+
+    stack = open_stack(workdir, None, "memory")
+    retriever = stack.retriever([LIBRARY])
+    pipeline = stack.index(LIBRARY)
+    store, index = pipeline.store, pipeline.retriever.index
+    index.refresh()
+    qs = queries(n_queries)
+    rng = random.Random(29)
+    groups = [f"g{i:04d}" for i in range(classes)]
+    principals = {g: Viewer(Principal.of(f"user{g}", rng.sample(groups, g))) for g in group_counts}
+    out: dict[str, Any] = {"chunks": len(index), "classes": classes, "queries": len(qs)}
+    docs = store.doc_ids()
+    out["documents"] = len(docs)
+    if store.acl_seq():  # a library this phase ran on before: back to no ACLs
+        store.set_acls(dict.fromkeys(docs, OPEN), by="bench")
+        index.refresh()
+    _timed(retriever, qs[:10], principals[group_counts[0]])  # warm-up
+    base = _timed(retriever, qs, principals[group_counts[0]])
+    out["no_acl"] = {"p50_ms": _pct(base, 50), "p99_ms": _pct(base, 99), "rss_mb": round(rss_mb(), 1)}
+    acls = [ACL.parse(f"group:{g}") for g in groups]
+    t = time.perf_counter()
+    store.set_acls({d: acls[i % classes] for i, d in enumerate(docs)}, by="bench")
+    out["set_all_s"] = round(time.perf_counter() - t, 1)
+    for g, viewer in principals.items():
+        t = time.perf_counter()
+        _timed(retriever, qs[:1], viewer)
+        first = time.perf_counter() - t
+        _timed(retriever, qs[1:6], viewer)
+        times = _timed(retriever, qs, viewer)
+        visible = index.view(viewer)
+        out[f"groups_{g}"] = {
+            "first_query_ms": round(1000 * first, 1), "p50_ms": _pct(times, 50), "p99_ms": _pct(times, 99),
+            "mean_ms": round(1000 * statistics.mean(times), 2), "ratio_p50": round(percentile(times, 50) / percentile(base, 50), 2),
+            "ratio_p99": round(percentile(times, 99) / percentile(base, 99), 2), "visible_chunks": visible.n if visible else len(index),
+            "rss_mb": round(rss_mb(), 1),
+        }
+    moved = rng.sample(docs, min(change_docs, len(docs)))
+    t = time.perf_counter()
+    store.set_acls({d: acls[(i * 7 + 3) % classes] for i, d in enumerate(moved)}, by="bench")
+    change_s = time.perf_counter() - t
+    viewer = principals[group_counts[1] if len(group_counts) > 1 else group_counts[0]]
+    t = time.perf_counter()
+    _timed(retriever, qs[:1], viewer)
+    after_first = time.perf_counter() - t
+    after = _timed(retriever, qs, viewer)
+    out["change"] = {"documents": len(moved), "set_acls_s": round(change_s, 2), "next_query_ms": round(1000 * after_first, 1),
+                     "p50_ms_after": _pct(after, 50), "p99_ms_after": _pct(after, 99)}
+    out["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    stack.close()
+    return out
+
+
+def table(r: dict[str, Any]) -> str:
+    rows = [f"ACLs at {r['chunks']:,} chunks ({r['documents']:,} documents, {r['classes']:,} ACL classes, {r['queries']} queries)",
+            "| principal | p50 ms | p99 ms | x p50 | x p99 | first query ms | visible chunks | RSS MB |", "|---|---|---|---|---|---|---|---|",
+            f"| no ACLs | {r['no_acl']['p50_ms']} | {r['no_acl']['p99_ms']} | 1.00 | 1.00 | — | {r['chunks']:,} | {r['no_acl']['rss_mb']} |"]
+    for key, v in r.items():
+        if key.startswith("groups_"):
+            rows.append(f"| in {key.split('_')[1]} group(s) | {v['p50_ms']} | {v['p99_ms']} | {v['ratio_p50']} | {v['ratio_p99']} |"
+                        f" {v['first_query_ms']} | {v['visible_chunks']:,} | {v['rss_mb']} |")
+    c = r["change"]
+    rows.append(f"\nSetting every document's ACL: {r['set_all_s']} s. An ACL change on {c['documents']:,} documents: {c['set_acls_s']} s;"
+                f" the next query {c['next_query_ms']} ms; then p50 {c['p50_ms_after']} ms, p99 {c['p99_ms_after']} ms. Peak RSS {r['peak_rss_mb']} MB.")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workdir", type=Path, help="a directory kept by bench_scale.py --keep (a copy: ACLs are written into it)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--classes", type=int, default=1000)
+    args = parser.parse_args()
+    result = phase_acl(args.workdir, args.queries, classes=args.classes)
+    print(json.dumps(result, indent=1))
+    print(table(result))
