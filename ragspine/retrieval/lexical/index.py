@@ -166,7 +166,7 @@ class InMemoryLexicalIndex:
     def _changed(self) -> None:
         """Forget what depends on the rows' liveness or statistics."""
         self._epoch += 1
-        self._acl_rows: dict[ACL, np.ndarray] | None = None  # the rows of each ACL's documents
+        self._acl_rows: tuple[list[ACL], np.ndarray] | None = None  # the ACL classes and each row's
         self._views: OrderedDict[tuple[int, frozenset[ACL]], RowView] = OrderedDict()
         self._hidden_for: dict[tuple[Viewer, int], frozenset[ACL]] = {}  # (viewer, ACL seq) -> the ACLs hiding rows from it
         self._norm: np.ndarray | None = None
@@ -220,10 +220,10 @@ class InMemoryLexicalIndex:
             return None
         snapshot = snapshot or self._acls
         with self._lock:
-            rows = self._rows_by_acl(snapshot)
+            classes, row_class = self._row_classes(snapshot)
             known = self._hidden_for.get((viewer, snapshot.seq))
             if known is None:  # which ACLs hide their documents from this viewer, once per viewer and snapshot
-                known = self._hidden_for[(viewer, snapshot.seq)] = frozenset(acl for acl in rows if not viewer.sees(acl))
+                known = self._hidden_for[(viewer, snapshot.seq)] = frozenset(acl for acl in classes if not viewer.sees(acl))
                 while len(self._hidden_for) > _VIEWERS_CACHED:
                     self._hidden_for.pop(next(iter(self._hidden_for)))
             hidden = known
@@ -234,9 +234,9 @@ class InMemoryLexicalIndex:
             if found is not None:
                 self._views.move_to_end(key)
                 return found
-            live = self._active.copy()
-            for acl in hidden:
-                live[rows[acl]] = False
+            readable = np.ones(len(classes) + 1, dtype=bool)  # the last entry: rows without an ACL
+            readable[: len(classes)] = [acl not in hidden for acl in classes]
+            live = self._active & readable[row_class]
             n = int(np.count_nonzero(live))
             total = float(self._lengths[live].sum())
             avgdl = (total / n or 1.0) if n else 1.0  # as _avgdl computes it over the active rows
@@ -246,19 +246,50 @@ class InMemoryLexicalIndex:
                 self._views.popitem(last=False)
             return view
 
-    def _rows_by_acl(self, snapshot: AclSnapshot) -> dict[ACL, np.ndarray]:
-        """``{ACL: rows of its documents}`` under ``snapshot`` (kept until the rows or the snapshot change)."""
+    def _row_classes(self, snapshot: AclSnapshot) -> tuple[list[ACL], np.ndarray]:
+        """``(classes, row_class)``: the distinct ACLs of ``snapshot`` and, per row, the index of its
+        document's (``len(classes)``: none) — kept until the rows or the snapshot change.
+
+        Vectorized: each row's document id hash (the base segment keeps them; the rows added
+        since are hashed here) is looked up among the ACL'd documents' hashes, and every run of
+        rows with one matching hash has its document id compared as text once, so a hash that
+        two ids share never gives a row another document's ACL."""
         if self._acl_rows is not None and self._acl_rows_seq == snapshot.seq:
             return self._acl_rows
         docs = list(snapshot.acls)
-        by_acl: dict[ACL, list[int]] = {}
-        for doc_id, base_rows in zip(docs, self._base.doc_ids.find_many(docs), strict=True):
-            rows = base_rows + self._d_rows_by_doc.get(doc_id, [])
-            if rows:
-                by_acl.setdefault(snapshot.acls[doc_id], []).extend(rows)
-        self._acl_rows = {acl: np.asarray(rows, dtype=np.int64) for acl, rows in by_acl.items()}
+        index_of: dict[ACL, int] = {}
+        doc_class = np.fromiter((index_of.setdefault(snapshot.acls[d], len(index_of)) for d in docs), dtype=np.int32, count=len(docs))
+        classes = list(index_of)
+        row_class = np.full(len(self._lengths), len(classes), dtype=np.int32)
+        if docs and len(row_class):
+            hashes = np.asarray(stable_hashes(docs), dtype=np.uint64)
+            order = np.argsort(hashes, kind="stable")
+            sorted_hashes = hashes[order]
+            row_hashes = np.concatenate([np.asarray(self._base.doc_ids.hashes, dtype=np.uint64), stable_hashes(self._d_docs)])
+            pos = np.minimum(np.searchsorted(sorted_hashes, row_hashes), len(sorted_hashes) - 1)
+            matched = np.flatnonzero(sorted_hashes[pos] == row_hashes)
+            if len(matched):
+                starts = matched[np.r_[True, (np.diff(matched) != 1) | (row_hashes[matched[1:]] != row_hashes[matched[:-1]])]]
+                run_of = np.searchsorted(starts, matched, side="right") - 1
+                doc_at = order[pos[starts]]
+                same = np.fromiter((self._doc_id(int(r)) == docs[int(d)] for r, d in zip(starts, doc_at, strict=True)),
+                                   dtype=bool, count=len(starts))
+                duplicate = len(sorted_hashes) > 1 and bool((sorted_hashes[1:] == sorted_hashes[:-1]).any())
+                if duplicate:  # two ACL'd documents share a hash: place those rows one by one
+                    same[:] = False
+                    for r in matched.tolist():
+                        doc_id = self._doc_id(r)
+                        if doc_id in snapshot.acls:
+                            row_class[r] = index_of[snapshot.acls[doc_id]]
+                keep = same[run_of]
+                row_class[matched[keep]] = doc_class[doc_at[run_of[keep]]]
+        self._acl_rows = (classes, row_class)
         self._acl_rows_seq = snapshot.seq
         return self._acl_rows
+
+    def _doc_id(self, row: int) -> str:
+        nb = self._base.n_rows
+        return self._base.doc_ids[row] if row < nb else self._d_docs[row - nb]
 
     def _current_view(self, view: RowView | None) -> RowView | None:
         """``view`` if it was made for the rows as they are, else its viewer's under the same ACL
