@@ -193,10 +193,10 @@ class HybridRetriever:
                 legs.versions.update((h.chunk_id, h.version) for h in hits)
             else:
                 assert self.dense is not None
-                if self.raptor is not None and self.raptor.active(raptor) and view is None:
-                    # RAPTOR: the collapsed tree in the dense leg's place (its synthesis nodes mix
-                    # documents: under ACLs the dense leg answers instead)
-                    found = self.raptor.search(query, metadata_filter, depth, legs.versions)
+                if self.raptor is not None and self.raptor.active(raptor):
+                    # RAPTOR: the collapsed tree in the dense leg's place (under a view, a node with
+                    # a leaf the principal may not read contributes nothing)
+                    found = self.raptor.search(query, metadata_filter, depth, legs.versions, **seen)
                 else:
                     found = self.dense.search(query, metadata_filter, depth, legs.versions, **seen)
                 legs["vector"], legs.coverage = found.hits, found.coverage

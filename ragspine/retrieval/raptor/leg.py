@@ -99,9 +99,10 @@ class RaptorLeg:
         wanted = set(chunk_ids)
         return {cid: ver for cid, ver in self.index.candidates() if cid in wanted}
 
-    def nodes_for(self, query: str, qvec: Sequence[float] | None = None) -> list[tuple[SynthesisNode, float]]:
+    def nodes_for(self, query: str, qvec: Sequence[float] | None = None, view: Any = None) -> list[tuple[SynthesisNode, float]]:
         """The :attr:`top_nodes` current nodes nearest ``query`` (``qvec``: its vector, when
-        already embedded), with their similarity."""
+        already embedded), with their similarity; under a principal's ``view``, only nodes all
+        of whose leaves it may read (a node that speaks of a hidden document contributes nothing)."""
         loaded = self.tree()
         if loaded.matrix is None:
             return []
@@ -117,7 +118,8 @@ class RaptorLeg:
             batch = [loaded.nodes[i] for i in order[start : start + step]]
             active = self._active_versions(list(dict.fromkeys(leaf.chunk_id for n in batch for leaf in n.leaves)))
             for node, i in zip(batch, order[start : start + step], strict=True):
-                if all(active.get(leaf.chunk_id) == leaf.version for leaf in node.leaves):
+                if all(active.get(leaf.chunk_id) == leaf.version for leaf in node.leaves) and (
+                        view is None or not any(view.snapshot.hides(view.viewer, leaf.doc_id) for leaf in node.leaves)):
                     chosen.append((node, float(sims[i])))
                     if len(chosen) == self.top_nodes:
                         return chosen
@@ -134,14 +136,15 @@ class RaptorLeg:
         return self._collapse(query, metadata_filter, depth, versions)[0]
 
     def _collapse(
-        self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None,
+        self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None, view: Any = None,
     ) -> tuple[list[tuple[str, float, str | None]], DenseRanking]:
         """:meth:`collapse`, and the dense leg's own search (its coverage is the answer's)."""
         qvec = embed_query(self.dense.backend, query)
-        found: DenseRanking = self.dense.search(query, metadata_filter, depth, versions, qvec=qvec)
+        seen_by = {} if view is None else {"view": view}
+        found: DenseRanking = self.dense.search(query, metadata_filter, depth, versions, qvec=qvec, **seen_by)
         dense = found.hits
         floor = dense[depth - 1][1] if len(dense) >= depth else -np.inf  # a node below the depth-th chunk adds nothing
-        nodes = [(node, sim) for node, sim in self.nodes_for(query, qvec) if sim > floor]
+        nodes = [(node, sim) for node, sim in self.nodes_for(query, qvec, view) if sim > floor]
         if not nodes:
             return [(cid, score, None) for cid, score in dense[:depth]], found
         leaf_ids = list(dict.fromkeys(leaf.chunk_id for node, _ in nodes for leaf in node.leaves))
@@ -171,10 +174,12 @@ class RaptorLeg:
 
     def search(
         self, query: str, metadata_filter: MetadataFilter | None, depth: int, versions: dict[str, int] | None = None,
+        view: Any = None,
     ) -> DenseRanking:
         """:meth:`collapse` as a ranking ``[(chunk_id, similarity)]``: what the hybrid search
-        fuses in the dense leg's place, with the dense leg's coverage of this search."""
-        collapsed, dense = self._collapse(query, metadata_filter, depth, versions)
+        fuses in the dense leg's place, with the dense leg's coverage of this search (``view``:
+        a principal's: its dense leg, and only nodes all of whose leaves it may read)."""
+        collapsed, dense = self._collapse(query, metadata_filter, depth, versions, view)
         return DenseRanking([(cid, score) for cid, score, _ in collapsed], dense.coverage)
 
 

@@ -136,3 +136,27 @@ def test_a_pipeline_the_stack_gave_no_leg_is_refused_when_raptor_is_asked(index)
     assert raptor_store_kind(index.store.db) == "sqlite" and raptor_store_kind(object()) is None
     with pytest.raises(ConfigError, match="no RAPTOR tree store"):
         make_raptor_store("lib", database=object())
+
+
+def test_under_acls_a_node_with_a_hidden_leaf_contributes_nothing(index) -> None:
+    from ragspine.security.principals import ACL, Principal, Viewer
+
+    rebuild(index, trees(index), options=OPTIONS)
+    retriever = make_raptor_retriever(index, options=RaptorOptions(threshold=0.3, max_cluster=4, top_nodes=4))
+    leg = raptor_leg(index)
+    assert leg is not None
+    nodes = leg.nodes_for("gearbox castings")
+    assert any("g1" in node.doc_ids for node, _ in nodes)
+    index.store.set_acls({"g1": ACL.parse("group:board")}, by="test")
+    lexical = index.retriever.index
+    lexical.refresh()
+    outsider, board = Viewer(Principal.of("ann", ["hr"])), Viewer(Principal.of("bob", ["board"]))
+    hidden = lexical.view(outsider)
+    assert hidden is not None and lexical.view(board) is None
+    assert all("g1" not in node.doc_ids for node, _ in leg.nodes_for("gearbox castings", view=hidden))
+    assert [n.node_id for n, _ in leg.nodes_for("gearbox castings")] == [n.node_id for n, _ in nodes]  # the library's own view
+    found = leg.search("gearbox castings", None, 10, view=hidden)
+    assert found.hits and all(not cid.startswith("g1#") for cid, _ in found.hits)
+    for viewer, sees_g1 in ((outsider, False), (board, True)):
+        answer = retriever.search(SearchRequest("gearbox castings supply", raptor=True, viewer=viewer))
+        assert any(s["doc_id"] == "g1" for s in answer.snippets) is sees_g1
