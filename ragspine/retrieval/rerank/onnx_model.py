@@ -9,7 +9,9 @@ it). The graph's inputs are read from the model: ``input_ids`` and ``attention_m
 always, ``token_type_ids`` when the graph has it (BERT-style pair segments come from the
 tokenizer's own post-processor). Texts are truncated to ``max_tokens`` word pieces
 (longest-first for pairs), batches are padded to their longest row and sorted by length so
-that little padding is computed; a row's output never depends on its batch.
+that little padding is computed; a row's output never depends on its batch. The session is the
+process's one for that file (:func:`ragspine.retrieval.onnx_session.shared_session`): the colbert
+reranker on the packaged MiniLM runs in the dense embedder's session.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ragspine.errors import BackendError, ConfigError
-from ragspine.retrieval.onnx_session import session_options
+from ragspine.retrieval.onnx_session import shared_session
 from ragspine.retrieval.vector.embedding_backends import require_onnx
 
 DEFAULT_MAX_TOKENS = 256
@@ -74,11 +76,8 @@ class OnnxTextModel:
         tokenizer = self.tokenizer()
         with self._lock:
             if self._session is None:
-                import onnxruntime as ort
-
                 try:
-                    options = session_options(self.threads)
-                    session = ort.InferenceSession(str(self.model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"])
+                    session = shared_session(self.model_dir / "model.onnx", self.threads)
                 except Exception as exc:
                     raise BackendError(f"cannot load the ONNX model in {self.model_dir}: {exc}") from exc
                 names = tuple(i.name for i in session.get_inputs())

@@ -7,7 +7,8 @@ directory under the cache dir (``cache_dir=``; :meth:`OnnxEmbeddingBackend.from_
 gives ``RAGSPINE_CACHE_DIR``; default ``$XDG_CACHE_HOME/ragspine``, i.e. ``~/.cache/ragspine``).
 Nothing is downloaded.
 
-The model runs in one onnxruntime session (every core unless ``threads=``; no spin-waiting:
+The model runs in one onnxruntime session (every core unless ``threads=``; no spin-waiting;
+shared with any other user of the same file in the process, such as the colbert reranker:
 :mod:`ragspine.retrieval.onnx_session`): texts are tokenized
 in one call (at most 256 word pieces each), sorted by length, and cut into batches of at most
 ``batch_tokens`` padded positions (rows × longest row; ``RAGSPINE_EMBED_BATCH_TOKENS``, default
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragspine.errors import BackendError, ConfigError
-from ragspine.retrieval.onnx_session import session_options
+from ragspine.retrieval.onnx_session import shared_session
 from ragspine.retrieval.vector.embedding_backends import require_onnx
 
 if TYPE_CHECKING:
@@ -143,14 +144,11 @@ class OnnxEmbeddingBackend:
     def _load(self) -> Any:
         with self._lock:
             if self._session is None:
-                import onnxruntime as ort
                 from tokenizers import Tokenizer
 
-                options = session_options(self.threads)
                 try:
                     encoder = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-                    session = ort.InferenceSession(str(self.model_dir / "model.onnx"), sess_options=options,
-                                                   providers=["CPUExecutionProvider"])
+                    session = shared_session(self.model_dir / "model.onnx", self.threads)
                 except (ConfigError, BackendError):
                     raise
                 except Exception as exc:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ragspine.errors import BackendError, ConfigError
-from ragspine.retrieval.onnx_session import session_options
+from ragspine.retrieval.onnx_session import shared_session
 from ragspine.retrieval.rerank.onnx_model import OnnxTextModel
 from ragspine.retrieval.vector.embedding_backends import require_onnx
 
@@ -107,11 +107,8 @@ class OnnxVisualEmbedder:
     def _page_session(self) -> Any:
         with self._lock:
             if self._session is None:
-                import onnxruntime as ort
-
                 try:
-                    self._session = ort.InferenceSession(str(self.model_dir / PAGE_ENCODER), session_options(self.threads),
-                                                         providers=["CPUExecutionProvider"])
+                    self._session = shared_session(self.model_dir / PAGE_ENCODER, self.threads)
                 except Exception as exc:
                     raise BackendError(f"cannot load {self.model_dir / PAGE_ENCODER}: {exc}") from exc
             return self._session
