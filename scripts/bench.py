@@ -29,7 +29,8 @@ Parts (any combination; none selected = quality, speed and embedding):
   corpus size (``--ingest-sizes``; ``N@deterministic`` runs a size without a model), each in a
   child process on a fresh data dir (``_bench_ingest_memory.py``).
 * ``--colbert-cli``: what ``--reranker colbert`` costs a CLI query — nothing stored, asked before,
-  a new query, states stored at ingest — and the stored bytes per candidate (``_bench_colbert.py``).
+  a new query, states stored at ingest — in the economy (BM25 only) and the default (hybrid,
+  MiniLM dense) mode (``--colbert-modes``), and the stored bytes per candidate (``_bench_colbert.py``).
 * ``--indexing``: ``--embedding``, ``--ingest-memory``, ``--multilingual-leg`` and ``--colbert-cli``
   in one run (what indexing costs).
 * ``--documents``: the article forms of xquad-en, xquad-zh and drcd rendered as PDF, Word,
@@ -656,6 +657,8 @@ def main() -> int:  # noqa: C901 -- one flag per bench section, read top to bott
     parser.add_argument("--colbert-cli", action="store_true", help="what --reranker colbert costs a CLI query: cold, warm (asked before), new query")
     parser.add_argument("--colbert-docs", type=int, default=300, help="SciFact documents in the --colbert-cli library")
     parser.add_argument("--colbert-queries", type=int, default=10, help="queries per kind for --colbert-cli")
+    parser.add_argument("--colbert-modes", default="economy,default",
+                        help="retrieval modes --colbert-cli measures: economy (BM25 only), default (hybrid, MiniLM dense)")
     parser.add_argument("--ingest-memory", action="store_true",
                         help="peak RSS and chunks/s of `ragspine ingest` and `ragspine embed` by corpus size (_bench_ingest_memory.py)")
     parser.add_argument("--ingest-sizes", default="1000,10000,100000", metavar="N[@EMB[+EMB]],...",
