@@ -47,6 +47,7 @@ def minilm(tmp_path):
     return dense, colbert
 
 
+@pytest.mark.slow
 def test_the_dense_embedder_and_colbert_share_one_session(minilm, monkeypatch) -> None:
     import onnxruntime as ort
 
@@ -66,6 +67,7 @@ def test_the_dense_embedder_and_colbert_share_one_session(minilm, monkeypatch) -
     assert len(built) == 1, built  # the packaged model.onnx was loaded once, not once per user
 
 
+@pytest.mark.slow
 def test_shared_outputs_are_bit_identical_to_a_session_of_its_own(minilm) -> None:
     dense, colbert = minilm
     model = colbert.scorer.model
