@@ -22,6 +22,12 @@ itself, so ``source_locator`` points into the real file; another format's are of
 extracted text. A file without front matter (every non-text format) gets the
 ``--sensitivity`` given, else the default, as a ``.txt`` without front matter does.
 
+Front matter or a sidecar may also set the document's ACL — ``acl: {allow: [group:hr], deny:
+[user:bob]}``, top-level ``allow:`` / ``deny:``, or ``acl: open`` — which is never metadata
+(:func:`ragspine.front_matter.split_acl`): :attr:`SourceDocument.acl`, written with the
+document's chunks. Fields without it leave the stored ACL as it is (``ragspine acl set`` changes
+it without a re-ingest).
+
 A sidecar is read by the same code as front matter (:mod:`ragspine.front_matter`, then the same field
 split, sensitivity and metadata checks), so every rule applies unchanged; a file with both
 front matter and a sidecar is an error (no precedence to guess), a directory walk never reads a
@@ -42,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ragspine.errors import IngestError, MissingDependencyError
-from ragspine.front_matter import is_sidecar, orphan_sidecars, plain_value, read_sidecar, sidecar_of
+from ragspine.front_matter import is_sidecar, orphan_sidecars, plain_value, read_sidecar, sidecar_of, split_acl
 from ragspine.readers.base import ReadDocument, ReaderLimits
 from ragspine.readers.sniff import EXTENSIONS, IMAGE_EXTENSIONS
 from ragspine.retrieval.metadata import validate_metadata
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
     from ragspine.retrieval.chunking.base import Chunker
     from ragspine.retrieval.chunking.chunk_store import ChunkStore
     from ragspine.retrieval.chunking.chunking import Chunk
+    from ragspine.security.principals import ACL
 
 SUFFIXES = tuple(EXTENSIONS)  # .txt .md .markdown .pdf .docx .pptx .xlsx .csv .tsv .html .htm
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -77,6 +84,7 @@ class SourceDocument:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     chunker: str | None = None  # front matter ``chunker:`` (a RAGSPINE_CHUNKER name): this file's own
     id_from_path: bool = False  # ``doc_id`` is the default (the path), not the front matter's
+    acl: ACL | None = None  # front matter / sidecar ``acl:`` (``allow:``/``deny:``); ``None``: it keeps its stored one
     #: what the reader found: format, pages, headings, tables, PDF line boxes (offsets into ``text``)
     structure: ReadDocument | None = field(default=None, repr=False, compare=False)
 
@@ -185,6 +193,7 @@ def read_document(
         if read.fields or read.body_offset:
             raise IngestError(f"{where}: has front matter and a sidecar ({sidecar_of(path).name}); keep one of them")
         fields, named = side, str(sidecar_of(path))
+    fields, acl = split_acl(fields, named)  # who may read it: never metadata, never in the fingerprint
     front, extra = split_document_fields(fields, named)
     meta: dict[str, Any] = {k: plain_value(v) for k, v in {**read.metadata, **(defaults or {}), **extra}.items()}
     rel = path.relative_to(root) if root is not None and path.is_relative_to(root) else Path(path.name)
@@ -208,6 +217,7 @@ def read_document(
         metadata=metadata,
         chunker=_chunker_name(front.get("chunker"), named),
         id_from_path=not front.get("doc_id"),
+        acl=acl,
         structure=read,
     )
 

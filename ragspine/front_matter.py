@@ -6,6 +6,14 @@ strings), so every rule of :mod:`ragspine.documents` applies to either unchanged
 both is an error there; a directory walk never reads a sidecar as a document, and a sidecar no
 document reads (:func:`orphan_sidecars`) is an error: the file it meant would be read without
 its sensitivity.
+
+A document's ACL (who of its tenant may read it) is written there too, and is never metadata:
+``acl: {allow: [group:hr], deny: [user:bob]}``, or the top-level keys ``allow:`` / ``deny:``
+(a list of entries, or one comma-separated string), or ``acl: open`` (no ACL: every principal
+of the tenant reads it). :func:`split_acl` takes these keys out of the fields (in any case or
+look-alike spelling, as the document fields are) and parses them with
+:meth:`~ragspine.security.principals.ACL.parse`; a bad entry is an error naming the file.
+Fields without them say nothing about the ACL: the document keeps the one it has.
 """
 
 from __future__ import annotations
@@ -16,9 +24,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ragspine.errors import IngestError
+from ragspine.errors import ConfigError, IngestError
 from ragspine.readers.base import decode_text
+from ragspine.security.principals import ACL, OPEN
 
+ACL_KEYS = ("acl", "allow", "deny")  # a document's ACL in its fields: never metadata
 SIDECAR_SUFFIX = ".meta.yaml"  # report.pdf.meta.yaml: report.pdf's fields, for a file without front matter
 MAX_SIDECAR_BYTES = 64 * 1024
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
@@ -145,6 +155,57 @@ def _unique_key_loader() -> type:
     return UniqueKeyLoader
 
 
+def acl_key(name: object) -> str | None:
+    """The ACL key (:data:`ACL_KEYS`) ``name`` spells, ignoring case, surrounding spaces and
+    look-alike letters (``Allow``, ``ａｌｌｏｗ``, a Cyrillic ``а``); ``None``: another key. A key
+    that only looks like ``allow`` is the ACL, never metadata: it fails closed."""
+    from ragspine.security.fold import skeleton
+
+    if not isinstance(name, str) or len(name) > 64:
+        return None
+    folded = name.strip().casefold()
+    if folded not in ACL_KEYS:
+        folded = skeleton(name).strip()
+    return folded if folded in ACL_KEYS else None
+
+
+def split_acl(fields: dict[str, Any], where: str) -> tuple[dict[str, Any], ACL | None]:
+    """``(fields without the ACL keys, the ACL they set)``; ``None``: they set none (the
+    document keeps its ACL). ``acl: open`` is :data:`~ragspine.security.principals.OPEN`; a key
+    without a value, an ACL that names nobody, ``acl`` beside ``allow``/``deny``, or a bad
+    entry is an :class:`IngestError` naming ``where`` and the fix."""
+    rest: dict[str, Any] = {}
+    given: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in fields.items():
+        which = acl_key(key)
+        if which is None:
+            rest[key] = value
+            continue
+        if which in given:
+            raise IngestError(f"{where}: {spelled[which]!r} and {key!r} both set {which}; keep one")
+        if value is None:
+            raise IngestError(f"{where}: {key}: has no value; list who may read the document (allow: [group:hr, user:alice])"
+                              " or write acl: open")
+        given[which], spelled[which] = value, key
+    if not given:
+        return rest, None
+    if "acl" in given and len(given) > 1:
+        raise IngestError(f"{where}: sets acl: and {' and '.join(sorted(k for k in given if k != 'acl'))}: beside it;"
+                          " write the ACL once (acl: {allow: [...], deny: [...]}, or allow: / deny:)")
+    value = given.get("acl", dict(given))
+    if isinstance(value, str) and value.strip().lower() == "open":
+        return rest, OPEN
+    try:
+        acl = ACL.parse(value)
+    except ConfigError as exc:
+        raise IngestError(f"{where}: {' / '.join(spelled.values())}: {exc}") from None
+    if acl.is_open:  # `allow: []` would open the document: say it in words, or it is a mistake
+        raise IngestError(f"{where}: the ACL names nobody; list who may read the document (allow: [group:hr, user:alice]),"
+                          " or write acl: open to let every principal of the tenant read it")
+    return rest, acl
+
+
 def plain_value(value: Any) -> Any:
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
@@ -162,5 +223,5 @@ def first_heading(body: str, name: str) -> str:
     return match.group(1).strip() if match else ""
 
 
-__all__ = ["MAX_SIDECAR_BYTES", "SIDECAR_SUFFIX", "decode_document", "first_heading", "is_sidecar", "orphan_sidecars",
-           "parse_fields", "plain_value", "read_sidecar", "sidecar_of", "split_front_matter"]
+__all__ = ["ACL_KEYS", "MAX_SIDECAR_BYTES", "SIDECAR_SUFFIX", "acl_key", "decode_document", "first_heading", "is_sidecar", "orphan_sidecars",
+           "parse_fields", "plain_value", "read_sidecar", "sidecar_of", "split_acl", "split_front_matter"]

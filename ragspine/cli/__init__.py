@@ -3,6 +3,7 @@
     ragspine ingest PATH... --library NAME   add or replace documents (text, Markdown, PDF, Office, CSV, HTML)
     ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--mode M] [--top-k N] [--llm SPEC] [--json]
                    [--query-transform T] [--decompose D] [--adaptive A] [--corrective] [--trace] [--raptor]
+                   [--as USER [--tenant T]]   as a tenant's user (document ACLs); default: no principal
     ragspine show LOCATOR [--library L] [--context N] [--json]
                                              a cited passage (a snippet's source_locator) with its page and context
     ragspine libraries                       list libraries
@@ -21,6 +22,10 @@
     ragspine ask "question" [--library L] [--as-of DATE] [--json]
                                              the agent: structured, narrative or composite, with sources
     ragspine raptor build|status|show [--library L]   RAPTOR trees (see ragspine/cli/raptor.py)
+    ragspine principals add-user|remove-user|add-group|remove-group|add-member|remove-member|list --tenant T
+                                             a tenant's users and groups (who a key acts as; ACLs name them)
+    ragspine acl set LIBRARY DOC_ID [--allow ENTRY,...] [--deny ENTRY,...] [--open] | acl show LIBRARY [DOC_ID] [--json]
+                                             who may read a document (recorded; no re-ingest)
 
 Every command takes the global options ``--db``, ``--mode``, ``--profile`` and ``--contextual``
 (before or after its name) through one function, :func:`~ragspine.cli.common.settings_from_args`.
@@ -30,7 +35,8 @@ written, so the previous version of every document stays active.
 The modules: ``app`` (the parser and dispatch), ``common`` (settings and stack from the
 options), ``ingest`` (ingest, embed), ``query`` (query, libraries, stats), ``show``, ``config`` (config,
 migrate), ``demo``, ``serve`` (serve, worker), and one per feature: ``structured`` (facts,
-metric), ``graph``, ``workflow``, ``agent`` (ask), ``raptor``, with the query flags of
+metric), ``graph``, ``workflow``, ``agent`` (ask), ``raptor``, ``principals``, ``acl`` (acl, and
+``query --as``), with the query flags of
 ``filtering`` and ``reasoning``. Only this package (and the service) imports :mod:`ragspine.stack`.
 """
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 from ragspine.agent.factory import DEFAULT_TOP_K
 from ragspine.agent.render import print_answer
+from ragspine.cli.acl import note_left_out, visible_hints
 from ragspine.cli.common import Subcommands, stack_from_args
 from ragspine.cli.structured import add_glossary_flag
 from ragspine.cli.visual import hinted_answer, print_hints
@@ -40,6 +42,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from ragspine.agent.agent import REFUSED
     from ragspine.agent.factory import make_agent
     from ragspine.errors import QuestionError
+    from ragspine.security.principals import ANONYMOUS
 
     if not 1 <= args.top_k <= 50:
         raise QuestionError(f"--top-k must be within 1..50, got {args.top_k}")
@@ -48,6 +51,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
         agent = make_agent(stack, args.library, top_k=args.top_k)
         answer = agent.answer(args.question, as_of=args.as_of)
         answer = hinted_answer(stack, answer, args.library)  # after the agent's gate; itself when the seam is off
+        if answer.visual_hints:  # the agent searched as no principal: no hint of a document with an ACL either
+            answer = replace(answer, visual_hints=tuple(visible_hints(stack, args.library, ANONYMOUS, list(answer.visual_hints))))
+        note_left_out(stack, args.library, ANONYMOUS, hint="`ragspine ask` has no --as yet: `ragspine query --as USER` searches as a user")
     if args.json:
         print(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
     else:

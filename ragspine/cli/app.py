@@ -13,6 +13,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from ragspine import __version__
+from ragspine.cli.acl import add_acl_commands, cmd_acl
 from ragspine.cli.agent import add_ask_command, cmd_ask
 from ragspine.cli.common import EXIT_USAGE, CliParser
 from ragspine.cli.config import add_config_command, add_migrate_command, cmd_config, cmd_migrate
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_raptor_commands(sub, common)
     add_visual_commands(sub, common)
     add_principals_commands(sub, common)
+    add_acl_commands(sub, common)
     return parser
 
 
@@ -119,4 +121,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "raptor": cmd_raptor,
     "visual": cmd_visual,
     "principals": cmd_principals,
+    "acl": cmd_acl,
 }

@@ -4,6 +4,10 @@
                     [--no-embed] [--force] [--skip-bad] [--replace-source] [--batch CHUNKS] [--chunker C]
     ragspine embed [--library L ...]
 
+A file's front matter or sidecar may set its ACL (``allow:`` / ``deny:`` / ``acl:``, see
+:mod:`ragspine.front_matter`): written with its chunks; when only the ACL changed, the ACL alone
+(:class:`ragspine.cli.acl.IngestAcls`: recorded, no new version, nothing re-embedded).
+
 Every file is read and checked before the first write; a bad one refuses the run naming every
 problem (``--skip-bad``: ingest the others), so the previous version of every document stays
 active. A library the run created does not outlive the run's failure. A file is read once: the
@@ -165,6 +169,7 @@ def _without_id_clashes(stack: Any, args: argparse.Namespace, files: Any, by_pat
 
 
 def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dict[str, Any]) -> int:
+    from ragspine.cli.acl import IngestAcls
     from ragspine.documents import chunk_source, read_document
     from ragspine.progress import progress
     from ragspine.retrieval.chunking.chunk_store import DocumentChunks
@@ -181,12 +186,15 @@ def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dic
             chunkers[name] = stack.chunker(name, index.embedding_backend, chars=recipe.chunk_chars, packing=recipe.chunk_packing)
         return chunkers[name]
 
+    acls = IngestAcls(index.store, resume=not args.force)  # front matter / sidecar ACLs: an ACL-only change is no new version
+
     def planned() -> Iterator[DocumentChunks]:  # streamed: one file in memory at a time
         for path, root in files:
             doc = args.spool.take(str(path)) or read_document(
                 path, root, defaults=defaults, sensitivity=args.sensitivity, max_bytes=args.max_file_bytes,
                 limits=args.reader_limits)
-            yield DocumentChunks(doc.doc_id, chunk_source(doc, chunker_for(doc.chunker)), doc.valid_as_of)
+            chunks = chunk_source(doc, chunker_for(doc.chunker))
+            yield DocumentChunks(doc.doc_id, chunks, doc.valid_as_of, acls.carry(doc, chunks))
 
     with progress(total=len(files), desc=f"ingest → {args.library}", unit="doc") as bar:
 
@@ -200,6 +208,7 @@ def _ingest_into(stack: Any, args: argparse.Namespace, files: Any, defaults: dic
         embedded = _embed(index, args.library)
     print(f"ingested {report.written} document(s), {report.chunks} chunk(s) into {args.library!r}"
           + (f"; {report.skipped} unchanged document(s) skipped" if report.skipped else "")
+          + (f"; the ACL of {acls.changed} unchanged document(s) changed (no new version)" if acls.changed else "")
           + (f"; embedded {embedded} chunk(s)" if embedded else "")
           + ("; vectors not computed (--no-embed): run `ragspine embed`" if args.no_embed and index.embedding_backend else ""))
     _peak_memory()
@@ -259,9 +268,14 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 
 def _parse_meta(item: str) -> tuple[str, Any]:
+    from ragspine.front_matter import acl_key
+
     key, sep, value = item.partition("=")
     if not sep or not key:
         raise CliError(f"--meta {item!r} is not KEY=VALUE")
+    if acl_key(key) is not None:  # an ACL is never metadata
+        raise CliError(f"--meta {key}=... is not metadata; set a document's ACL in its front matter or sidecar"
+                       " (allow: [group:hr]), or with `ragspine acl set`")
     field = reserved_key(key)
     if field is not None:  # else e.g. Sensitivity=RESTRICTED would be plain metadata
         hint = "--sensitivity" if field == "sensitivity" else "front matter"

@@ -3,9 +3,14 @@
     ragspine query "..." [--library L] [--filter FIELD OP VALUE] [--top-k N] [--strict-filters] [--json]
                    [--reranker R] [--rerank-depth N] [--postprocessor A,B] [--fusion-weights LEG=W,...] [--llm SPEC]
                    [--query-transform T] [--decompose D] [--adaptive A] [--corrective] [--fanout N] [--trace] [--raptor]
-                   [--boxes] [--visual]
+                   [--boxes] [--visual] [--as USER [--tenant T]]
     ragspine libraries                       list libraries
     ragspine stats                           counts and the resolved stack
+
+A query runs as no principal unless ``--as USER`` names a user of the tenant (``--tenant T``;
+default: the only tenant): then it reads what that user and its groups may (document ACLs,
+:mod:`ragspine.cli.acl`). As no principal it reads only documents without an ACL, and says
+so on stderr when it left some out.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import sys
 from typing import Any
 
+from ragspine.cli.acl import add_viewer_flags, note_left_out, viewer_from_args, visible_hints
 from ragspine.cli.common import CliError, Subcommands, positive_int, settings_from_args, stack_from_args
 from ragspine.cli.filtering import add_filter_flag, describe_filter, filter_from_args
 from ragspine.cli.raptor import add_raptor_flag, raptor_changes
@@ -22,6 +28,7 @@ from ragspine.cli.reasoning import add_reasoning_flags, print_reasoning, reasoni
 from ragspine.cli.visual import OFF, print_hints, query_hints
 from ragspine.registries import LLM_PROVIDERS, POSTPROCESSORS, RERANKERS
 from ragspine.retrieval.filtering.filters import FilterLimits
+from ragspine.retrieval.request import SearchRequest
 from ragspine.retrieval.snippet import page_label
 
 __all__ = ["add_library_commands", "add_query_command", "cmd_libraries", "cmd_query", "cmd_stats"]
@@ -57,6 +64,7 @@ def add_query_command(sub: Subcommands) -> None:
     )
     add_reasoning_flags(query)
     add_raptor_flag(query)
+    add_viewer_flags(query)
 
 
 def add_library_commands(sub: Subcommands) -> None:
@@ -92,10 +100,12 @@ def cmd_query(args: argparse.Namespace) -> int:
     filters = filter_from_args(args.filter, FilterLimits.from_settings(settings_from_args(args)))
     hints = None
     with stack_from_args(args, **_ranking_changes(args), **reasoning_changes(args), **raptor_changes(args)) as stack:
+        viewer = viewer_from_args(args, stack)  # --as USER: that user with its groups; else no principal
         retriever = stack.retriever(args.library, retry_without_filters=not args.strict_filters)
-        answer = retriever.search(args.query, filters=filters, top_k=args.top_k)
-        if args.visual:
-            hints = query_hints(stack, args.query, args.library, answer)
+        answer = retriever.search(SearchRequest(args.query, filter=filters, top_k=args.top_k, viewer=viewer))
+        note_left_out(stack, args.library, viewer)
+        if args.visual:  # the visual index knows no ACL: its hints pass the viewer's check here
+            hints = visible_hints(stack, args.library, viewer, query_hints(stack, args.query, args.library, answer))
         if args.boxes:
             _add_boxes(args, answer.snippets, stack)
     print_reasoning(answer, args)

@@ -12,6 +12,11 @@ and stored with the job as plain dicts. The job then, document by document:
    ``warning``: the document is searchable (BM25, and its cached vectors score it while the
    store lacks them); ``POST /v1/libraries/{name}/embed`` or ``ragspine embed`` writes them.
 
+A document's ACL (who of the tenant may read it) travels in its payload as ``"acl": {"allow":
+[...], "deny": [...]}`` (absent: the document keeps the ACL it has); an uploaded file's comes from
+the form's ``acl`` field, else its front matter (:func:`ragspine.front_matter.split_acl`, as
+``ragspine ingest`` reads it), and is written with the document's chunks.
+
 A failed job reports the document and the reason; that document and the ones after it keep
 their previous version (documents before it in the same batch were applied).
 
@@ -32,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from ragspine.deadline import DeadlineExceeded
 from ragspine.documents import MAX_FILE_BYTES, front_sensitivity, with_structure
-from ragspine.errors import IngestError, MissingDependencyError
+from ragspine.errors import ConfigError, IngestError, MissingDependencyError
+from ragspine.front_matter import acl_key, split_acl
 from ragspine.readers.base import LineBox, ReadDocument, ReaderLimits
 from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunking import Chunk
@@ -43,6 +49,7 @@ from ragspine.retrieval.storable import check_document
 if TYPE_CHECKING:
     from ragspine.retrieval.chunking.chunk_store import ChunkStore
     from ragspine.retrieval.pipeline import LibraryPipeline
+    from ragspine.security.principals import ACL
     from ragspine.service.context import ServiceContext
     from ragspine.service.models import DocumentIn
 
@@ -57,12 +64,48 @@ GROUP_TARGET_S = 0.5  # a group is sized to take about this long (see Groups)
 
 
 def document_payload(doc: DocumentIn) -> dict[str, Any]:
-    """A validated :class:`~ragspine.service.models.DocumentIn` as the job stores it."""
-    return storable({
+    """A validated :class:`~ragspine.service.models.DocumentIn` as the job stores it (its
+    ``acl``, when the model has one and it is given, as ``{"allow": [...], "deny": [...]}``)."""
+    payload = storable({
         "doc_id": doc.doc_id, "title": doc.title, "text": doc.text, "metadata": dict(doc.metadata),
         "sensitivity": parse_sensitivity(doc.sensitivity, f"document {doc.doc_id!r}"),
         "valid_as_of": doc.valid_as_of, "source": doc.doc_id, "source_offset": 0,
     })
+    acl = getattr(doc, "acl", None)
+    if acl is not None:
+        payload["acl"] = _parsed_acl(acl, f"document {doc.doc_id!r}: acl").as_dict()
+    return payload
+
+
+def _parsed_acl(value: Any, where: str) -> ACL:
+    from ragspine.security.principals import ACL
+
+    try:
+        return ACL.parse(value)
+    except ConfigError as exc:
+        raise IngestError(f"{where}: {exc}") from None
+
+
+def form_acl(text: str, where: str = "acl") -> ACL:
+    """An upload form's ``acl`` field: JSON (``{"allow": [...], "deny": [...]}`` or a list of
+    entries), one comma-separated string of entries (allow), or ``open`` (no ACL)."""
+    from ragspine.security.principals import OPEN
+
+    if text.strip().lower() == "open":
+        return OPEN
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        value = text  # group:hr,user:alice
+    acl = _parsed_acl(value, where)
+    if acl.is_open:
+        raise IngestError(f"{where}: names nobody; send entries (group:hr,user:alice), or open to give the document no ACL")
+    return acl
+
+
+def payload_acl(doc: Mapping[str, Any]) -> ACL | None:
+    """The ACL a job payload document carries (``None``: it keeps the one it has)."""
+    return _parsed_acl(doc["acl"], f"document {doc['doc_id']!r}: acl") if doc.get("acl") is not None else None
 
 
 def storable(payload: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +137,10 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None], *,
         raise FileTooLarge(f"{name}: {len(raw):,} bytes is over the {max_bytes:,}-byte limit (RAGSPINE_MAX_FILE_BYTES)")
     read = read_upload(name, raw, media_type, limits)
     body, offset = read.text, read.body_offset
-    front, extra_front = split_document_fields(dict(read.fields), name)
+    own_fields, acl = split_acl(dict(read.fields), name)  # front matter's ACL: never metadata
+    if fields.get("acl"):  # the form's wins
+        acl = form_acl(fields["acl"] or "")
+    front, extra_front = split_document_fields(own_fields, name)
     if front.get("chunker") is not None:
         raise IngestError(
             f"{name}: front matter chunker: a service library's chunker is chosen when the library is created"
@@ -108,9 +154,10 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None], *,
             raise IngestError("metadata: not valid JSON (send a JSON object)") from None
         if not isinstance(extra, dict):
             raise IngestError("metadata: send a JSON object of field -> scalar")
-        reserved = sorted(k for k in extra if reserved_key(k))
+        reserved = sorted(k for k in extra if reserved_key(k) or acl_key(k))
         if reserved:
-            raise IngestError(f"metadata: {reserved[0]!r} is a document field; send it as a form field")
+            what = "the document's ACL" if acl_key(reserved[0]) else "a document field"
+            raise IngestError(f"metadata: {reserved[0]!r} is {what}; send it as a form field")
         meta.update(extra)
     try:
         metadata = validate_metadata(meta)
@@ -125,6 +172,8 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None], *,
         "valid_as_of": fields.get("valid_as_of") or str(_plain(front.get("valid_as_of")) or ""),
         "source": stem, "source_offset": offset,
     })
+    if acl is not None:  # only then: a payload without one is what it always was (the document keeps its ACL)
+        payload["acl"] = acl.as_dict()
     if read.paged:  # only then: a text upload's job payload is what it always was
         payload["pages"] = [list(page) for page in read.pages]
     if read.tables:  # a long table's chunks are its rows (ragspine ingest's rule)
@@ -343,14 +392,31 @@ def _write_group(index: Any, planned: Sequence[tuple[Mapping[str, Any], list[Chu
 
     index.retriever.warm_cache([c for _, chunks in planned for c in chunks])
     doc_ids = [doc["doc_id"] for doc, _ in planned]
+    docs = [DocumentChunks(doc["doc_id"], chunks, doc["valid_as_of"], payload_acl(doc)) for doc, chunks in planned]
+    _acls_first(index, docs)
     before = active_versions(index, doc_ids)
     try:
-        return int(index.replace_docs([DocumentChunks(doc["doc_id"], chunks, doc["valid_as_of"]) for doc, chunks in planned]))
+        return int(index.replace_docs(docs))
     except Exception as exc:
         if active_versions(index, doc_ids) == before:
             raise  # the replace itself failed: the previous versions are still active
         warnings.extend(f"{d}: vectors not stored yet ({_reason(exc)}); run `ragspine embed` or POST .../embed" for d in doc_ids)
         return sum(len(chunks) for _, chunks in planned)
+
+
+def _acls_first(index: Any, docs: Sequence[Any]) -> None:
+    """Write the ACLs of ``docs`` now when ``replace_docs`` would not write them with the chunks:
+    it does so in its ``replace_many`` transaction only for several documents on a store with
+    ``BulkWrites``; one document goes through ``replace_doc_chunks``, which takes no ACL. Before
+    the replace, so the new text is never readable under the old ACL."""
+    from ragspine.retrieval.chunking.chunk_store import BulkWrites, DocumentAcls
+
+    acls = {d.doc_id: d.acl for d in docs if d.acl is not None}
+    if not acls or (len(docs) > 1 and isinstance(index.store, BulkWrites)):
+        return
+    if not isinstance(index.store, DocumentAcls):
+        raise IngestError(f"this chunk store ({type(index.store).__name__}) keeps no document ACLs")
+    index.store.set_acls(acls, by="ingest")
 
 
 def _embed(ctx: Any, job_id: str, job: Any) -> tuple[str, dict[str, Any]]:
