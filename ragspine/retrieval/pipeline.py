@@ -28,6 +28,7 @@ from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunk_store import (
     BulkWrites,
+    DocumentAcls,
     ChunkStore,
     DocumentChunks,
     Fingerprints,
@@ -192,8 +193,10 @@ class LibraryPipeline:
         before = {c.chunk_id for c in self.active_chunks(doc_ids)} if vectors is not None and embed else set()
         if vectors is not None and embed:
             self.retriever.warm_cache([c for d in docs for c in d.chunks])  # RESTRICTED ones are left out
-        if len(docs) > 1 and isinstance(store, BulkWrites):
+        if isinstance(store, BulkWrites):  # one document too: its ACL is written in the same transaction
             written = store.replace_many(docs)
+        elif any(d.acl is not None for d in docs):
+            raise ConfigError(f"{type(store).__name__} cannot write a document's ACL with its chunks (no replace_many)")
         else:
             written = sum(store.replace_doc_chunks(d.doc_id, d.chunks, valid_as_of=d.valid_as_of) for d in docs)
         if vectors is None:
@@ -267,8 +270,13 @@ class LibraryPipeline:
             if resume and isinstance(store, Fingerprints):
                 current = store.fingerprints([d.doc_id for d in batch])
                 todo = [d for d in batch if current.get(d.doc_id) != fingerprint(d.chunks, d.valid_as_of)]
+            unchanged_acls = {d.doc_id: d.acl for d in batch if d.acl is not None and d not in todo}
+            if unchanged_acls and isinstance(store, DocumentAcls):  # text unchanged, its ACL maybe not: recorded if it changed
+                store.set_acls(unchanged_acls, by="ingest")
             if isinstance(store, BulkWrites):
                 report.chunks += store.replace_many(todo)
+            elif any(d.acl is not None for d in todo):
+                raise ConfigError(f"{type(store).__name__} cannot write a document's ACL with its chunks (no replace_many)")
             else:
                 report.chunks += sum(store.replace_doc_chunks(d.doc_id, d.chunks, d.valid_as_of) for d in todo)
             vectors = self.retriever.vector_store

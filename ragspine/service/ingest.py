@@ -393,7 +393,6 @@ def _write_group(index: Any, planned: Sequence[tuple[Mapping[str, Any], list[Chu
     index.retriever.warm_cache([c for _, chunks in planned for c in chunks])
     doc_ids = [doc["doc_id"] for doc, _ in planned]
     docs = [DocumentChunks(doc["doc_id"], chunks, doc["valid_as_of"], payload_acl(doc)) for doc, chunks in planned]
-    _acls_first(index, docs)
     before = active_versions(index, doc_ids)
     try:
         return int(index.replace_docs(docs))
@@ -402,21 +401,6 @@ def _write_group(index: Any, planned: Sequence[tuple[Mapping[str, Any], list[Chu
             raise  # the replace itself failed: the previous versions are still active
         warnings.extend(f"{d}: vectors not stored yet ({_reason(exc)}); run `ragspine embed` or POST .../embed" for d in doc_ids)
         return sum(len(chunks) for _, chunks in planned)
-
-
-def _acls_first(index: Any, docs: Sequence[Any]) -> None:
-    """Write the ACLs of ``docs`` now when ``replace_docs`` would not write them with the chunks:
-    it does so in its ``replace_many`` transaction only for several documents on a store with
-    ``BulkWrites``; one document goes through ``replace_doc_chunks``, which takes no ACL. Before
-    the replace, so the new text is never readable under the old ACL."""
-    from ragspine.retrieval.chunking.chunk_store import BulkWrites, DocumentAcls
-
-    acls = {d.doc_id: d.acl for d in docs if d.acl is not None}
-    if not acls or (len(docs) > 1 and isinstance(index.store, BulkWrites)):
-        return
-    if not isinstance(index.store, DocumentAcls):
-        raise IngestError(f"this chunk store ({type(index.store).__name__}) keeps no document ACLs")
-    index.store.set_acls(acls, by="ingest")
 
 
 def _embed(ctx: Any, job_id: str, job: Any) -> tuple[str, dict[str, Any]]:
