@@ -17,6 +17,16 @@ Phases, each in a fresh process so resident memory is that phase's own:
    as in real queries) through ``NarrativeIndexRetriever.retrieve(top_k=10)`` — tokenize,
    rewrite, BM25 at depth 100, RRF, fetch from SQLite, both RESTRICTED exits — and through
    ``LexicalIndex.search`` alone. Reports open seconds, p50/p99 ms, RSS after the queries.
+   ``--queries 0`` skips it.
+3. **rebuild** (``--rebuild``) — a new process builds the in-process lexical index from the
+   store as a host without the saved files does (``refresh``: tokenizing ``_ADD_BATCH`` chunks
+   per posting segment, the merge, the save into an empty temporary directory, the mapping;
+   the library's own saved index is neither read nor overwritten). Reports the rebuild's
+   seconds and its own peak RSS (the high-water mark is reset once the store is open).
+   ``--add-batch`` sets ``_ADD_BATCH`` in every phase (a diagnostic: the build's memory
+   against its time). On a kept library, ``--reuse --queries 0 --rebuild`` times only this::
+
+       .venv/bin/python scripts/bench_scale.py --chunks 1000000 --keep /tmp/scale1m --reuse --queries 0 --rebuild
 
 ``measure(n)`` is what ``scripts/bench.py --scale`` calls.
 """
@@ -58,6 +68,17 @@ def peak_rss_mb() -> float:
     """This process's resident high-water mark (``VmHWM``: unlike ``ru_maxrss`` it is not
     inherited from the parent that forked us)."""
     return rss_mb("VmHWM")
+
+
+def reset_peak_rss() -> bool:
+    """Start :func:`peak_rss_mb` again from the current RSS (Linux's ``clear_refs``); ``False``
+    where that is not offered (the peak is then the process's)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
 
 
 def _words(seed: int):  # type: ignore[no-untyped-def]
@@ -142,6 +163,37 @@ def phase_ingest(n: int, workdir: Path, chunk_store: str | None = None, lexical:
         "files_mb": round(size_mb, 1), "lexical_rows": len(index.retriever.index),
         "lexical_index": type(index.retriever.index).__name__,
     }
+    stack.close()
+    return out
+
+
+def phase_rebuild(workdir: Path, chunk_store: str | None = None) -> dict[str, Any]:
+    """The in-process lexical index built from the store, as by a host without its saved files
+    (they are neither read nor overwritten: the build is saved into an empty temporary
+    directory, then mapped, as ``refresh`` does). Its seconds and its own peak RSS."""
+    from ragspine.retrieval.lexical import index as index_module
+
+    stack = open_stack(workdir, chunk_store, "memory")
+    store = stack.db.chunk_store(LIBRARY)
+    with tempfile.TemporaryDirectory(prefix="ragspine-rebuild-") as saved:
+        index = index_module.InMemoryLexicalIndex(store, persist=saved)
+        if index.has_saved_files():
+            raise SystemExit(f"{saved}: a fresh directory holds a saved index; the rebuild would only load it")
+        before = rss_mb()
+        peak_of = "rebuild" if reset_peak_rss() else "process"
+        t0 = time.perf_counter()
+        index.refresh()
+        rebuild_s = time.perf_counter() - t0
+        peak = peak_rss_mb()
+        if index.origin != "built":
+            raise SystemExit(f"the lexical index was {index.origin}, not built from the store")
+        out = {
+            "rebuild_rows": len(index), "rebuild_s": round(rebuild_s, 1),
+            "rebuild_chunks_per_s": round(len(index) / rebuild_s, 1) if rebuild_s else None,
+            "rebuild_peak_rss_mb": round(peak, 1), "rebuild_rss_before_mb": round(before, 1),
+            "rebuild_rss_after_mb": round(rss_mb(), 1), "rebuild_peak_of": peak_of,
+            "add_batch": index_module._ADD_BATCH,
+        }
     stack.close()
     return out
 
@@ -322,12 +374,14 @@ def _library_size(workdir: Path, chunk_store: str | None, library: str = LIBRARY
 def measure(
     n: int, n_queries: int = 200, keep: str | None = None, chunk_store: str | None = None, *,
     layouts: tuple[str, ...] = ("auto",), tenants: int = 0, tenant_chunks: int = 1000, references: bool = False,
-    reuse: bool = False,
+    reuse: bool = False, rebuild: bool = False, add_batch: int | None = None,
 ) -> dict[str, Any]:
     """Ingest an N-chunk library (and ``tenants`` small ones), then query it once per lexical
-    index layout, each phase in a fresh process. With ``reuse`` a library already at N chunks
-    (``keep`` / ``chunk_store``) is not ingested again. The first layout's figures are also at
-    the top level (what ``scripts/bench.py --scale`` reads)."""
+    index layout (none with ``n_queries=0``), each phase in a fresh process. With ``reuse`` a
+    library already at N chunks (``keep`` / ``chunk_store``) is not ingested again. With
+    ``rebuild``, the in-process index's build from the store is timed (``phase_rebuild``);
+    ``add_batch`` sets ``_ADD_BATCH`` in every phase. The first layout's figures are also at the
+    top level (what ``scripts/bench.py --scale`` reads)."""
     workdir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="ragspine-scale-"))
     if keep and workdir.exists() and not reuse:
         shutil.rmtree(workdir)
@@ -336,6 +390,8 @@ def measure(
         result: dict[str, Any] = {"n": n, "chunk_store": "postgresql" if chunk_store else "sqlite"}
         # writes keep PostgreSQL's postings unless only the in-process index will read them
         writer = ["--lexical-index", "memory" if set(layouts) == {"memory"} else "postgres" if chunk_store else "auto"]
+        batch = ["--add-batch", str(add_batch)] if add_batch else []
+        writer += batch
         if reuse and _library_size(workdir, chunk_store) >= n:
             result["reused"] = True
         else:
@@ -345,12 +401,15 @@ def measure(
         elif tenants:
             result["tenants_ingest"] = _run_phase("tenants", n, workdir, n_queries, chunk_store, *writer,
                                                   "--tenants", str(tenants), "--tenant-chunks", str(tenant_chunks))
+        if rebuild:
+            result["rebuild"] = _run_phase("rebuild", n, workdir, n_queries, chunk_store, *batch)
         result["layouts"] = {}
-        for layout in layouts:  # a layout named twice: the second is the same host restarted (its files saved)
-            extra = ["--lexical-index", layout, "--tenants", str(tenants)] + (["--references"] if references else [])
+        for layout in layouts if n_queries else ():  # a layout named twice: the same host restarted (its files saved)
+            extra = ["--lexical-index", layout, "--tenants", str(tenants)] + (["--references"] if references else []) + batch
             key = layout if layout not in result["layouts"] else f"{layout} (restart)"
             result["layouts"][key] = _run_phase("query", n, workdir, n_queries, chunk_store, *extra)
-        result.update(result["layouts"][layouts[0]])
+        if result["layouts"]:
+            result.update(result["layouts"][layouts[0]])
         return result
     finally:
         if not keep:
@@ -420,7 +479,7 @@ def update_page(page: Path, results: list[dict[str, Any]], sources: list[str], b
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=200, help="queries per layout (0: no query phase)")
     parser.add_argument("--keep", help="directory for the library files (kept)")
     parser.add_argument("--out", help="write the JSON here too")
     parser.add_argument("--chunk-store", help="a postgresql:// URL instead of the embedded SQLite default (use an empty database)")
@@ -432,11 +491,16 @@ def main() -> None:
     parser.add_argument("--tenant-chunks", type=int, default=1000)
     parser.add_argument("--references", action="store_true", help="Tantivy and bm25s over the same tokens, in the query phase")
     parser.add_argument("--reuse", action="store_true", help="with --keep or --chunk-store: query a library already ingested")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="also time the in-process lexical index's build from the store in a fresh process"
+                             " (as a host without the saved files): seconds and peak RSS")
+    parser.add_argument("--add-batch", type=int, help="chunks tokenized per posting segment while the in-process index"
+                        " is built (sets _ADD_BATCH in every phase; a diagnostic)")
     parser.add_argument("--docs", "--readme", dest="docs", nargs="+", metavar="JSON",
                         help="rewrite docs/benchmarks.md's scale table from these result files")
     parser.add_argument("--docs-block", "--readme-block", dest="docs_block", default="scale-table",
                         help="which table of docs/benchmarks.md --docs rewrites (its marker name)")
-    parser.add_argument("--phase", choices=["ingest", "tenants", "query"], help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=["ingest", "tenants", "query", "rebuild"], help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.docs:
@@ -444,10 +508,18 @@ def main() -> None:
         update_page(Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md", results, args.docs, args.docs_block)
         print(table(results))
         return
+    if args.add_batch is not None and args.add_batch < 1:
+        parser.error("--add-batch must be at least 1")
     if args.phase:
         workdir = Path(args.workdir)
+        if args.add_batch:
+            from ragspine.retrieval.lexical import index as index_module
+
+            index_module._ADD_BATCH = args.add_batch
         if args.phase == "ingest":
             result = phase_ingest(args.chunks, workdir, args.chunk_store, args.lexical_index)
+        elif args.phase == "rebuild":
+            result = phase_rebuild(workdir, args.chunk_store)
         elif args.phase == "tenants":
             result = phase_tenants(args.tenants, args.tenant_chunks, workdir, args.chunk_store, args.lexical_index)
         else:
@@ -456,7 +528,8 @@ def main() -> None:
         return
     layouts = tuple(x.strip() for x in args.lexical_index.split(",") if x.strip())
     result = measure(args.chunks, args.queries, args.keep, args.chunk_store, layouts=layouts, tenants=args.tenants,
-                     tenant_chunks=args.tenant_chunks, references=args.references, reuse=args.reuse)
+                     tenant_chunks=args.tenant_chunks, references=args.references, reuse=args.reuse,
+                     rebuild=args.rebuild, add_batch=args.add_batch)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

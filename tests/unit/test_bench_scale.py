@@ -1,0 +1,56 @@
+"""scripts/bench_scale.py's rebuild phase: the in-process lexical index built from a kept library's
+store in a fresh process, never loaded from (nor saved over) the library's own saved index."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = REPO_ROOT / "scripts" / "bench_scale.py"
+
+
+def _bench_scale():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("bench_scale_under_test", SCRIPT)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _saved_index(workdir: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(workdir)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in workdir.rglob("*") if p.is_file() and ".lexical" in str(p.relative_to(workdir))}
+
+
+def test_rebuild_times_a_build_from_the_store_of_a_kept_library(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
+    workdir = tmp_path / "lib"
+    workdir.mkdir()
+    ingested = _bench_scale().phase_ingest(400, workdir)
+    assert ingested["lexical_rows"] == 400
+    saved = _saved_index(workdir)
+    assert any(name.endswith("CURRENT") for name in saved), saved  # the library's own index was saved
+
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--chunks", "400", "--keep", str(workdir), "--reuse", "--queries", "0",
+         "--rebuild", "--add-batch", "150"],
+        check=True, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT,
+    )
+    result = json.loads(done.stdout)
+    assert result["reused"] is True and "ingest_s" not in result  # not ingested again
+    assert result["layouts"] == {}  # --queries 0: no query phase
+    rebuild = result["rebuild"]
+    assert rebuild["rebuild_rows"] == 400 and rebuild["add_batch"] == 150
+    assert rebuild["rebuild_s"] >= 0 and rebuild["rebuild_peak_rss_mb"] >= rebuild["rebuild_rss_before_mb"] > 0
+    assert _saved_index(workdir) == saved  # neither read into the result nor written over
+
+
+def test_add_batch_must_be_positive(tmp_path):
+    done = subprocess.run([sys.executable, str(SCRIPT), "--add-batch", "0", "--keep", str(tmp_path)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+    assert done.returncode == 2 and "--add-batch must be at least 1" in done.stderr
