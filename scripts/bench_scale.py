@@ -265,13 +265,14 @@ def phase_query(workdir: Path, n_queries: int, chunk_store: str | None = None, l
         extra.update(_tenant_queries(stack, tenants, qs))
     if references:
         extra.update(_references(stack, index, qs))
+    layout_name = type(stack.index(LIBRARY).retriever.index).__name__  # before close: the database is closed after
     stack.close()
 
     def pct(xs: list[float], p: float) -> float:
         return round(1000 * percentile(xs, p), 2)
 
     return {
-        "lexical_index": type(stack.index(LIBRARY).retriever.index).__name__, "kernel": getattr(index, "kernel", None), **warm,
+        "lexical_index": layout_name, "kernel": getattr(index, "kernel", None), **warm,
         "open_s": round(open_s, 2), "queries": len(qs), "queries_with_results": hits,
         "query_p50_ms": pct(full, 50), "query_p99_ms": pct(full, 99), "query_mean_ms": round(1000 * statistics.mean(full), 2),
         "lexical_p50_ms": pct(lex, 50), "lexical_p99_ms": pct(lex, 99),

@@ -1,5 +1,6 @@
-"""scripts/bench_scale.py's rebuild phase: the in-process lexical index built from a kept library's
-store in a fresh process, never loaded from (nor saved over) the library's own saved index."""
+"""scripts/bench_scale.py: the rebuild phase (the in-process lexical index built from a kept
+library's store in a fresh process, never loaded from nor saved over the library's own saved
+index) and the query phase's result."""
 
 from __future__ import annotations
 
@@ -48,6 +49,15 @@ def test_rebuild_times_a_build_from_the_store_of_a_kept_library(tmp_path, monkey
     assert rebuild["rebuild_rows"] == 400 and rebuild["add_batch"] == 150
     assert rebuild["rebuild_s"] >= 0 and rebuild["rebuild_peak_rss_mb"] >= rebuild["rebuild_rss_before_mb"] > 0
     assert _saved_index(workdir) == saved  # neither read into the result nor written over
+
+
+def test_the_query_phase_names_the_layout_it_queried(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
+    bench_scale = _bench_scale()
+    bench_scale.phase_ingest(300, tmp_path)
+    result = bench_scale.phase_query(tmp_path, 5)  # the layout read before the stack is closed
+    assert result["lexical_index"] == "InMemoryLexicalIndex"
+    assert result["queries"] == 5 and 0 < result["query_p50_ms"] <= result["query_p99_ms"]
 
 
 def test_add_batch_must_be_positive(tmp_path):
