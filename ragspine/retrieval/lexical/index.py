@@ -962,7 +962,12 @@ class _KernelToken(NamedTuple):
     d_tf: np.ndarray
     idf: float
     d_max: float
-_ADD_BATCH = 20_000  # chunks tokenized per posting segment while (re)building
+# Chunks tokenized per posting segment while (re)building. Smaller batches lower a small library's
+# peak (a 100k-chunk ingest: 5,000 -> 349 MB, 20,000 -> 501 MB) but not a million chunks' (2,127 vs
+# 2,161 MB, time within noise), and each segment costs the final merge two dense term-count arrays
+# (``merge_postings``: 2 x segments x vocabulary x 8 bytes; 200 segments x 330k terms: 987 MB), which a
+# real vocabulary at 1M chunks makes outweigh the saving. ``scripts/bench_scale.py --rebuild --add-batch N``.
+_ADD_BATCH = 20_000
 _MAX_SEGMENTS = 16
 _MAX_ESSENTIAL = 3  # MaxScore attempts before scoring every posting
 _TID_CACHE = 200_000  # query tokens remembered -> term id
