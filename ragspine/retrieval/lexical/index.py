@@ -258,7 +258,11 @@ class InMemoryLexicalIndex:
             return self._acl_rows
         docs = list(snapshot.acls)
         index_of: dict[ACL, int] = {}
-        doc_class = np.fromiter((index_of.setdefault(snapshot.acls[d], len(index_of)) for d in docs), dtype=np.int32, count=len(docs))
+        by_object: dict[int, int] = {}  # a snapshot shares one ACL object per class: grouped by identity first, cheaply
+        for acl in snapshot.acls.values():
+            if id(acl) not in by_object:
+                by_object[id(acl)] = index_of.setdefault(acl, len(index_of))
+        doc_class = np.fromiter((by_object[id(a)] for a in snapshot.acls.values()), dtype=np.int32, count=len(docs))
         classes = list(index_of)
         row_class = np.full(len(self._lengths), len(classes), dtype=np.int32)
         if docs and len(row_class):
@@ -272,8 +276,7 @@ class InMemoryLexicalIndex:
                 starts = matched[np.r_[True, (np.diff(matched) != 1) | (row_hashes[matched[1:]] != row_hashes[matched[:-1]])]]
                 run_of = np.searchsorted(starts, matched, side="right") - 1
                 doc_at = order[pos[starts]]
-                same = np.fromiter((self._doc_id(int(r)) == docs[int(d)] for r, d in zip(starts, doc_at, strict=True)),
-                                   dtype=bool, count=len(starts))
+                same = np.asarray(self._doc_ids_of(starts), dtype=object) == np.asarray([docs[d] for d in doc_at.tolist()], dtype=object)
                 duplicate = len(sorted_hashes) > 1 and bool((sorted_hashes[1:] == sorted_hashes[:-1]).any())
                 if duplicate:  # two ACL'd documents share a hash: place those rows one by one
                     same[:] = False
@@ -286,6 +289,12 @@ class InMemoryLexicalIndex:
         self._acl_rows = (classes, row_class)
         self._acl_rows_seq = snapshot.seq
         return self._acl_rows
+
+    def _doc_ids_of(self, rows: np.ndarray) -> list[str]:
+        """The document ids of ``rows`` (ascending), the base's decoded in one pass."""
+        nb = self._base.n_rows
+        base = rows[rows < nb]
+        return (self._base.doc_ids.strings(base) if len(base) else []) + [self._d_docs[r - nb] for r in rows[rows >= nb].tolist()]
 
     def _doc_id(self, row: int) -> str:
         nb = self._base.n_rows

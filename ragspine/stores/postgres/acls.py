@@ -10,6 +10,7 @@ from typing import Any
 
 from ragspine.retrieval.chunking.chunk_store import AclChange
 from ragspine.security.principals import ACL, OPEN
+from ragspine.stores.sqlite.acls import parse_acls
 
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext('ragspine_acl:' || %(library_id)s))"
 _CURRENT = "SELECT acl FROM ragspine_document_acl WHERE library_id = %(library_id)s AND doc_id = %(doc_id)s FOR UPDATE"
@@ -61,8 +62,7 @@ def document_acls(db: Any, library_id: str) -> tuple[int, dict[str, ACL]]:
     db.init_schema()
     rows = db.query(_ALL, {"library_id": library_id})
     seq = next(int(value) for doc_id, value in rows if doc_id == "")
-    parsed: dict[str, ACL] = {}
-    return seq, {doc_id: parsed.setdefault(text, ACL.from_json(text)) for doc_id, text in rows if doc_id}
+    return seq, parse_acls((doc_id, text) for doc_id, text in rows if doc_id)
 
 
 def acl_history(db: Any, library_id: str, doc_id: str | None = None, *, limit: int = 100) -> list[AclChange]:

@@ -5,7 +5,7 @@ change's ``seq`` is its ACL sequence."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from ragspine.retrieval.chunking.chunk_store import AclChange
 from ragspine.security.principals import ACL, OPEN
@@ -21,6 +21,19 @@ def check_acls(acls: Mapping[str, ACL]) -> dict[str, ACL]:
         if not isinstance(doc_id, str) or not doc_id or "\x00" in doc_id:
             raise ConfigError(f"an ACL is set on a document id, got {doc_id!r}")
         out[doc_id] = ACL.parse(acl)
+    return out
+
+
+def parse_acls(rows: Iterable[tuple[str, str]]) -> dict[str, ACL]:
+    """``{doc_id: ACL}`` of ``(doc_id, canonical JSON)`` rows, each distinct text parsed once (one
+    ACL object per class: a library of 300,000 documents in 1,000 classes parses 1,000)."""
+    parsed: dict[str, ACL] = {}
+    out: dict[str, ACL] = {}
+    for doc_id, text in rows:
+        acl = parsed.get(text)
+        if acl is None:
+            acl = parsed[text] = ACL.from_json(text)
+        out[doc_id] = acl
     return out
 
 
@@ -68,8 +81,7 @@ def document_acls(db: SQLiteDatabase, library_id: str) -> tuple[int, dict[str, A
         (library_id, library_id),
     )
     seq = next(int(value) for doc_id, value in rows if doc_id == "")  # a document id is never empty
-    parsed: dict[str, ACL] = {}
-    return seq, {doc_id: parsed.setdefault(text, ACL.from_json(text)) for doc_id, text in rows if doc_id}
+    return seq, parse_acls((doc_id, text) for doc_id, text in rows if doc_id)
 
 
 def acl_history(db: SQLiteDatabase, library_id: str, doc_id: str | None = None, *, limit: int = 100) -> list[AclChange]:
