@@ -32,7 +32,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
@@ -186,8 +186,9 @@ class VisualIndex:
         return cls(store.library_id, embedder.fingerprint(), dpi, pages, patches, offsets, seq, skipped)
 
     def search(self, embedder: VisualEmbedder, query: str, *, top_k: int = DEFAULT_TOP_K,
-               store: ChunkStore | None = None) -> list[VisualHint]:
-        """The pages that match ``query`` best, as hints (see the module docstring)."""
+               store: ChunkStore | None = None, hidden: Callable[[str], bool] | None = None) -> list[VisualHint]:
+        """The pages that match ``query`` best, as hints (see the module docstring); ``hidden``:
+        the documents the asker may not read (their pages are skipped before the ``top_k`` cut)."""
         if embedder.fingerprint() != self.fingerprint:
             raise ConfigError(f"the visual index of library {self.library_id!r} was built by another model ({self.fingerprint}):"
                               f" rebuild it with `ragspine visual build --library {self.library_id}`")
@@ -201,6 +202,8 @@ class VisualIndex:
         for i in order:
             entry = self.pages[i]
             if store is not None and not live.setdefault(entry.doc_id, _still_open(store, entry.doc_id)):
+                continue
+            if hidden is not None and hidden(entry.doc_id):
                 continue
             hints.append(VisualHint(entry.doc_id, entry.title, self.library_id, entry.page, scores[i],
                                     page_locator(entry.source, entry.page)))

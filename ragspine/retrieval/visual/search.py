@@ -20,10 +20,11 @@ import os
 import threading
 import weakref
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ragspine.retrieval.visual.base import VisualEmbedder, VisualHint, make_visual_embedder
 from ragspine.retrieval.visual.index import DEFAULT_TOP_K, VisualIndex, visual_dir
+from ragspine.security.principals import ANONYMOUS, OPEN, Viewer
 
 if TYPE_CHECKING:
     from ragspine.agent.base import AgentAnswer, QueryGate
@@ -71,14 +72,26 @@ class VisualSearch:
             self._indexes[library_id] = (key, index)
         return index
 
-    def hints(self, query: str, library_ids: Sequence[str], *, top_k: int = DEFAULT_TOP_K) -> list[VisualHint]:
-        """The best pages over ``library_ids`` (each library's own best, merged by score)."""
+    def hints(self, query: str, library_ids: Sequence[str], *, top_k: int = DEFAULT_TOP_K, viewer: Viewer = ANONYMOUS) -> list[VisualHint]:
+        """The best pages over ``library_ids`` (each library's own best, merged by score) of the
+        documents ``viewer`` may read (default: a caller who is no principal — documents without an ACL)."""
         found: list[VisualHint] = []
         for library_id in dict.fromkeys(library_ids):
             index = self.index(library_id)
             if index is not None:
-                found += index.search(self.embedder, query, top_k=top_k, store=self.catalog.chunk_store(library_id))
+                store = self.catalog.chunk_store(library_id)
+                found += index.search(self.embedder, query, top_k=top_k, store=store, hidden=_hidden_by_acl(store, viewer))
         return sorted(found, key=lambda h: -h.score)[:top_k]
+
+
+def _hidden_by_acl(store: Any, viewer: Viewer) -> Callable[[str], bool] | None:
+    """The documents of ``store`` that ``viewer`` may not read (one read of its ACLs), ``None``: none."""
+    from ragspine.retrieval.chunking.chunk_store import DocumentAcls
+
+    if viewer.everything or not isinstance(store, DocumentAcls) or store.acl_seq() == 0:
+        return None
+    acls = store.document_acls()[1]
+    return lambda doc_id: not viewer.sees(acls.get(doc_id, OPEN))
 
 
 _SEARCHES: weakref.WeakKeyDictionary[Any, tuple[VisualSearch | None]] = weakref.WeakKeyDictionary()
@@ -99,7 +112,7 @@ def visual_search_for(stack: Any) -> VisualSearch | None:
 
 
 def gated_hints(search: VisualSearch | None, question: str, library_ids: Sequence[str], *, gate: QueryGate | None,
-                top_k: int = DEFAULT_TOP_K) -> list[VisualHint] | None:
+                top_k: int = DEFAULT_TOP_K, viewer: Viewer = ANONYMOUS) -> list[VisualHint] | None:
     """The hints for ``question`` over those of ``library_ids`` that have a visual index;
     ``None`` when none is due: the seam is off (``search`` is ``None``), the security ``gate``
     refuses ``question`` (asked first: a refused text is never embedded), or no library has an index."""
@@ -110,17 +123,17 @@ def gated_hints(search: VisualSearch | None, question: str, library_ids: Sequenc
     indexed = [lib for lib in dict.fromkeys(library_ids) if search.index(lib) is not None]
     if not indexed:
         return None
-    return search.hints(question, indexed, top_k=top_k)
+    return search.hints(question, indexed, top_k=top_k, viewer=viewer)
 
 
 def answer_with_hints(search: VisualSearch | None, answer: AgentAnswer, library_ids: Sequence[str], *,
-                      gate: QueryGate | None, top_k: int = DEFAULT_TOP_K) -> AgentAnswer:
+                      gate: QueryGate | None, top_k: int = DEFAULT_TOP_K, viewer: Viewer = ANONYMOUS) -> AgentAnswer:
     """``answer`` with the hints for its question over ``library_ids`` (:func:`gated_hints`) — or
     ``answer`` itself, unchanged, when none is due: the seam is off, the question or one of its
     sub-queries was refused, nothing answered it (no source), or no library has a visual index."""
     if search is None or answer.refusal is not None or answer.refused or not answer.sources:
         return answer
-    return with_visual_hints(answer, gated_hints(search, answer.question, library_ids, gate=gate, top_k=top_k))
+    return with_visual_hints(answer, gated_hints(search, answer.question, library_ids, gate=gate, top_k=top_k, viewer=viewer))
 
 
 def with_visual_hints(answer: AgentAnswer, hints: Sequence[VisualHint] | None) -> AgentAnswer:

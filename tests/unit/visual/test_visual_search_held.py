@@ -127,3 +127,43 @@ def test_one_visual_search_per_stack_and_none_when_off(tmp_path) -> None:
     with Stack(settings) as one, Stack(settings) as two:
         first = visual_search_for(one)
         assert first is not None and visual_search_for(one) is first and visual_search_for(two) is not first
+
+
+def test_a_page_of_a_document_the_viewer_may_not_read_is_no_hint(tmp_path) -> None:
+    """Skipped before the top-k cut: the viewer gets the hints of the library of what it may read."""
+    from ragspine.security.principals import ACL, ANONYMOUS, OPEN, Principal, Viewer
+
+    class _AclStore(_Store):
+        acls: dict = {}
+
+        def acl_seq(self) -> int:
+            return 1 if self.acls else 0
+
+        def document_acls(self):
+            return self.acl_seq(), dict(self.acls)
+
+        def set_acls(self, acls, *, by):  # pragma: no cover - the protocol's shape
+            raise AssertionError
+
+        def acl_history(self, doc_id=None, *, limit=100):  # pragma: no cover
+            return []
+
+    class _AclCatalog(_Catalog):
+        def chunk_store(self, library_id: str) -> _AclStore:
+            self.opened.append(library_id)
+            return _AclStore(self.root, library_id)
+
+    catalog = _AclCatalog(str(tmp_path))
+    search = VisualSearch(_Embedder(), catalog)  # type: ignore[arg-type]
+    _save(catalog, "lib", {"a": [1.0, 0.0], "b": [0.9, 0.1], "c": [0.0, 1.0]})
+    assert [h.doc_id for h in search.hints("left", ["lib"], top_k=1)] == ["a"]
+    _AclStore.acls = {"a": ACL.parse("group:board")}
+    try:
+        board, hr = Viewer(Principal.of("bob", ["board"])), Viewer(Principal.of("ann", ["hr"]))
+        assert [h.doc_id for h in search.hints("left", ["lib"], top_k=1, viewer=board)] == ["a"]
+        assert [h.doc_id for h in search.hints("left", ["lib"], top_k=1, viewer=hr)] == ["b"]  # a is skipped, b takes its place
+        assert [h.doc_id for h in search.hints("left", ["lib"], top_k=1)] == ["b"]  # default: a caller who is no principal
+        assert [h.doc_id for h in gated_hints(search, "left", ["lib"], gate=None, top_k=1, viewer=ANONYMOUS) or []] == ["b"]
+        assert OPEN.is_open
+    finally:
+        _AclStore.acls = {}
