@@ -3,7 +3,7 @@
 On a library kept by an earlier ``bench_scale.py --keep DIR`` run (a copy is fine: this
 phase writes ACLs into it), in one process:
 
-1. **no ACLs**: ``--queries`` queries through the stack's retriever (economy: tokenize,
+1. **no ACLs** (a library left with ACLs by an interrupted run is opened first): ``--queries`` queries through the stack's retriever (economy: tokenize,
    BM25, RRF, fetch, both RESTRICTED exits) as a principal, on the library as it is — p50/p99;
 2. **ACLs set**: every document gets one of ``classes`` ACLs (``allow: group:g0000`` ...,
    documents spread round-robin), in one ``set_acls`` transaction (its time is reported);
@@ -11,7 +11,9 @@ phase writes ACLs into it), in one process:
    query, which computes its view, apart) — p50/p99 and the ratio to step 1;
 4. **an ACL change on 10,000 documents** (one ``set_acls``) and the next query's latency
    (it reads the new ACLs and computes the view again), then p50 again;
-5. resident memory after each step.
+5. resident memory after each step; every document is open again at the end.
+
+``scripts/bench_scale.py --acl [CLASSES]`` runs it after the other phases, in a fresh process.
 """
 
 from __future__ import annotations
@@ -54,11 +56,12 @@ def phase_acl(workdir: Path, n_queries: int, *, classes: int = 1000, group_count
     qs = queries(n_queries)
     rng = random.Random(29)
     groups = [f"g{i:04d}" for i in range(classes)]
+    group_counts = tuple(g for g in group_counts if g <= classes) or (1,)
     principals = {g: Viewer(Principal.of(f"user{g}", rng.sample(groups, g))) for g in group_counts}
     out: dict[str, Any] = {"chunks": len(index), "classes": classes, "queries": len(qs)}
     docs = store.doc_ids()
     out["documents"] = len(docs)
-    if store.acl_seq():  # a library this phase ran on before: back to no ACLs
+    if store.document_acls()[1]:  # a library a run stopped half-way left with ACLs: back to none
         store.set_acls(dict.fromkeys(docs, OPEN), by="bench")
         index.refresh()
     _timed(retriever, qs[:10], principals[group_counts[0]])  # warm-up
@@ -93,6 +96,9 @@ def phase_acl(workdir: Path, n_queries: int, *, classes: int = 1000, group_count
     out["change"] = {"documents": len(moved), "set_acls_s": round(change_s, 2), "next_query_ms": round(1000 * after_first, 1),
                      "p50_ms_after": _pct(after, 50), "p99_ms_after": _pct(after, 99)}
     out["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    t = time.perf_counter()
+    store.set_acls(dict.fromkeys(docs, OPEN), by="bench")  # the library as it was: every document open
+    out["reset_s"] = round(time.perf_counter() - t, 1)
     stack.close()
     return out
 

@@ -375,14 +375,17 @@ def _library_size(workdir: Path, chunk_store: str | None, library: str = LIBRARY
 def measure(
     n: int, n_queries: int = 200, keep: str | None = None, chunk_store: str | None = None, *,
     layouts: tuple[str, ...] = ("auto",), tenants: int = 0, tenant_chunks: int = 1000, references: bool = False,
-    reuse: bool = False, rebuild: bool = False, add_batch: int | None = None,
+    reuse: bool = False, rebuild: bool = False, add_batch: int | None = None, acl_classes: int = 0,
 ) -> dict[str, Any]:
     """Ingest an N-chunk library (and ``tenants`` small ones), then query it once per lexical
     index layout (none with ``n_queries=0``), each phase in a fresh process. With ``reuse`` a
     library already at N chunks (``keep`` / ``chunk_store``) is not ingested again. With
     ``rebuild``, the in-process index's build from the store is timed (``phase_rebuild``);
-    ``add_batch`` sets ``_ADD_BATCH`` in every phase. The first layout's figures are also at the
-    top level (what ``scripts/bench.py --scale`` reads)."""
+    ``add_batch`` sets ``_ADD_BATCH`` in every phase. With ``acl_classes``, document ACLs are
+    measured last (``_bench_acl.phase_acl``: every document in one of that many ACL classes,
+    principals in 1, 10 and 100 groups, an ACL change on 10,000 documents; the library's
+    documents are open again afterwards). The first layout's figures are also at the top level
+    (what ``scripts/bench.py --scale`` reads)."""
     workdir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="ragspine-scale-"))
     if keep and workdir.exists() and not reuse:
         shutil.rmtree(workdir)
@@ -411,6 +414,8 @@ def measure(
             result["layouts"][key] = _run_phase("query", n, workdir, n_queries, chunk_store, *extra)
         if result["layouts"]:
             result.update(result["layouts"][layouts[0]])
+        if acl_classes:
+            result["acl"] = _run_phase("acl", n, workdir, n_queries or 200, chunk_store, "--acl-classes", str(acl_classes))
         return result
     finally:
         if not keep:
@@ -501,7 +506,11 @@ def main() -> None:
                         help="rewrite docs/benchmarks.md's scale table from these result files")
     parser.add_argument("--docs-block", "--readme-block", dest="docs_block", default="scale-table",
                         help="which table of docs/benchmarks.md --docs rewrites (its marker name)")
-    parser.add_argument("--phase", choices=["ingest", "tenants", "query", "rebuild"], help=argparse.SUPPRESS)
+    parser.add_argument("--acl", dest="acl_classes", type=int, nargs="?", const=1000, default=0, metavar="CLASSES",
+                        help="also measure document ACLs: every document in one of CLASSES ACL classes (default 1000), principals"
+                        " in 1, 10 and 100 groups against no ACLs, and an ACL change on 10,000 documents (embedded SQLite only)")
+    parser.add_argument("--acl-classes", dest="acl_classes", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=["ingest", "tenants", "query", "rebuild", "acl"], help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.docs:
@@ -521,6 +530,10 @@ def main() -> None:
             result = phase_ingest(args.chunks, workdir, args.chunk_store, args.lexical_index)
         elif args.phase == "rebuild":
             result = phase_rebuild(workdir, args.chunk_store)
+        elif args.phase == "acl":
+            from _bench_acl import phase_acl
+
+            result = phase_acl(workdir, args.queries, classes=args.acl_classes)
         elif args.phase == "tenants":
             result = phase_tenants(args.tenants, args.tenant_chunks, workdir, args.chunk_store, args.lexical_index)
         else:
@@ -530,9 +543,13 @@ def main() -> None:
     layouts = tuple(x.strip() for x in args.lexical_index.split(",") if x.strip())
     result = measure(args.chunks, args.queries, args.keep, args.chunk_store, layouts=layouts, tenants=args.tenants,
                      tenant_chunks=args.tenant_chunks, references=args.references, reuse=args.reuse,
-                     rebuild=args.rebuild, add_batch=args.add_batch)
+                     rebuild=args.rebuild, add_batch=args.add_batch, acl_classes=args.acl_classes)
     text = json.dumps(result, indent=2)
     print(text)
+    if result.get("acl"):
+        from _bench_acl import table as acl_table
+
+        print(acl_table(result["acl"]))
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
 

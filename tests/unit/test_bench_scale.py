@@ -64,3 +64,24 @@ def test_add_batch_must_be_positive(tmp_path):
     done = subprocess.run([sys.executable, str(SCRIPT), "--add-batch", "0", "--keep", str(tmp_path)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
     assert done.returncode == 2 and "--add-batch must be at least 1" in done.stderr
+
+
+def test_the_acl_phase_measures_principals_against_no_acls_and_leaves_the_library_open(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGSPINE_EMBEDDING", "none")
+    workdir = tmp_path / "lib"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, str(SCRIPT), "--chunks", "600", "--queries", "10", "--keep", str(workdir), "--acl", "20"],
+                          env=env, capture_output=True, text=True, timeout=600, check=True)
+    assert "ACLs at 600 chunks" in done.stdout and "in 10 group(s)" in done.stdout
+    result = json.loads(done.stdout[: done.stdout.rindex("}") + 1])
+    acl = result["acl"]
+    assert acl["classes"] == 20 and acl["no_acl"]["p50_ms"] > 0
+    assert acl["groups_1"]["visible_chunks"] < acl["groups_10"]["visible_chunks"] < acl["chunks"]
+    assert acl["change"]["documents"] == acl["documents"]  # fewer than 10,000: every document moved
+    from ragspine.stores.sqlite.chunk_store import SQLiteChunkStore
+
+    store = SQLiteChunkStore(str(workdir / "scale.db"), library_id="scale")
+    try:
+        assert store.document_acls()[1] == {} and store.acl_seq() > 0  # open again, the changes recorded
+    finally:
+        store.close()
