@@ -828,8 +828,13 @@ class InMemoryLexicalIndex:
             elif view is not None and not view.n:
                 return []
             mask = self._filter_mask(metadata_filter) if metadata_filter else None
-            if top_k is not None and self.kernel == "numba" and self._n_active >= self.prune_from:
-                pruned: tuple[np.ndarray, np.ndarray] | None = self._kernel_top_k(query_tokens, top_k, mask, view)
+            pruned: tuple[np.ndarray, np.ndarray] | None
+            if view is not None and view.n * _SMALL_VIEW < self._n_active:
+                # a principal who reads a small part of the library: its rows' postings scored in
+                # full cost less than pruning, whose block bounds know nothing of the view
+                pruned = None
+            elif top_k is not None and self.kernel == "numba" and self._n_active >= self.prune_from:
+                pruned = self._kernel_top_k(query_tokens, top_k, mask, view)
             else:
                 pruned = self._pruned_top_k(query_tokens, top_k, mask, view) if top_k is not None else None
             if pruned is not None:
@@ -958,6 +963,8 @@ class RowView(NamedTuple):
 #: What :meth:`InMemoryLexicalIndex._current_view` returns when a view made before a change now hides nothing.
 _ALL_VISIBLE: Any = RowView(-1, AclSnapshot(-1, {}), Viewer(everything=True), np.zeros(0, bool), 0, 0.0, np.zeros(0))
 _VIEWERS_CACHED = 4096  # viewers whose hidden ACLs are remembered (per ACL snapshot and rows)
+#: a view holding fewer than 1/_SMALL_VIEW of the active rows is scored in full over its own postings
+_SMALL_VIEW = 4
 _VIEWS_CACHED = 8  # (ACL snapshot, hidden ACLs) views kept per index: ~9 bytes a row each (a mask, the norms)
 
 
