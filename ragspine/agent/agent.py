@@ -44,6 +44,7 @@ from ragspine.agent.spotting import TermSpotter, load_fact_glossary
 from ragspine.agent.structured import StructuredPath
 from ragspine.errors import QuestionError
 from ragspine.llm.budget import llm_request
+from ragspine.security.principals import Viewer
 from ragspine.structured.glossary import Glossary
 from ragspine.structured.periods import fold, parse_as_of
 
@@ -73,10 +74,13 @@ class Agent:
         self.gate = gate
         self.router: AgentRouter = router if router is not None else DeterministicRouter()
 
-    def answer(self, question: str, history: Sequence[Any] | None = None, *, as_of: date | str | None = None) -> AgentAnswer:
+    def answer(self, question: str, history: Sequence[Any] | None = None, *, as_of: date | str | None = None,
+               viewer: Viewer | None = None) -> AgentAnswer:
         """The answer to ``question`` (see the module docstring). ``history``: earlier turns
         (``{"role", "content"}`` or strings), generation context only; ``as_of``: the date a
-        relative period or a bare quarter counts from (``YYYY-MM-DD``)."""
+        relative period or a bare quarter counts from (``YYYY-MM-DD``); ``viewer``: whom both
+        paths answer for — the narrative search reads only the documents it may, a fact read
+        from a document it may not is not found (``None``: as the paths do without one)."""
         question, turns, day = _checked(question, history, as_of)
         language = question_language(question)
         with llm_request():
@@ -92,7 +96,7 @@ class Agent:
             if route in (STRUCTURED, COMPOSITE):
                 gated = self._gate("structured", self.structured.query_text(reading))
                 if gated is None:
-                    structured = self.structured.answer(reading, as_of=day)
+                    structured = self.structured.answer(reading, as_of=day, viewer=viewer)
                     texts.append(structured.result.text)
                 else:
                     refusals.append(gated)
@@ -102,8 +106,7 @@ class Agent:
                 gated = self._gate("narrative", sub_query)
                 if gated is None:
                     beside = self._beside(structured)
-                    narrative = (self.narrative.answer(sub_query, language, turns) if beside is None
-                                 else self.narrative.answer(sub_query, language, turns, beside=beside))
+                    narrative = self.narrative.answer(sub_query, language, turns, beside=beside, viewer=viewer)
                     if route == NARRATIVE and reading.asks_number:
                         texts.append(message(NO_FACT_MATCH, language))
                     texts.append(narrative.text)

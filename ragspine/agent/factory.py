@@ -85,7 +85,7 @@ def agent_for(
     narrative source), looking nothing up: what the service builds per request."""
     settings = stack.settings
     glossary = glossary if glossary is not None else load_fact_glossary(settings.fact_glossary)
-    channels = {lib: StructuredChannel(make_fact_store(lib, database=stack.db), glossary) for lib in dict.fromkeys(library_ids)}
+    channels = {lib: fact_channel(stack.db, lib, glossary) for lib in dict.fromkeys(library_ids)}
     provider = stack.provider
     router = make_agent_router(settings.agent_router, provider=provider if settings.agent_router == "llm" else None)
     return Agent(
@@ -95,3 +95,13 @@ def agent_for(
         gate=gate if gate is not None else stack.security_gate,
         router=router,
     )
+
+
+
+def fact_channel(db: ChunkDatabase, library_id: str, glossary: Glossary) -> StructuredChannel:
+    """The structured channel over ``library_id``'s fact store, reading its facts' source
+    documents' ACLs from its chunk store (where the store keeps ACLs)."""
+    from ragspine.retrieval.chunking.chunk_store import DocumentAcls
+
+    store = db.chunk_store(library_id)
+    return StructuredChannel(make_fact_store(library_id, database=db), glossary, acls=store if isinstance(store, DocumentAcls) else None)

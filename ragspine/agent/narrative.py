@@ -35,8 +35,10 @@ from ragspine.llm.base import LLMProvider
 from ragspine.llm.observe import report_malformed
 from ragspine.numerals import Number, find_numbers
 from ragspine.retrieval.link.narrative_link import NarrativeRetriever
+from ragspine.retrieval.request import RequestRetriever, SearchRequest
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.retrieval.snippet import Snippet
+from ragspine.security.principals import Viewer
 from ragspine.structured.periods import fold
 
 GENERATION_PROMPT = """Answer the question using only the numbered passages below.
@@ -66,12 +68,18 @@ class NarrativePath:
         self.provider = provider
         self.top_k = top_k
 
-    def answer(self, question: str, language: str, history: Sequence[Any] = (), *, beside: Beside | None = None) -> NarrativePart:
+    def answer(self, question: str, language: str, history: Sequence[Any] = (), *, beside: Beside | None = None,
+               viewer: Viewer | None = None) -> NarrativePart:
         """The cited snippets (or checked prose) for ``question``; ``beside``: the found fact this
-        narrative half is shown next to (its number may not be restated, changed or extended)."""
+        narrative half is shown next to (its number may not be restated, changed or extended);
+        ``viewer``: whom the search runs for (``None``: the retriever's default, a caller who is
+        no principal; a retriever that is no :class:`RequestRetriever` is asked as before)."""
         if self.retriever is None:
             return NarrativePart(EMPTY, message(NO_PASSAGE, language))
-        found = self.retriever.search(question, top_k=self.top_k)
+        if viewer is not None and isinstance(self.retriever, RequestRetriever):
+            found = self.retriever.search(SearchRequest(question, top_k=self.top_k, viewer=viewer))
+        else:
+            found = self.retriever.search(question, top_k=self.top_k)
         if found.refusal:  # the retriever's own gate or corrective loop refused
             return NarrativePart(GATE_REFUSED, message(SEARCH_REFUSAL, language))
         snippets = [s for s in found.snippets if not is_restricted(s.get("sensitivity"))]

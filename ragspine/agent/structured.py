@@ -22,6 +22,7 @@ from typing import Mapping, Sequence
 
 from ragspine.agent.base import StructuredPart
 from ragspine.agent.reading import Reading
+from ragspine.security.principals import Viewer
 from ragspine.structured.channel import StructuredChannel
 from ragspine.structured.result import PARAMS, UNRECOGNIZED, not_found, unrecognized
 
@@ -48,7 +49,7 @@ class StructuredPath:
             parts.append(reading.period.text)
         return " ".join(parts) or reading.residue
 
-    def answer(self, reading: Reading, *, as_of: date | str | None = None) -> StructuredPart:
+    def answer(self, reading: Reading, *, as_of: date | str | None = None, viewer: Viewer | None = None) -> StructuredPart:
         """The structured answer to a read question (its slots, in its language). A question
         whose slots do not each read as one thing (a glossary form inside a longer term, two
         metrics, entities, channels or periods) is ``unrecognized_param`` naming that, and
@@ -62,15 +63,16 @@ class StructuredPath:
                     suggestions.setdefault(param, glossary.suggest("metrics", term, reading.language))
             return StructuredPart(unrecognized(params, reading.language, suggestions, named=dict(reading.unread),
                                                ambiguous=[p for p, _ in reading.ambiguous]))
-        return self.query(*self.slots(reading), as_of=as_of, language=reading.language)
+        return self.query(*self.slots(reading), as_of=as_of, language=reading.language, viewer=viewer)
 
     def query(self, metric: str, entity: str, period: str, channel: str | None = None, *,
-              as_of: date | str | None = None, language: str | None = None) -> StructuredPart:
-        """``query_metric`` over every library (see the module docstring)."""
+              as_of: date | str | None = None, language: str | None = None, viewer: Viewer | None = None) -> StructuredPart:
+        """``query_metric`` over every library (see the module docstring), for ``viewer`` (a fact
+        whose source document it may not read is, to it, one that is not stored; ``None``: no ACL applies)."""
         found: list[StructuredPart] = []
         result = None
         for library_id, structured in self.channels.items():
-            result = structured.query_metric(metric, entity, period, channel, as_of=as_of, language=language)
+            result = structured.query_metric(metric, entity, period, channel, as_of=as_of, language=language, viewer=viewer)
             if result.status == UNRECOGNIZED:
                 return StructuredPart(result)
             if result.found:

@@ -10,10 +10,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
-from ragspine.errors import IngestError
+from ragspine.errors import ConfigError, IngestError
 from ragspine.retrieval.metadata import validate_metadata
 from ragspine.retrieval.ranking import MAX_RERANK_DEPTH
 from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY, parse_sensitivity, reserved_key
+from ragspine.security.principals import ACL
 from ragspine.service.profile_models import RecipeIn, RecipeOut
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
@@ -180,6 +181,15 @@ class DocumentIn(_In):
     metadata: dict[str, Any] = Field(default_factory=dict, description="scalars only: string, number, boolean, null")
     sensitivity: str = Field(DEFAULT_SENSITIVITY, min_length=1, max_length=64)
     valid_as_of: str = Field("", max_length=64)
+    acl: dict[str, Any] | list[str] | str | None = Field(
+        None, description="who may read it: {\"allow\": [...], \"deny\": [...]} of 'group:<name>' / 'user:<name>' entries (a list or a"
+        " comma-separated string: allow); {} opens it to every principal; left out: no ACL is sent (docs: Document ACLs)",
+    )
+
+    @field_validator("acl")
+    @classmethod
+    def _acl(cls, value: Any) -> dict[str, list[str]] | None:
+        return None if value is None else parsed_acl(value)
 
     @field_validator("doc_id")
     @classmethod
@@ -213,6 +223,53 @@ class DocumentIn(_In):
             return validate_metadata(value)
         except IngestError as exc:
             raise ValueError(str(exc)) from None
+
+
+def parsed_acl(value: Any) -> dict[str, list[str]]:
+    """``value`` read by :meth:`ACL.parse`, canonical (``{"allow", "deny"}``); a ``ValueError``
+    with its message (the documented 422) when it is no ACL."""
+    try:
+        return ACL.parse(value).as_dict()
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class AclIn(_In):
+    """A document's ACL (both lists empty or left out: no ACL, every principal of the tenant reads it)."""
+
+    allow: list[str] | str | None = Field(None, description="'group:<name>' / 'user:<name>' entries (or one comma-separated string)")
+    deny: list[str] | str | None = Field(None, description="entries refused even when allowed")
+
+    def acl(self) -> ACL:
+        return ACL.parse({"allow": self.allow, "deny": self.deny})
+
+    @model_validator(mode="after")
+    def _valid(self) -> AclIn:
+        parsed_acl({"allow": self.allow, "deny": self.deny})
+        return self
+
+
+class AclBody(BaseModel):
+    allow: list[str] = Field(default_factory=list, description="canonical entries, sorted")
+    deny: list[str] = Field(default_factory=list)
+
+
+class AclChangeOut(BaseModel):
+    seq: int
+    doc_id: str
+    before: AclBody
+    after: AclBody
+    changed_at: str
+    changed_by: str
+
+
+class AclOut(BaseModel):
+    library: str
+    doc_id: str
+    acl: AclBody = Field(description="the document's ACL (both lists empty: none)")
+    open: bool = Field(description="no ACL: every principal of the tenant reads it")
+    changed: bool | None = Field(None, description="PUT only: whether this call changed it")
+    history: list[AclChangeOut] = Field(default_factory=list, description="its latest recorded changes, newest first")
 
 
 class DocumentBatchIn(_In):

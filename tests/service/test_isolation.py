@@ -152,6 +152,9 @@ ADMIN_ROUTES = [
     ("DELETE", "/v1/admin/tenants/{tenant_id}/groups/{name}", "/v1/admin/tenants/globex/groups/board", None),
     ("PUT", "/v1/admin/tenants/{tenant_id}/groups/{group}/members/{user}", "/v1/admin/tenants/globex/groups/board/members/boss", None),
     ("DELETE", "/v1/admin/tenants/{tenant_id}/groups/{group}/members/{user}", "/v1/admin/tenants/globex/groups/board/members/boss", None),
+    ("PUT", "/v1/admin/tenants/{tenant_id}/libraries/{name}/documents/{doc_id}/acl", f"/v1/admin/tenants/globex/libraries/{B_LIB}/documents/{B_DOC}/acl",
+     {"allow": ["group:intruders"]}),
+    ("GET", "/v1/admin/tenants/{tenant_id}/libraries/{name}/documents/{doc_id}/acl", f"/v1/admin/tenants/globex/libraries/{B_LIB}/documents/{B_DOC}/acl", None),
 ]
 
 

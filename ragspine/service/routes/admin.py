@@ -1,5 +1,10 @@
-"""``/v1/admin``: tenants, their API keys and their principals — users and groups
-(bearer ``RAGSPINE_ADMIN_TOKEN``).
+"""``/v1/admin``: tenants, their API keys, their principals — users and groups — and the ACLs
+of their libraries' documents (bearer ``RAGSPINE_ADMIN_TOKEN``).
+
+``PUT .../libraries/{name}/documents/{doc_id}/acl`` gives a document its ACL (``{"allow": [...],
+"deny": [...]}``; an empty body or ``{}``: none, every principal of the tenant reads it), recorded
+with ``by="admin"``; the document need not have chunks yet (its ACL waits for them). ``GET`` the
+same path shows the ACL and its latest recorded changes. A bad entry is a 422 naming it.
 
 A user or group in a path is its name in any case or compatibility form (``ALICE``,
 ``ａｌｉｃｅ``: :func:`~ragspine.security.principals.name_key` decides); a name that is no valid
@@ -16,10 +21,16 @@ from fastapi import APIRouter, Body, Depends, Response
 from fastapi.exceptions import RequestValidationError
 
 from ragspine.errors import ConfigError
+from ragspine.retrieval.chunking.chunk_store import AclChange, DocumentAcls
+from ragspine.security.principals import ACL
 from ragspine.service.auth import new_key
 from ragspine.service.context import ServiceContext
 from ragspine.service.errors import NotFound
 from ragspine.service.models import (
+    AclBody,
+    AclChangeOut,
+    AclIn,
+    AclOut,
     GroupOut,
     IssuedKeyOut,
     KeyIn,
@@ -34,7 +45,7 @@ from ragspine.service.models import (
     TenantOut,
     UserOut,
 )
-from ragspine.service.routes.common import context, documented_bearer, iso, key_out
+from ragspine.service.routes.common import context, documented_bearer, iso, key_out, library_or_404
 from ragspine.service.store import ApiKey, Conflict, PrincipalEntry, Unknown, principal_keys
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], dependencies=[Depends(documented_bearer)])
@@ -254,3 +265,53 @@ def remove_member(tenant_id: str, group: str, user: str, ctx: ServiceContext = D
     if not ctx.store.remove_member(tenant_id, group, user):
         raise NotFound(f"user {pair.user!r} is not in group {pair.group!r}")
     return pair
+
+
+# -- document ACLs -----------------------------------------------------------------------
+#: who the admin routes record as the author of an ACL change (the admin token has no name)
+ADMIN_AUTHOR = "admin"
+ACL_HISTORY = 20
+_ACL_PATH = "/tenants/{tenant_id}/libraries/{name}/documents/{doc_id:path}/acl"
+
+
+def _acl_store(ctx: ServiceContext, tenant_id: str, name: str, doc_id: str) -> tuple[str, DocumentAcls]:
+    _tenant_or_404(ctx, tenant_id)
+    library = library_or_404(ctx, tenant_id, name)
+    if not doc_id.strip() or any(ord(ch) < 32 for ch in doc_id) or len(doc_id) > 512:
+        raise RequestValidationError([{"loc": ("path", "doc_id"), "msg": "doc_id must be 1-512 printable characters, not blank",
+                                       "type": "value_error", "input": doc_id}])
+    store = ctx.stack.db.chunk_store(library.library_id)
+    if not isinstance(store, DocumentAcls):
+        raise ConfigError(f"this server's chunk store ({type(store).__name__}) keeps no document ACLs: use SQLite or PostgreSQL")
+    return library.name, store
+
+
+def _acl_body(acl: ACL) -> AclBody:
+    return AclBody(allow=list(acl.allow), deny=list(acl.deny))
+
+
+def _change_out(change: AclChange) -> AclChangeOut:
+    return AclChangeOut(seq=change.seq, doc_id=change.doc_id, before=_acl_body(change.before), after=_acl_body(change.after),
+                        changed_at=change.changed_at, changed_by=change.changed_by)
+
+
+def _acl_out(library: str, doc_id: str, store: DocumentAcls, changed: bool | None = None) -> AclOut:
+    acl = store.document_acls()[1].get(doc_id, ACL())
+    history = [_change_out(c) for c in store.acl_history(doc_id, limit=ACL_HISTORY)]
+    return AclOut(library=library, doc_id=doc_id, acl=_acl_body(acl), open=acl.is_open, changed=changed, history=history)
+
+
+@router.put(_ACL_PATH, response_model=AclOut, response_model_exclude_none=True,
+            summary="Set a document's ACL (empty: none, every principal of the tenant reads it)")
+def set_document_acl(tenant_id: str, name: str, doc_id: str, body: AclIn = Body(default_factory=AclIn),
+                     ctx: ServiceContext = Depends(context)) -> AclOut:
+    library, store = _acl_store(ctx, tenant_id, name, doc_id)
+    changed = store.set_acls({doc_id: body.acl()}, by=ADMIN_AUTHOR) > 0
+    return _acl_out(library, doc_id, store, changed)
+
+
+@router.get(_ACL_PATH, response_model=AclOut, response_model_exclude_none=True,
+            summary="A document's ACL and its latest recorded changes")
+def get_document_acl(tenant_id: str, name: str, doc_id: str, ctx: ServiceContext = Depends(context)) -> AclOut:
+    library, store = _acl_store(ctx, tenant_id, name, doc_id)
+    return _acl_out(library, doc_id, store)

@@ -4,7 +4,10 @@ The libraries are the tenant's (another tenant's is a 404, like a missing one): 
 stores answer the structured half, their link exit (the same one ``/v1/retrieve`` uses, so
 RESTRICTED chunks never come out and the security gate applies) the narrative half. The
 agent gates the question and each sub-query with the server's gate (:func:`security_gate`). The
-``history`` is context for generated prose only — never a source, never searched. Library ids
+``history`` is context for generated prose only — never a source, never searched. Both halves
+answer for the key's principal (``viewer``): the narrative search reads only the documents it may
+read, a fact read from a document it may not is ``not_found``, and a visual hint of such a
+document is left out. Library ids
 in the answer are the tenant's names.
 
 With the visual seam on (``RAGSPINE_VISUAL_EMBEDDER``), an answered question gets
@@ -16,6 +19,7 @@ is, so with the seam off the answer is byte for byte what it was.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Depends
@@ -24,11 +28,13 @@ from ragspine.agent.base import AgentAnswer
 from ragspine.agent.factory import agent_for
 from ragspine.errors import ConfigError, RagspineError
 from ragspine.security.gate import SecurityGate
+from ragspine.security.principals import Viewer
 from ragspine.service.agent_models import AnswerIn, AnswerOut
 from ragspine.service.context import ServiceContext
 from ragspine.service.routes.common import context, documented_bearer, external_name, tenant_id
 from ragspine.service.routes.facts import tenant_libraries
 from ragspine.service.routes.raptor import check_raptor_request
+from ragspine.service.routes.visibility import hidden_docs, viewer_of
 from ragspine.service.security import security_gate
 
 router = APIRouter(prefix="/v1", tags=["agent"], dependencies=[Depends(documented_bearer)])
@@ -39,7 +45,7 @@ log = logging.getLogger(__name__)
 @router.post("/answer", response_model=AnswerOut, response_model_exclude_unset=True,
              summary="Answer a question: a stored number, cited snippets, or both")
 def answer(body: AnswerIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
-           gate: SecurityGate | None = Depends(security_gate)) -> AnswerOut:
+           gate: SecurityGate | None = Depends(security_gate), viewer: Viewer = Depends(viewer_of)) -> AnswerOut:
     libraries = tenant_libraries(ctx, tenant, body.libraries)
     pipelines = {lib.library_id: ctx.index(lib) for lib in libraries}
     retriever = ctx.stack.retriever_for(
@@ -51,18 +57,20 @@ def answer(body: AnswerIn, ctx: ServiceContext = Depends(context), tenant: str =
     agent = agent_for(ctx.stack, [lib.library_id for lib in libraries], retriever, gate=gate, top_k=body.top_k)
     history = [turn.model_dump() for turn in body.history]
     try:
-        answered = agent.answer(body.question, history, as_of=body.as_of)
+        answered = agent.answer(body.question, history, as_of=body.as_of, viewer=viewer)
     except ConfigError:  # a RAPTOR library without vectors or a tree: the 400 /v1/retrieve answers, in the tenant's words
         check_raptor_request(ctx, libraries, pipelines, None)
         raise
-    out = _with_hints(ctx, answered, [lib.library_id for lib in libraries], gate).to_dict()
+    out = _with_hints(ctx, answered, [lib.library_id for lib in libraries], gate, viewer).to_dict()
     return AnswerOut(**_external(out), libraries=[lib.name for lib in libraries])
 
 
-def _with_hints(ctx: ServiceContext, answer: AgentAnswer, library_ids: list[str], gate: SecurityGate | None) -> AgentAnswer:
-    """``answer`` with its visual hints over the tenant's ``library_ids`` only when there are some;
-    a hint that cannot be had (the seam's model missing, an index of another model) is logged and
-    left out: the answer stands without it."""
+def _with_hints(ctx: ServiceContext, answer: AgentAnswer, library_ids: list[str], gate: SecurityGate | None,
+                viewer: Viewer) -> AgentAnswer:
+    """``answer`` with its visual hints over the tenant's ``library_ids`` only when there are some
+    (a hint of a document ``viewer`` may not read is left out); a hint that cannot be had (the
+    seam's model missing, an index of another model) is logged and left out: the answer stands
+    without it."""
     from ragspine.retrieval.visual.search import answer_with_hints, visual_search_for
 
     try:
@@ -70,6 +78,10 @@ def _with_hints(ctx: ServiceContext, answer: AgentAnswer, library_ids: list[str]
     except RagspineError as exc:
         log.warning("visual hints left out of an answer: %s", exc)
         return answer
+    if hinted.visual_hints:
+        hidden = {lib: hidden_docs(ctx, lib, viewer) for lib in {h["library_id"] for h in hinted.visual_hints}}
+        kept = tuple(h for h in hinted.visual_hints if h["doc_id"] not in hidden[h["library_id"]])
+        hinted = hinted if len(kept) == len(hinted.visual_hints) else replace(hinted, visual_hints=kept)
     return hinted if hinted.visual_hints else answer
 
 

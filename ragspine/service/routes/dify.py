@@ -2,7 +2,9 @@
 
 Register RAGSpine in Dify as an external knowledge API with endpoint ``http(s)://host:8000``
 and a tenant API key; the knowledge id is a library name. The key was already checked by the
-AuthMiddleware (403 1001/1002) before this body is read.
+AuthMiddleware (403 1001/1002) before this body is read. The search runs for the key's principal
+(a trusted application's key names it in ``X-RAGSpine-User``): records of documents it may not
+read never come out, and the score is normalized as for a library holding only what it may read.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from ragspine.errors import FilterError
 from ragspine.retrieval.filtering.filters import FilterLimits, parse_filter
 from ragspine.retrieval.reasoning.options import ReasoningOptions
 from ragspine.retrieval.request import SearchRequest, ask
+from ragspine.security.principals import Viewer
 from ragspine.service import dify
 from ragspine.service.context import ServiceContext
 from ragspine.service.models import DifyRequest
 from ragspine.service.routes.common import context, documented_bearer, tenant_id
 from ragspine.service.routes.raptor import check_raptor_request
+from ragspine.service.routes.visibility import viewer_of
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,8 @@ def dify_error(status: int, code: int, message: str) -> JSONResponse:
         422: {"description": "error_code 3002: the body is not a valid request"},
     },
 )
-def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JSONResponse:
+def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+              viewer: Viewer = Depends(viewer_of)) -> JSONResponse:
     library = ctx.store.get_library(tenant, body.knowledge_id) if body.knowledge_id else None
     if library is None:
         return dify_error(400, dify.KNOWLEDGE_MISSING, "The knowledge does not exist.")
@@ -61,7 +66,8 @@ def retrieval(body: DifyRequest, ctx: ServiceContext = Depends(context), tenant:
     # pipeline, its schema has no trace), but the security gate, when configured, applies here too
     retriever = ctx.stack.retriever_for({library.library_id: index}, retry_without_filters=False, reasoning=ReasoningOptions())
     start = time.perf_counter()
-    answer = ask(retriever, SearchRequest(body.query, filter=metadata_filter, top_k=top_k, retry_without_filters=False))
+    request = SearchRequest(body.query, filter=metadata_filter, top_k=top_k, retry_without_filters=False, viewer=viewer)
+    answer = ask(retriever, request)
     snippets = answer.snippets
     if ctx.metrics is not None:
         ctx.metrics.retrieval_latency.labels("dify", library.retrieval_mode).observe(time.perf_counter() - start)

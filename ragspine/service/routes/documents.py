@@ -1,13 +1,27 @@
-"""Documents and ingestion jobs: upload (JSON, batch, file) → a background job; retire."""
+"""Documents and ingestion jobs: upload (JSON, batch, file) → a background job; retire.
+
+A document may be uploaded with an ACL (``acl``: ``{"allow": [...], "deny": [...]}``, a list of
+entries, or — in the upload form — one comma-separated string; :meth:`ACL.parse` reads it, a bad
+one is a 422 naming it): the job's payload keeps it canonical (``acl.as_dict()``) and the ingest
+gives the document that ACL; sent empty (``{}``; in JSON also ``""`` or ``[]``) it opens the
+document to every principal (an empty form field is one left out: nothing is sent).
+Any key of the tenant may upload with an ACL (ACLs are set by the tenant's ingest keys and by
+the admin, ``PUT /v1/admin/.../documents/{doc_id}/acl``). Listings, ``DELETE`` and the jobs show
+a key only the documents its principal may read (``routes/visibility.py``): another principal's
+document is answered exactly like a missing one.
+"""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 
+from ragspine.errors import ConfigError
 from ragspine.readers.base import ReaderLimits
+from ragspine.security.principals import ACL, Viewer
 from ragspine.service.context import ServiceContext
 from ragspine.service.errors import NotFound
 from ragspine.service.ingest import active_version, document_payload, file_payload
@@ -20,7 +34,8 @@ from ragspine.service.routes.common import (
     library_or_404,
     tenant_id,
 )
-from ragspine.service.store import Library
+from ragspine.service.routes.visibility import hidden_docs, job_visible, viewer_of, visible_jobs
+from ragspine.service.store import Job, Library
 
 router = APIRouter(prefix="/v1", tags=["documents"], dependencies=[Depends(documented_bearer)])
 
@@ -44,12 +59,12 @@ def enqueue(ctx: ServiceContext, library: Library, docs: list[dict[str, Any]], *
 
 @router.post("/libraries/{name}/documents", status_code=202, response_model=JobOut, summary="Add or replace one document (a job)")
 def upload_document(name: str, body: DocumentIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
-    return enqueue(ctx, library_or_404(ctx, tenant, name), [document_payload(body)])
+    return enqueue(ctx, library_or_404(ctx, tenant, name), [with_acl(document_payload(body), body.acl)])
 
 
 @router.post("/libraries/{name}/documents/batch", status_code=202, response_model=JobOut, summary="Add or replace many documents (one job)")
 def upload_batch(name: str, body: DocumentBatchIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
-    return enqueue(ctx, library_or_404(ctx, tenant, name), [document_payload(d) for d in body.documents])
+    return enqueue(ctx, library_or_404(ctx, tenant, name), [with_acl(document_payload(d), d.acl) for d in body.documents])
 
 
 @router.post("/libraries/{name}/documents/upload", status_code=202, response_model=JobOut,
@@ -63,6 +78,8 @@ def upload_file(
     sensitivity: str | None = Form(None, max_length=64, description="default: front matter sensitivity, else the default (fails closed)"),
     valid_as_of: str | None = Form(None, max_length=64),
     metadata: str | None = Form(None, description="a JSON object of field -> scalar"),
+    acl: str | None = Form(None, max_length=20_000, description="who may read it: comma-separated 'group:<name>' / 'user:<name>'"
+                           " entries (allow), or a JSON object {\"allow\": [...], \"deny\": [...]}; {}: every principal"),
     ctx: ServiceContext = Depends(context),
     tenant: str = Depends(tenant_id),
 ) -> JobOut:
@@ -73,7 +90,27 @@ def upload_file(
     raw = file.file.read(settings.max_file_bytes + 1)  # one byte over the limit is enough to refuse it
     payload = file_payload(filename, raw, fields, media_type=file.content_type or "", max_bytes=settings.max_file_bytes,
                            limits=ReaderLimits.from_settings(settings))
-    return enqueue(ctx, library, [payload])
+    return enqueue(ctx, library, [with_acl(payload, form_acl(acl))])
+
+
+def with_acl(payload: dict[str, Any], acl: Any) -> dict[str, Any]:
+    """The job payload of one document with the ACL it is uploaded with (``acl``: canonical, as
+    :func:`~ragspine.service.models.parsed_acl` made it; ``None``: the payload as it was)."""
+    return payload if acl is None else {**payload, "acl": acl}
+
+
+def form_acl(value: str | None) -> dict[str, list[str]] | None:
+    """The upload form's ``acl`` (entries separated by commas, or a JSON object) as the payload
+    keeps it; a bad one is the documented 422 on ``acl``."""
+    if value is None:
+        return None
+    from fastapi.exceptions import RequestValidationError
+
+    try:
+        text = value.strip()
+        return ACL.parse(json.loads(text) if text.startswith("{") else text).as_dict()
+    except (ConfigError, ValueError) as exc:
+        raise RequestValidationError([{"loc": ("body", "acl"), "msg": str(exc), "type": "value_error", "input": value}]) from None
 
 
 @router.post("/libraries/{name}/embed", status_code=202, response_model=JobOut,
@@ -83,16 +120,20 @@ def embed_library(name: str, ctx: ServiceContext = Depends(context), tenant: str
 
 
 @router.get("/libraries/{name}/documents", summary="List the active documents of a library")
-def list_documents(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict[str, Any]:
+def list_documents(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+                   viewer: Viewer = Depends(viewer_of)) -> dict[str, Any]:
     library = library_or_404(ctx, tenant, name)
-    return {"library": name, "doc_ids": ctx.stack.db.chunk_store(library.library_id).doc_ids()}
+    hidden = hidden_docs(ctx, library.library_id, viewer)
+    return {"library": name, "doc_ids": [d for d in ctx.stack.db.chunk_store(library.library_id).doc_ids() if d not in hidden]}
 
 
 @router.delete("/libraries/{name}/documents/{doc_id:path}", summary="Retire a document (its history stays)")
-def retire_document(name: str, doc_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict[str, Any]:
+def retire_document(name: str, doc_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+                    viewer: Viewer = Depends(viewer_of)) -> dict[str, Any]:
     library = library_or_404(ctx, tenant, name)
     index = ctx.index(library)
-    if "\x00" in doc_id or active_version(index.store, doc_id) == 0:  # PostgreSQL cannot even look up a NUL
+    # PostgreSQL cannot even look up a NUL; a document the key may not read is one it cannot find
+    if "\x00" in doc_id or active_version(index.store, doc_id) == 0 or doc_id in hidden_docs(ctx, library.library_id, viewer):
         raise NotFound(f"document {doc_id!r} not found in library {name!r}")
     ctx.store.supersede(library.library_id, doc_id, f"superseded: {doc_id!r} was deleted before this job ran")
     index.retire(doc_id)
@@ -100,9 +141,10 @@ def retire_document(name: str, doc_id: str, ctx: ServiceContext = Depends(contex
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, summary="An ingestion job: state, progress, error")
-def get_job(job_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
+def get_job(job_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+            viewer: Viewer = Depends(viewer_of)) -> JobOut:
     job = ctx.store.get_job(job_id)
-    if job is None or job.tenant_id != tenant:
+    if job is None or job.tenant_id != tenant or not job_visible(ctx, job, viewer):
         raise NotFound(f"job {job_id!r} not found")
     return job_out(job, external_name(job.library_id))
 
@@ -110,7 +152,19 @@ def get_job(job_id: str, ctx: ServiceContext = Depends(context), tenant: str = D
 @router.get("/jobs", response_model=list[JobOut], summary="Recent jobs (newest first)")
 def list_jobs(
     library: str | None = Query(None), limit: int = Query(50, ge=1, le=500),
-    ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+    ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id), viewer: Viewer = Depends(viewer_of),
 ) -> list[JobOut]:
     library_id = library_or_404(ctx, tenant, library).library_id if library is not None else None
-    return [job_out(j, external_name(j.library_id)) for j in ctx.store.list_jobs(tenant, library_id=library_id, limit=limit)]
+    return [job_out(j, external_name(j.library_id)) for j in newest_visible_jobs(ctx, tenant, library_id, limit, viewer)]
+
+
+def newest_visible_jobs(ctx: ServiceContext, tenant: str, library_id: str | None, limit: int, viewer: Viewer) -> list[Job]:
+    """The ``limit`` newest jobs ``viewer`` may see: jobs it may not see are skipped, not counted
+    (a shorter page would tell that they exist)."""
+    window = limit
+    while True:
+        jobs = ctx.store.list_jobs(tenant, library_id=library_id, limit=window)
+        visible = visible_jobs(ctx, jobs, viewer)
+        if len(visible) >= limit or len(jobs) < window:
+            return visible[:limit]
+        window *= 4

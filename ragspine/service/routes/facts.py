@@ -18,6 +18,8 @@ it, and another tenant's library is answered exactly like a missing one (404).
   (any alias, lookalike or spelled-out form; :meth:`~ragspine.security.SecurityGate.check_lookup`)
   is ``refused`` with the agent's fixed refusal before anything is looked up. Over several libraries, see
   :class:`~ragspine.agent.structured.StructuredPath` (never a choice between two stored numbers).
+  A fact read from a document the key's principal may not read (its ``source_doc_id``'s ACL
+  in the library's chunk store) is ``not_found``, exactly as if it were not stored.
 """
 
 from __future__ import annotations
@@ -28,20 +30,22 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
+from ragspine.agent.factory import fact_channel
 from ragspine.agent.reading import question_language
 from ragspine.agent.spotting import load_fact_glossary
 from ragspine.agent.structured import StructuredPath
 from ragspine.deadline import check as check_deadline
 from ragspine.security.gate import SecurityGate, refusal
+from ragspine.security.principals import Viewer
 from ragspine.service.agent_models import MAX_FACT_ROWS, FactsIn, FactsOut, MetricIn, MetricOut, RowErrorOut
 from ragspine.service.context import ServiceContext
 from ragspine.service.errors import EchoJSONResponse
 from ragspine.service.limits import Lane
 from ragspine.service.models import MAX_LIBRARIES
 from ragspine.service.routes.common import context, documented_bearer, external_name, library_or_404, tenant_id
+from ragspine.service.routes.visibility import viewer_of
 from ragspine.service.security import security_gate
 from ragspine.service.store import Library
-from ragspine.structured.channel import StructuredChannel
 from ragspine.structured.factory import make_fact_store
 from ragspine.structured.ingest import MAX_FACT_COLUMNS, FactFileError, RowError, csv_rows, parse_rows, write_facts
 
@@ -119,14 +123,15 @@ def metric_get(
     as_of: str | None = Query(None, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), language: str | None = Query(None, pattern=r"^(en|zh|ja)$"),
     library: list[str] | None = Query(None, max_length=MAX_LIBRARIES, description="library names (repeatable; default: all of the tenant's)"),
     ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id), gate: SecurityGate | None = Depends(security_gate),
+    viewer: Viewer = Depends(viewer_of),
 ) -> MetricOut:
     body = MetricIn(metric=metric, entity=entity, period=period, channel=channel, as_of=as_of, language=language, libraries=library)
-    return metric_post(body, ctx, tenant, gate)
+    return metric_post(body, ctx, tenant, gate, viewer)
 
 
 @router.post("/metric", response_model=MetricOut, summary="One number from the fact table (found / not_found / unrecognized_param)")
 def metric_post(body: MetricIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
-                gate: SecurityGate | None = Depends(security_gate)) -> MetricOut:
+                gate: SecurityGate | None = Depends(security_gate), viewer: Viewer = Depends(viewer_of)) -> MetricOut:
     glossary = load_fact_glossary(ctx.settings.fact_glossary)
     inputs = [body.metric, body.entity, body.period, body.channel]
     decision = gate.check_lookup(glossary, inputs) if gate is not None else None
@@ -134,7 +139,6 @@ def metric_post(body: MetricIn, ctx: ServiceContext = Depends(context), tenant: 
         language = body.language or question_language(" ".join(text for text in inputs if text))
         return MetricOut(**refusal(decision, "metric", language))
     libraries = tenant_libraries(ctx, tenant, body.libraries)
-    path = StructuredPath({lib.library_id: StructuredChannel(make_fact_store(lib.library_id, database=ctx.stack.db), glossary)
-                           for lib in libraries})
-    part = path.query(body.metric, body.entity, body.period, body.channel, as_of=body.as_of, language=body.language)
+    path = StructuredPath({lib.library_id: fact_channel(ctx.stack.db, lib.library_id, glossary) for lib in libraries})
+    part = path.query(body.metric, body.entity, body.period, body.channel, as_of=body.as_of, language=body.language, viewer=viewer)
     return MetricOut(**part.result.to_dict(), library=external_name(part.library_id) if part.library_id else None)

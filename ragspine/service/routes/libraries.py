@@ -3,6 +3,7 @@
 A library keeps what it was created with: its embedding model, retrieval mode, chunker and
 contextual header, its ranking (the server's where not given, fixed then), and the query-time
 reasoning and RAPTOR switch it chose (where it chose none: the server's at each search).
+Its ``documents`` and ``chunks`` count what the key's principal may read (``routes/visibility.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ragspine.retrieval.mode import RETRIEVAL_MODES, make_retrieval_mode
 from ragspine.retrieval.ranking import Ranking
 from ragspine.retrieval.raptor.retriever import raptor_store_kind
 from ragspine.retrieval.reasoning.options import ReasoningOptions
+from ragspine.security.principals import Viewer
 from ragspine.service.context import ServiceContext, catalog_id
 from ragspine.service.models import LibraryIn, LibraryOut
 from ragspine.service.routes.common import (
@@ -28,6 +30,7 @@ from ragspine.service.routes.common import (
     library_out,
     tenant_id,
 )
+from ragspine.service.routes.visibility import viewer_of, visible_counts
 from ragspine.service.store import REASONING_FIELDS, Conflict, Library
 
 if TYPE_CHECKING:
@@ -212,16 +215,18 @@ def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tena
 
 
 @router.get("", response_model=list[LibraryOut], summary="List the tenant's libraries")
-def list_libraries(ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> list[LibraryOut]:
+def list_libraries(ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+                   viewer: Viewer = Depends(viewer_of)) -> list[LibraryOut]:
     libraries = ctx.store.list_libraries(tenant)
     counts = {info.library_id: info for info in ctx.stack.libraries([lib.library_id for lib in libraries])} if libraries else {}
-    return [library_out(lib, ctx.stack.profile, counts.get(lib.library_id)) for lib in libraries]
+    return [library_out(lib, ctx.stack.profile, visible_counts(ctx, counts.get(lib.library_id), viewer)) for lib in libraries]
 
 
 @router.get("/{name}", response_model=LibraryOut, summary="Show a library")
-def get_library(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
+def get_library(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+                viewer: Viewer = Depends(viewer_of)) -> LibraryOut:
     library = library_or_404(ctx, tenant, name)
-    return library_out(library, ctx.stack.profile, ctx.stack.library(library.library_id))
+    return library_out(library, ctx.stack.profile, visible_counts(ctx, ctx.stack.library(library.library_id), viewer))
 
 
 @router.delete("/{name}", summary="Delete a library: its chunks, vectors and cache entries in every store")

@@ -13,7 +13,10 @@ query-time reasoning (``query_transform``, ``decompose``, ``adaptive``, ``correc
 choice it leaves out is each library's own, else the server's (libraries whose reasoning then
 differs each reason over their own answer: ``reasoning/per_library.py``; their trace steps name
 the ``library``). The security gate, when configured, applies whatever the request says
-(``refusal``, ``refused``). ``raptor`` (else each library's, else ``RAGSPINE_RAPTOR``) searches
+(``refusal``, ``refused``). The search runs for the key's principal (``viewer``: a key bound to
+a user reads what its ACLs let it, a key that is no principal the documents without an ACL):
+every leg scores only those documents, with their statistics, so a principal's answer is the
+one a library holding only what it may read would give. ``raptor`` (else each library's, else ``RAGSPINE_RAPTOR``) searches
 each library's RAPTOR tree too (``routes/raptor.py``: without vectors or a tree, a 400).
 """
 
@@ -32,6 +35,7 @@ from ragspine.retrieval.fusion.weights import parse_weights
 from ragspine.retrieval.mode import make_retrieval_mode
 from ragspine.retrieval.ranking import Stages
 from ragspine.retrieval.request import SearchRequest, ask
+from ragspine.security.principals import Viewer
 from ragspine.service.context import ServiceContext
 from ragspine.service.models import DenseIncompleteOut, RetrieveIn, RetrieveOut
 from ragspine.service.routes.common import (
@@ -42,6 +46,7 @@ from ragspine.service.routes.common import (
     tenant_id,
 )
 from ragspine.service.routes.raptor import check_raptor_request
+from ragspine.service.routes.visibility import viewer_of
 
 router = APIRouter(prefix="/v1", tags=["retrieval"], dependencies=[Depends(documented_bearer)])
 
@@ -85,7 +90,8 @@ def with_request_recipe(body: RetrieveIn) -> RetrieveIn:
 
 
 @router.post("/retrieve", response_model=RetrieveOut, summary="Retrieve cited snippets")
-def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> RetrieveOut:
+def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+             viewer: Viewer = Depends(viewer_of)) -> RetrieveOut:
     body = with_request_recipe(body)
     metadata_filter = parse_filter(body.filters, limits=FilterLimits.from_settings(ctx.settings))  # the one parse of this request's filter
     chosen = {"transform": body.query_transform, "decompose": body.decompose, "adaptive": body.adaptive,
@@ -110,7 +116,7 @@ def retrieve(body: RetrieveIn, ctx: ServiceContext = Depends(context), tenant: s
     )
     stages, weights = request_ranking(ctx, body)
     request = SearchRequest(body.query, filter=metadata_filter, top_k=body.top_k, stages=stages, weights=weights, raptor=body.raptor,
-                            retry_without_filters=body.retry_without_filters)
+                            retry_without_filters=body.retry_without_filters, viewer=viewer)
     start = time.perf_counter()
     answer = ask(retriever, request)
     if ctx.metrics is not None:

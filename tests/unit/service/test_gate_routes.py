@@ -45,6 +45,8 @@ NO_CALLER_TEXT = {
     ("DELETE", "/v1/admin/tenants/{tenant_id}/groups/{name}"): "admin: principals",
     ("PUT", "/v1/admin/tenants/{tenant_id}/groups/{group}/members/{user}"): "admin: principals",
     ("DELETE", "/v1/admin/tenants/{tenant_id}/groups/{group}/members/{user}"): "admin: principals",
+    ("PUT", "/v1/admin/tenants/{tenant_id}/libraries/{name}/documents/{doc_id}/acl"): "admin: a document's ACL",
+    ("GET", "/v1/admin/tenants/{tenant_id}/libraries/{name}/documents/{doc_id}/acl"): "admin: a document's ACL",
     ("POST", "/v1/libraries"): "creates a library", ("GET", "/v1/libraries"): "lists the tenant's libraries",
     ("GET", "/v1/libraries/{name}"): "one library's settings and counts", ("DELETE", "/v1/libraries/{name}"): "deletes a library",
     ("POST", "/v1/libraries/{name}/documents"): "a write (ingest)", ("POST", "/v1/libraries/{name}/documents/batch"): "a write (ingest)",
