@@ -3,8 +3,9 @@
 A document may be uploaded with an ACL (``acl``: ``{"allow": [...], "deny": [...]}``, a list of
 entries, or — in the upload form — one comma-separated string; :meth:`ACL.parse` reads it, a bad
 one is a 422 naming it): the job's payload keeps it canonical (``acl.as_dict()``) and the ingest
-gives the document that ACL; sent empty (``{}``; in JSON also ``""`` or ``[]``) it opens the
-document to every principal (an empty form field is one left out: nothing is sent).
+gives the document that ACL. In JSON an empty ACL (``{}``, ``[]``, ``""``) opens the document to
+every principal; in the form that is written ``open`` (an ACL naming nobody is refused, and an
+empty field is one left out: nothing is sent).
 Any key of the tenant may upload with an ACL (ACLs are set by the tenant's ingest keys and by
 the admin, ``PUT /v1/admin/.../documents/{doc_id}/acl``). Listings, ``DELETE`` and the jobs show
 a key only the documents its principal may read (``routes/visibility.py``): another principal's
@@ -21,7 +22,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 
 from ragspine.errors import ConfigError
 from ragspine.readers.base import ReaderLimits
-from ragspine.security.principals import ACL, Viewer
+from ragspine.security.principals import ACL, OPEN, Viewer
 from ragspine.service.context import ServiceContext
 from ragspine.service.errors import NotFound
 from ragspine.service.ingest import active_version, document_payload, file_payload
@@ -79,7 +80,7 @@ def upload_file(
     valid_as_of: str | None = Form(None, max_length=64),
     metadata: str | None = Form(None, description="a JSON object of field -> scalar"),
     acl: str | None = Form(None, max_length=20_000, description="who may read it: comma-separated 'group:<name>' / 'user:<name>'"
-                           " entries (allow), or a JSON object {\"allow\": [...], \"deny\": [...]}; {}: every principal"),
+                           " entries (allow), or JSON {\"allow\": [...], \"deny\": [...]}; open: no ACL, every principal"),
     ctx: ServiceContext = Depends(context),
     tenant: str = Depends(tenant_id),
 ) -> JobOut:
@@ -100,17 +101,31 @@ def with_acl(payload: dict[str, Any], acl: Any) -> dict[str, Any]:
 
 
 def form_acl(value: str | None) -> dict[str, list[str]] | None:
-    """The upload form's ``acl`` (entries separated by commas, or a JSON object) as the payload
-    keeps it; a bad one is the documented 422 on ``acl``."""
-    if value is None:
+    """The upload form's ``acl`` as the payload keeps it: JSON (``{"allow": [...], "deny": [...]}``
+    or a list of entries), one comma-separated string of entries (allow), or ``open`` (no ACL) —
+    ``ragspine.service.ingest``'s rules for the form; an ACL naming nobody or a bad entry is the
+    documented 422 on ``acl``. ``None`` (the field left out or empty): nothing is sent."""
+    if value is None or not value.strip():
         return None
     from fastapi.exceptions import RequestValidationError
 
+    def refuse(message: str) -> RequestValidationError:
+        return RequestValidationError([{"loc": ("body", "acl"), "msg": message, "type": "value_error", "input": value}])
+
+    text = value.strip()
+    if text.lower() == "open":
+        return OPEN.as_dict()
     try:
-        text = value.strip()
-        return ACL.parse(json.loads(text) if text.startswith("{") else text).as_dict()
-    except (ConfigError, ValueError) as exc:
-        raise RequestValidationError([{"loc": ("body", "acl"), "msg": str(exc), "type": "value_error", "input": value}]) from None
+        written: Any = json.loads(text)
+    except ValueError:
+        written = text  # group:hr, user:alice
+    try:
+        acl = ACL.parse(written)
+    except ConfigError as exc:
+        raise refuse(str(exc)) from None
+    if acl.is_open:
+        raise refuse("names nobody; send entries (group:hr,user:alice), or open to give the document no ACL")
+    return acl.as_dict()
 
 
 @router.post("/libraries/{name}/embed", status_code=202, response_model=JobOut,

@@ -112,7 +112,7 @@ def test_an_upload_carries_its_acl_into_the_job(acme, monkeypatch) -> None:
         "form-json": client.post("/v1/libraries/lib/documents/upload", headers=plain, files={"file": ("f.md", b"# F\n\ntext f", "text/markdown")},
                                  data={"acl": json.dumps({"allow": ["group:board"], "deny": ["user:alice"]})}),
         "form-open": client.post("/v1/libraries/lib/documents/upload", headers=plain, files={"file": ("g.md", b"text g", "text/markdown")},
-                                 data={"acl": "{}"}),
+                                 data={"acl": "OPEN"}),
         "form-empty": client.post("/v1/libraries/lib/documents/upload", headers=plain, files={"file": ("h.md", b"text h", "text/markdown")},
                                   data={"acl": ""}),
     }
@@ -129,7 +129,7 @@ def test_an_upload_carries_its_acl_into_the_job(acme, monkeypatch) -> None:
         "d": None,  # not sent: nothing in the payload
         "e.md": {"allow": ["group:hr", "user:bob"], "deny": []},
         "f.md": {"allow": ["group:board"], "deny": ["user:alice"]},
-        "g.md": {"allow": [], "deny": []},  # {} opens it
+        "g.md": {"allow": [], "deny": []},  # open: no ACL
         "h.md": None,  # an empty form field is one left out
     }
     for bad in ({"acl": "hr"}, {"acl": {"allow": ["group:hr"], "owner": "x"}}, {"acl": 7}):
@@ -138,9 +138,16 @@ def test_an_upload_carries_its_acl_into_the_job(acme, monkeypatch) -> None:
     r = client.post("/v1/libraries/lib/documents/upload", headers=plain, files={"file": ("g.md", b"text g", "text/markdown")},
                     data={"acl": "group:hr;user:bob"})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "acl"], r.text
+    for bad in ("hr", "{not json", "{}", "[]", " , "):
+        r = client.post("/v1/libraries/lib/documents/upload", headers=plain, files={"file": ("g.md", b"text g", "text/markdown")},
+                        data={"acl": bad})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "acl"], (bad, r.text)
+    assert "names nobody" in r.text
     r = client.post("/v1/libraries/lib/documents/upload", headers=plain, files={"file": ("g.md", b"text g", "text/markdown")},
-                    data={"acl": "{not json"})
-    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "acl"], r.text
+                    data={"acl": '["group:hr", "user:bob"]'})
+    _, payload = store.claim_job(r.json()["job_id"])
+    payload = json.loads(payload) if isinstance(payload, str) else payload
+    assert payload["documents"][0]["acl"] == {"allow": ["group:hr", "user:bob"], "deny": []}
 
 
 def test_a_waiting_job_of_a_document_with_an_acl_is_hidden_like_a_missing_one(acme, monkeypatch) -> None:
