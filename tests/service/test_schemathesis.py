@@ -83,6 +83,7 @@ def seed(service: Service) -> dict:
     facts = client.post("/v1/facts", json={"library": "kb", "facts": [FACT_ROW]}, headers=headers)
     assert facts.status_code == 200, facts.text
     victim = client.post("/v1/admin/tenants", json={"tenant_id": "victim"}, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).json()
+    new_library(client, {"Authorization": f"Bearer {victim['api_key']['key']}"}, "kb")  # what the admin's document ACL routes aim at
     return {
         "headers": headers,
         "targets": {"name": "kb", "doc_id": "d1", "job_id": job["job_id"], "tenant_id": "victim", "key_id": victim["api_key"]["key_id"]},
