@@ -19,7 +19,6 @@ is, so with the seam off the answer is byte for byte what it was.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Depends
@@ -34,7 +33,7 @@ from ragspine.service.context import ServiceContext
 from ragspine.service.routes.common import context, documented_bearer, external_name, tenant_id
 from ragspine.service.routes.facts import tenant_libraries
 from ragspine.service.routes.raptor import check_raptor_request
-from ragspine.service.routes.visibility import hidden_docs, viewer_of
+from ragspine.service.routes.visibility import viewer_of
 from ragspine.service.security import security_gate
 
 router = APIRouter(prefix="/v1", tags=["agent"], dependencies=[Depends(documented_bearer)])
@@ -74,14 +73,11 @@ def _with_hints(ctx: ServiceContext, answer: AgentAnswer, library_ids: list[str]
     from ragspine.retrieval.visual.search import answer_with_hints, visual_search_for
 
     try:
-        hinted = answer_with_hints(visual_search_for(ctx.stack), answer, library_ids, gate=gate)  # None (off): answer itself
+        # a page of a document the viewer may not read is skipped before the top-k cut
+        hinted = answer_with_hints(visual_search_for(ctx.stack), answer, library_ids, gate=gate, viewer=viewer)  # None (off): answer itself
     except RagspineError as exc:
         log.warning("visual hints left out of an answer: %s", exc)
         return answer
-    if hinted.visual_hints:
-        hidden = {lib: hidden_docs(ctx, lib, viewer) for lib in {h["library_id"] for h in hinted.visual_hints}}
-        kept = tuple(h for h in hinted.visual_hints if h["doc_id"] not in hidden[h["library_id"]])
-        hinted = hinted if len(kept) == len(hinted.visual_hints) else replace(hinted, visual_hints=kept)
     return hinted if hinted.visual_hints else answer
 
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragspine.errors import ConfigError
-from ragspine.security.principals import ACL
+from ragspine.security.principals import ACL, name_key
 from ragspine.service.app import create_app
 from tests.unit.service.conftest import ADMIN, doc, ingest, make_settings, new_library, new_tenant
 
@@ -257,7 +257,8 @@ def test_fuzz_group_names_through_the_api(fuzz_client) -> None:
             return
         key = client.post(f"/v1/admin/tenants/{tenant}/keys", json={"principal": user}, headers=ADMIN).json()["key"]
         member = {"Authorization": f"Bearer {key}"}
-        assert client.get("/v1/libraries/lib/documents", headers=member).json()["doc_ids"] == ["d"], (group, variant)
+        same = name_key(variant, "group") == name_key(group, "group")  # not so for every letter: 'ı'.upper() is 'I'
+        assert client.get("/v1/libraries/lib/documents", headers=member).json()["doc_ids"] == (["d"] if same else []), (group, variant)
         assert client.get("/v1/libraries/lib/documents", headers=plain).json()["doc_ids"] == []
 
     check()
