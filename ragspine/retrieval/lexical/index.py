@@ -240,7 +240,7 @@ class InMemoryLexicalIndex:
             n = int(np.count_nonzero(live))
             total = float(self._lengths[live].sum())
             avgdl = (total / n or 1.0) if n else 1.0  # as _avgdl computes it over the active rows
-            view = RowView(self._epoch, snapshot, viewer, live, n, total, self.k1 * (1.0 - self.b + self.b * self._lengths / avgdl))
+            view = RowView(self._epoch, snapshot, viewer, live, n, total, self.k1 * (1.0 - self.b + self.b * self._lengths / avgdl), {})
             self._views[key] = view
             while len(self._views) > _VIEWS_CACHED:
                 self._views.popitem(last=False)
@@ -579,8 +579,11 @@ class InMemoryLexicalIndex:
         recently used first out) until the library changes: a query is gathers and adds. Under a
         ``view`` (ACLs), over its rows and statistics, not kept."""
         if view is not None:
-            rows, tfs, idf = self._live_postings(tid, view)
-            return rows, self._bm25_terms(rows, tfs, idf, view)
+            def make() -> tuple[np.ndarray, np.ndarray]:
+                rows, tfs, idf = self._live_postings(tid, view)
+                return rows, self._bm25_terms(rows, tfs, idf, view)
+
+            return view.cached("term", tid, make, lambda hit: len(hit[0]))  # type: ignore[no-any-return]
         hit = self._terms.get(tid)
         if hit is not None:
             self._terms.move_to_end(tid)
@@ -613,7 +616,8 @@ class InMemoryLexicalIndex:
                 continue
             at = distinct.get(tid)
             if at is None:
-                info = self._kernel_tokens.get(tid, _MISSING) if view is None else self._kernel_token(tid, view)
+                info = self._kernel_tokens.get(tid, _MISSING) if view is None else view.cached(
+                    "kernel", tid, lambda: self._kernel_token(tid, view), lambda t: 1 if t is None else len(t.d_rows) + 1)
                 if info is _MISSING:
                     info = self._kernel_tokens[tid] = self._kernel_token(tid)
                 if info is None:
@@ -726,10 +730,14 @@ class InMemoryLexicalIndex:
             return rows.astype(np.int64), terms.copy()
         # one pass: bincount adds each row's terms in the order given — query order, from 0.0,
         # exactly the reference's sequence of additions
-        scores = np.bincount(
-            np.concatenate([p[0] for p in parts]), weights=np.concatenate([p[1] for p in parts]),
-            minlength=len(self._active),
-        )
+        rows = np.concatenate([p[0] for p in parts])
+        weights = np.concatenate([p[1] for p in parts])
+        if view is not None:  # counted in the view's own numbering: passes over its rows, not the library's
+            visible, number = view.cached("rows", -1, lambda: _numbering(view.live), lambda _: 0)
+            scores = np.bincount(number[rows], weights=weights, minlength=len(visible))
+            hit = np.flatnonzero(scores)
+            return visible[hit], scores[hit]
+        scores = np.bincount(rows, weights=weights, minlength=len(self._active))
         hit = np.flatnonzero(scores)
         return hit, scores[hit]
 
@@ -886,6 +894,14 @@ class InMemoryLexicalIndex:
             return out
 
 
+def _numbering(live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, number)``: the ``live`` rows ascending, and each row's position among them."""
+    visible = np.flatnonzero(live)
+    number = np.zeros(len(live), dtype=np.int64)
+    number[visible] = np.arange(len(visible))
+    return visible, number
+
+
 def _trim_heap() -> None:
     """Return freed heap pages to the OS (glibc's ``malloc_trim``; nothing elsewhere): a build
     allocates hundreds of MB of short-lived Python objects, which the allocator would otherwise
@@ -954,14 +970,33 @@ class RowView(NamedTuple):
     n: int
     total_len: float
     norms: np.ndarray
+    #: what searches under this view computed per token (kept with the view: its rows never change)
+    cache: dict[Any, Any]
 
     @property
     def avgdl(self) -> float:
         return self.total_len / self.n or 1.0
 
+    def cached(self, kind: str, tid: int, make: Callable[[], Any], size: Callable[[Any], int]) -> Any:
+        """``make()`` once per token and statistics (a copy with other statistics never reads
+        another's), the oldest dropped past :data:`_VIEW_CACHE_POSTINGS` postings."""
+        key = (kind, tid, self.n, self.total_len)
+        hit = self.cache.get(key, _MISSING)
+        if hit is not _MISSING:
+            return hit
+        value = make()
+        self.cache[key] = value
+        used = self.cache.get("size", 0) + size(value)
+        while used > _VIEW_CACHE_POSTINGS and len(self.cache) > 2:
+            oldest = next(k for k in self.cache if k != "size")
+            used -= size(self.cache.pop(oldest))
+        self.cache["size"] = used
+        return value
+
 
 #: What :meth:`InMemoryLexicalIndex._current_view` returns when a view made before a change now hides nothing.
-_ALL_VISIBLE: Any = RowView(-1, AclSnapshot(-1, {}), Viewer(everything=True), np.zeros(0, bool), 0, 0.0, np.zeros(0))
+_ALL_VISIBLE: Any = RowView(-1, AclSnapshot(-1, {}), Viewer(everything=True), np.zeros(0, bool), 0, 0.0, np.zeros(0), {})
+_VIEW_CACHE_POSTINGS = 4_000_000  # postings a view keeps its tokens' terms for (~48 MB)
 _VIEWERS_CACHED = 4096  # viewers whose hidden ACLs are remembered (per ACL snapshot and rows)
 #: a view holding fewer than 1/_SMALL_VIEW of the active rows is scored in full over its own postings
 _SMALL_VIEW = 4

@@ -117,7 +117,7 @@ class History:
             if leaky and view is not None:  # the double: the viewer's rows, every row's statistics
                 everyone = self.index.view(None) or index_module.RowView(
                     view.epoch, view.snapshot, view.viewer, view.live, int(np.count_nonzero(self.index._active)),
-                    float(self.index._lengths[self.index._active].sum()), self.index._norms())
+                    float(self.index._lengths[self.index._active].sum()), self.index._norms(), {})
                 view = everyone._replace(live=view.live) if everyone is not None else view
             for i, query in enumerate(self.queries(3)):
                 top_k = (None, 10, 1)[i % 3]
