@@ -1013,12 +1013,12 @@ class _KernelToken(NamedTuple):
     d_tf: np.ndarray
     idf: float
     d_max: float
-# Chunks tokenized per posting segment while (re)building. Smaller batches lower a small library's
-# peak (a 100k-chunk ingest: 5,000 -> 349 MB, 20,000 -> 501 MB) but not a million chunks' (2,127 vs
-# 2,161 MB, time within noise), and each segment costs the final merge two dense term-count arrays
-# (``merge_postings``: 2 x segments x vocabulary x 8 bytes; 200 segments x 330k terms: 987 MB), which a
-# real vocabulary at 1M chunks makes outweigh the saving. ``scripts/bench_scale.py --rebuild --add-batch N``.
-_ADD_BATCH = 20_000
+# Chunks tokenized per posting segment while (re)building. 5,000 lowers a 100k-chunk rebuild's peak
+# (336-338 vs 474-490 MB) and a million chunks' a little (2,121-2,133 vs 2,153-2,166 MB), in the same time
+# within noise (CPU 11.5-14.5 vs 12.1-15.9 s; 115-129 vs 122-125 s). More segments no longer cost the
+# final merge: ``merge_postings`` keeps each segment's term counts sparse (200 segments x 330k terms:
+# +9 MB, was +987 MB with dense ones). ``scripts/bench_scale.py --rebuild --add-batch N``.
+_ADD_BATCH = 5_000
 _MAX_SEGMENTS = 16
 _MAX_ESSENTIAL = 3  # MaxScore attempts before scoring every posting
 _TID_CACHE = 200_000  # query tokens remembered -> term id
