@@ -167,6 +167,7 @@ class InMemoryLexicalIndex:
         """Forget what depends on the rows' liveness or statistics."""
         self._epoch += 1
         self._acl_rows: tuple[list[ACL], np.ndarray] | None = None  # the ACL classes and each row's
+        self._acl_rows_seq = -1  # the ACL snapshot they were placed under
         self._views: OrderedDict[tuple[int, frozenset[ACL]], RowView] = OrderedDict()
         self._hidden_for: dict[tuple[Viewer, int], frozenset[ACL]] = {}  # (viewer, ACL seq) -> the ACLs hiding rows from it
         self._norm: np.ndarray | None = None

@@ -8,6 +8,7 @@ import gc
 import os
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -59,6 +60,9 @@ def test_the_dense_embedder_and_colbert_share_one_session(minilm, monkeypatch) -
         return real(*args, **kwargs)
 
     monkeypatch.setattr(ort, "InferenceSession", counting)
+    from ragspine.retrieval import onnx_session
+
+    monkeypatch.setattr(onnx_session, "_sessions", weakref.WeakValueDictionary())  # none left by an earlier test
     dense, colbert = minilm
     dense.embed_array(["warm the dense leg"])
     colbert.scorer.score("what does the insurance cover", ["The insurance covers parts."])
