@@ -28,8 +28,8 @@ from ragspine.retrieval.chunk_cache import ChunkCache
 from ragspine.retrieval.chunking.base import Chunker
 from ragspine.retrieval.chunking.chunk_store import (
     BulkWrites,
-    DocumentAcls,
     ChunkStore,
+    DocumentAcls,
     DocumentChunks,
     Fingerprints,
     StoredChunk,

@@ -20,12 +20,12 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from ragspine.retrieval.sensitivity import is_restricted
+from ragspine.security.principals import OPEN, Viewer
 from ragspine.structured.base import TOTAL_CHANNEL, FactStore
 from ragspine.structured.converters import value_text
 from ragspine.structured.glossary import Glossary, Match
 from ragspine.structured.periods import parse_as_of, read_period
 from ragspine.structured.prose import found_prose
-from ragspine.security.principals import OPEN, Viewer
 from ragspine.structured.result import FOUND, LANGUAGES, MetricResult, not_found, unrecognized
 
 if TYPE_CHECKING:

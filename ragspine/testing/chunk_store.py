@@ -16,6 +16,7 @@ from ragspine.errors import BackendError, IngestError, RagspineError
 from ragspine.retrieval.chunking.chunk_store import (
     BulkWrites,
     ChunkStore,
+    DocumentAcls,
     DocumentChunks,
     Fingerprints,
     FollowableStore,
@@ -26,7 +27,7 @@ from ragspine.retrieval.sensitivity import DEFAULT_SENSITIVITY
 from ragspine.retrieval.snippet import Snippet
 
 
-class FullChunkStore(FollowableStore, BulkWrites, Fingerprints, Protocol):
+class FullChunkStore(FollowableStore, BulkWrites, Fingerprints, DocumentAcls, Protocol):
     """A chunk store with every capability the bulk and change-log packs test."""
 
 
@@ -483,7 +484,6 @@ class ChunkStoreAclTests:
     changed without a re-ingest, recorded, scoped to its library, and deleted with it."""
 
     def test_acls_are_set_with_the_chunks_or_alone_and_every_change_is_recorded(self, chunk_store_factory: Factory) -> None:
-        from ragspine.retrieval.chunking.chunk_store import DocumentAcls
         from ragspine.security.principals import ACL, OPEN
 
         store = chunk_store_factory("lib-acl")

@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Sequence
 
 from ragspine.deadline import check as check_deadline
+from ragspine.errors import ConfigError
 from ragspine.retrieval.ask_again import MAX_STALE_RETRIES, Page, StaleRanking, ask_again
 from ragspine.retrieval.chunk_cache import ChunkCache
-from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import ChunkStore, DocumentAcls, FollowableStore, StoredChunk
 from ragspine.retrieval.chunking.chunking import Chunk
 from ragspine.retrieval.filtering.filters import FilterSpec, MetadataFilter, combine_filters

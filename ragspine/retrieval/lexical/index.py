@@ -27,6 +27,7 @@ import sys
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -617,8 +618,10 @@ class InMemoryLexicalIndex:
                 continue
             at = distinct.get(tid)
             if at is None:
-                info = self._kernel_tokens.get(tid, _MISSING) if view is None else view.cached(
-                    "kernel", tid, lambda: self._kernel_token(tid, view), lambda t: 1 if t is None else len(t.d_rows) + 1)
+                if view is None:
+                    info = self._kernel_tokens.get(tid, _MISSING)
+                else:
+                    info = view.cached("kernel", tid, partial(self._kernel_token, tid, view), _kernel_token_size)
                 if info is _MISSING:
                     info = self._kernel_tokens[tid] = self._kernel_token(tid)
                 if info is None:
@@ -893,6 +896,10 @@ class InMemoryLexicalIndex:
                 if row is not None:
                     out[cid] = int(self._versions[row])
             return out
+
+
+def _kernel_token_size(token: _KernelToken | None) -> int:
+    return 1 if token is None else len(token.d_rows) + 1
 
 
 def _numbering(live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

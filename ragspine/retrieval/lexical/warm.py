@@ -35,9 +35,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragspine.errors import ConfigError
+from ragspine.retrieval.chunking.chunk_store import DocumentAcls
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.base import LexicalHit, LexicalIndex
-from ragspine.retrieval.chunking.chunk_store import DocumentAcls
 from ragspine.retrieval.lexical.index import AclSnapshot, BuildStopped, InMemoryLexicalIndex, RowView
 from ragspine.security.principals import Viewer
 

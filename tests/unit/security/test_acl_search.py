@@ -49,7 +49,7 @@ def test_a_principal_gets_the_answers_of_the_library_of_what_it_may_read(tmp_pat
     with Stack(load_settings(env)) as stack:
         stack.ensure_library("L")
         full = stack.pipeline("L")
-        for doc_id, text, acl in docs:
+        for doc_id, text, _ in docs:
             full.ingest_text(doc_id, text)
         full.store.set_acls({d: acl for d, _, acl in docs}, by="test")
         for n, viewer in enumerate(VIEWERS):
