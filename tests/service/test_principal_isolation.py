@@ -14,6 +14,7 @@ by ACL. The ACLs are given over HTTP (``PUT /v1/admin/.../acl``). Checked:
   library holding only what that principal may read (snippets, order, scores — Dify's
   normalized score too);
 * RESTRICTED stays hidden from everyone, whatever its ACL lets;
+* a key acting as a user only reads: every write route answers it the same 403, whatever it names;
 * an ACL set and then removed leaves every answer as it was (no ACL: byte-identical).
 """
 
@@ -123,7 +124,7 @@ def test_a_principal_sees_only_what_its_acls_let_it(service: Service) -> None:
 
     after = probes(jobs[HR_DOC])
     assert after == before, "bob's view of hr-pay differs from a missing document's"
-    assert [status for status, _, _ in after] == [404, 404, 200, 200]
+    assert [status for status, _, _ in after] == [403, 404, 200, 200]  # a user's key only reads: the same 403 before and after
 
     # listings and counts: each caller's own view
     def listing(key: dict) -> list[str]:
@@ -182,7 +183,18 @@ def test_a_principal_sees_only_what_its_acls_let_it(service: Service) -> None:
     assert FACT_VALUE in agent.text, agent.text
     narrative = client.post("/v1/answer", json={"question": f"Why does the {HR_MARKER} pay band rise?"}, headers=alice).json()
     assert HR_DOC in {s["doc_id"] for s in narrative["sources"]}
-    assert client.delete(f"/v1/libraries/lib/documents/{HR_DOC}", headers=alice).status_code == 200
+    # a key acting as a user only reads, whatever it names: nothing to overwrite, nothing learnt
+    writes = (("DELETE", f"/v1/libraries/lib/documents/{HR_DOC}", {}), ("DELETE", "/v1/libraries/lib/documents/nothing-here", {}),
+              ("POST", "/v1/libraries/lib/documents", {"json": {"doc_id": HR_DOC, "text": "overwritten"}}),
+              ("POST", "/v1/libraries/lib/documents/batch", {"json": {"documents": [{"doc_id": HR_DOC, "text": "overwritten"}]}}),
+              ("POST", "/v1/libraries/lib/documents/upload", {"files": {"file": ("hr-pay.txt", b"overwritten")}}),
+              ("POST", "/v1/libraries/lib/embed", {}), ("POST", "/v1/facts", {"json": {"library": "lib", "facts": [FACT]}}),
+              ("POST", "/v1/libraries", {"json": {"name": "mine"}}), ("DELETE", "/v1/libraries/lib", {}))
+    for key in (alice, bob):
+        answers = {(r.status_code, r.text) for r in (client.request(m, p, headers=key, **kw) for m, p, kw in writes)}
+        assert len(answers) == 1 and next(iter(answers))[0] == 403, answers
+    assert HR_DOC in client.get("/v1/libraries/lib/documents", headers=alice).json()["doc_ids"]
+    assert client.delete(f"/v1/libraries/lib/documents/{HR_DOC}", headers=plain).status_code == 200  # the tenant's own key writes
     assert HR_DOC not in client.get("/v1/libraries/lib/documents", headers=alice).json()["doc_ids"]
 
 

@@ -184,21 +184,31 @@ class InMemoryLexicalIndex:
         apply waits for it. A base loaded from disk is checked against the store before the
         first refresh returns (``verify.py``); a store that changed during the check has it
         repeated at the next refresh."""
-        self._sync_acls()
         if self._seq is not None and not self._unverified and self.store.change_seq() == self._seq:
+            self._sync_acls()
             return
         with self._write_lock:
             with self._lock:
-                seq = self.store.change_seq()
-                if self._seq is None and not self._load(seq):
-                    self._rebuild_from_store(seq)
-                    return
-                assert self._seq is not None  # rebuilt, or the saved base adopted
-                if seq != self._seq and not self._catch_up():
-                    return
-                if self._unverified and not self._check_loaded():
-                    return
+                try:
+                    if not self._refresh_rows():
+                        return
+                finally:
+                    # read after the rows and installed with them, under the searches' lock: a
+                    # document written with its ACL (one transaction) never shows without it
+                    self._sync_acls()
             self._maybe_merge()
+
+    def _refresh_rows(self) -> bool:
+        """Catch the rows up (under both locks); ``False`` when that was a rebuild or a check that
+        rebuilt (nothing left to merge)."""
+        seq = self.store.change_seq()
+        if self._seq is None and not self._load(seq):
+            self._rebuild_from_store(seq)
+            return False
+        assert self._seq is not None  # rebuilt, or the saved base adopted
+        if seq != self._seq and not self._catch_up():
+            return False
+        return not (self._unverified and not self._check_loaded())
 
     def _sync_acls(self) -> None:
         """Read the store's document ACLs again when they changed (one small read otherwise)."""

@@ -35,7 +35,7 @@ from ragspine.service.routes.common import (
     library_or_404,
     tenant_id,
 )
-from ragspine.service.routes.visibility import hidden_docs, job_visible, viewer_of, visible_jobs
+from ragspine.service.routes.visibility import hidden_docs, job_visible, read_only_principal, viewer_of, visible_jobs
 from ragspine.service.store import Job, Library
 
 router = APIRouter(prefix="/v1", tags=["documents"], dependencies=[Depends(documented_bearer)])
@@ -58,17 +58,20 @@ def enqueue(ctx: ServiceContext, library: Library, docs: list[dict[str, Any]], *
     return job_out(job, library.name)
 
 
-@router.post("/libraries/{name}/documents", status_code=202, response_model=JobOut, summary="Add or replace one document (a job)")
+@router.post("/libraries/{name}/documents",
+             dependencies=[Depends(read_only_principal)], status_code=202, response_model=JobOut, summary="Add or replace one document (a job)")
 def upload_document(name: str, body: DocumentIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
     return enqueue(ctx, library_or_404(ctx, tenant, name), [with_acl(document_payload(body), body.acl)])
 
 
-@router.post("/libraries/{name}/documents/batch", status_code=202, response_model=JobOut, summary="Add or replace many documents (one job)")
+@router.post("/libraries/{name}/documents/batch",
+             dependencies=[Depends(read_only_principal)], status_code=202, response_model=JobOut, summary="Add or replace many documents (one job)")
 def upload_batch(name: str, body: DocumentBatchIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
     return enqueue(ctx, library_or_404(ctx, tenant, name), [with_acl(document_payload(d), d.acl) for d in body.documents])
 
 
-@router.post("/libraries/{name}/documents/upload", status_code=202, response_model=JobOut,
+@router.post("/libraries/{name}/documents/upload",
+             dependencies=[Depends(read_only_principal)], status_code=202, response_model=JobOut,
              summary="Upload a file: text, Markdown, PDF, Word, PowerPoint, Excel, CSV, HTML (a job)")
 def upload_file(
     name: str,
@@ -128,7 +131,8 @@ def form_acl(value: str | None) -> dict[str, list[str]] | None:
     return acl.as_dict()
 
 
-@router.post("/libraries/{name}/embed", status_code=202, response_model=JobOut,
+@router.post("/libraries/{name}/embed",
+             dependencies=[Depends(read_only_principal)], status_code=202, response_model=JobOut,
              summary="Compute the vectors the library lacks (a job; progress counts chunks)")
 def embed_library(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
     return enqueue(ctx, library_or_404(ctx, tenant, name), [], payload={"embed": True})
@@ -142,13 +146,15 @@ def list_documents(name: str, ctx: ServiceContext = Depends(context), tenant: st
     return {"library": name, "doc_ids": [d for d in ctx.stack.db.chunk_store(library.library_id).doc_ids() if d not in hidden]}
 
 
-@router.delete("/libraries/{name}/documents/{doc_id:path}", summary="Retire a document (its history stays)")
-def retire_document(name: str, doc_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
-                    viewer: Viewer = Depends(viewer_of)) -> dict[str, Any]:
+@router.delete("/libraries/{name}/documents/{doc_id:path}",
+             dependencies=[Depends(read_only_principal)], summary="Retire a document (its history stays)")
+def retire_document(name: str, doc_id: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict[str, Any]:
+    """Only a key that acts as no user gets here (``read_only_principal``): the tenant's own, which
+    writes every document, with an ACL or not — as its uploads may replace any of them."""
     library = library_or_404(ctx, tenant, name)
     index = ctx.index(library)
-    # PostgreSQL cannot even look up a NUL; a document the key may not read is one it cannot find
-    if "\x00" in doc_id or active_version(index.store, doc_id) == 0 or doc_id in hidden_docs(ctx, library.library_id, viewer):
+    # PostgreSQL cannot even look up a NUL
+    if "\x00" in doc_id or active_version(index.store, doc_id) == 0:
         raise NotFound(f"document {doc_id!r} not found in library {name!r}")
     ctx.store.supersede(library.library_id, doc_id, f"superseded: {doc_id!r} was deleted before this job ran")
     index.retire(doc_id)

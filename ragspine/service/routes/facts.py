@@ -43,7 +43,7 @@ from ragspine.service.errors import EchoJSONResponse
 from ragspine.service.limits import Lane
 from ragspine.service.models import MAX_LIBRARIES
 from ragspine.service.routes.common import context, documented_bearer, external_name, library_or_404, tenant_id
-from ragspine.service.routes.visibility import viewer_of
+from ragspine.service.routes.visibility import read_only_principal, viewer_of
 from ragspine.service.security import security_gate
 from ragspine.service.store import Library
 from ragspine.structured.factory import make_fact_store
@@ -66,7 +66,9 @@ def tenant_libraries(ctx: ServiceContext, tenant: str, names: list[str] | None) 
     return ctx.store.list_libraries(tenant)
 
 
-@router.post("/facts", response_model=FactsOut, summary="Ingest numeric facts, as JSON rows or CSV (all rows checked before any write)",
+@router.post("/facts",
+             dependencies=[Depends(read_only_principal)], response_model=FactsOut,
+             summary="Ingest numeric facts, as JSON rows or CSV (all rows checked before any write)",
              responses={422: {"description": "a bad row: errors name each row and field (and, for csv, its line); nothing was written"}})
 async def ingest(body: FactsIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> Any:
     # up to 10,000 rows parsed and checked: a CPU-bound step, run in the bulk lane (a few at

@@ -30,7 +30,7 @@ from ragspine.service.routes.common import (
     library_out,
     tenant_id,
 )
-from ragspine.service.routes.visibility import viewer_of, visible_counts
+from ragspine.service.routes.visibility import read_only_principal, viewer_of, visible_counts
 from ragspine.service.store import REASONING_FIELDS, Conflict, Library
 
 if TYPE_CHECKING:
@@ -186,7 +186,8 @@ def with_profile(ctx: ServiceContext, body: LibraryIn) -> LibraryIn:
     return body.model_copy(update=chosen)
 
 
-@router.post("", status_code=201, response_model=LibraryOut, summary="Create a library")
+@router.post("",
+             dependencies=[Depends(read_only_principal)], status_code=201, response_model=LibraryOut, summary="Create a library")
 def create_library(body: LibraryIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> LibraryOut:
     body, options = with_recipe(ctx, body)
     body = with_profile(ctx, body)
@@ -229,7 +230,8 @@ def get_library(name: str, ctx: ServiceContext = Depends(context), tenant: str =
     return library_out(library, ctx.stack.profile, visible_counts(ctx, ctx.stack.library(library.library_id), viewer))
 
 
-@router.delete("/{name}", summary="Delete a library: its chunks, vectors and cache entries in every store")
+@router.delete("/{name}",
+             dependencies=[Depends(read_only_principal)], summary="Delete a library: its chunks, vectors and cache entries in every store")
 def delete_library(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> dict[str, Any]:
     library = library_or_404(ctx, tenant, name)
     ctx.stack.delete_library(library.library_id, embeddings=[library.embedding])  # stores first: a failure can be retried

@@ -25,6 +25,7 @@ from ragspine.retrieval.raptor.base import RaptorOptions, TreeInfo
 from ragspine.service.context import ServiceContext
 from ragspine.service.limits import Lane
 from ragspine.service.routes.common import context, documented_bearer, library_or_404, tenant_id
+from ragspine.service.routes.visibility import read_only_principal
 from ragspine.service.store import Library
 
 router = APIRouter(prefix="/v1/libraries", tags=["raptor"], dependencies=[Depends(documented_bearer)])
@@ -71,7 +72,8 @@ def _needs_vectors(library: Library, pipeline: Any) -> None:
         raise ConfigError(f"RAPTOR needs chunk vectors, and library {library.name!r} runs in economy mode (no embedding model)")
 
 
-@router.post("/{name}/raptor", response_model=RaptorTreeOut, summary="Build the library's RAPTOR tree")
+@router.post("/{name}/raptor",
+             dependencies=[Depends(read_only_principal)], response_model=RaptorTreeOut, summary="Build the library's RAPTOR tree")
 async def build_tree(name: str, body: RaptorBuildIn | None = None, ctx: ServiceContext = Depends(context),
                      tenant: str = Depends(tenant_id)) -> RaptorTreeOut:
     # clustering up to RAGSPINE_RAPTOR_MAX_CHUNKS chunks: a CPU-bound step, one build at a time

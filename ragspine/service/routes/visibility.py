@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fastapi import Request
+from fastapi import HTTPException, Request
 
 from ragspine.retrieval.chunking.chunk_store import DocumentAcls, LibraryInfo
 from ragspine.security.principals import ACL, OPEN, Viewer
@@ -33,6 +33,15 @@ PENDING_STATES = ("queued", "running")
 def viewer_of(request: Request) -> Viewer:
     """Whom the request's searches and listings run for (a FastAPI dependency)."""
     return Viewer(principal_of(request))
+
+
+def read_only_principal(request: Request) -> None:
+    """A dependency of every route that writes (documents, facts, libraries, RAPTOR trees): a key
+    acting as a user only reads. It is refused whatever it names — a document it may not see
+    cannot be overwritten, nor its existence learnt from the answer."""
+    if principal_of(request) is not None:
+        raise HTTPException(403, detail="this key acts as a user and may only read: write with one of the tenant's keys"
+                                        " that act as no user, or through the admin API")
 
 
 def document_acls(ctx: ServiceContext, library_id: str) -> dict[str, ACL]:
