@@ -36,17 +36,19 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.filtering.filters import MetadataFilter
 from ragspine.retrieval.lexical.base import LexicalHit
 from ragspine.retrieval.lexical.bm25 import DEFAULT_BM25_B, DEFAULT_BM25_K1, bm25_idf, bm25_term
+from ragspine.retrieval.lexical.index import AclSnapshot
+from ragspine.security.principals import ACL, Viewer
 from ragspine.stores.postgres.chunk_store import PostgresChunkStore
 from ragspine.stores.postgres.converters import stored_token
 from ragspine.stores.postgres.filters import compile_filter, pg_storable
 
-__all__ = ["PostgresLexicalIndex", "exact_ranking", "search_sql"]
+__all__ = ["PgView", "PostgresLexicalIndex", "exact_ranking", "search_sql"]
 
 #: Chunks whose any-order sum is within this factor of the k-th are re-scored in query
 #: order; any-order sums differ from it by ~1e-15 relative, so nothing of the top k is lost.
@@ -66,16 +68,7 @@ WITH q AS (
     SELECT token, pos FROM unnest(%(tokens)s::text[]) WITH ORDINALITY AS q(token, pos)
 ), qt AS (
     SELECT token, count(*)::float8 AS qn FROM q GROUP BY token
-), st AS (
-    SELECT n_chunks::float8 AS n, COALESCE(NULLIF(total_len::float8 / n_chunks::float8, 0), 1::float8) AS avgdl
-    FROM ragspine_lex_stats WHERE library_id = %(library_id)s AND n_chunks > 0
-), p AS MATERIALIZED (
-    SELECT qt.token, pp.chunk_id, pp.tf::float8 AS tf, pp.dl::float8 AS dl
-    FROM qt CROSS JOIN LATERAL (
-        SELECT chunk_id, tf, dl FROM ragspine_lex_posting
-        WHERE library_id = %(library_id)s AND token = qt.token OFFSET 0
-    ) AS pp
-), w AS MATERIALIZED (
+), {stats_and_postings}, w AS MATERIALIZED (
     SELECT d.token, qt.qn, ln(1::float8 + ((st.n - d.df) + 0.5::float8) / (d.df + 0.5::float8)) AS idf
     FROM (SELECT token, count(*)::float8 AS df FROM p GROUP BY token) AS d JOIN qt USING (token) CROSS JOIN st
 ), approx AS MATERIALIZED (
@@ -87,6 +80,46 @@ WITH q AS (
     GROUP BY p.chunk_id
 ), scored AS (
     SELECT * FROM approx{mask}
+)"""
+_POSTINGS = """{name} AS MATERIALIZED (
+    SELECT qt.token, pp.chunk_id, pp.tf::float8 AS tf, pp.dl::float8 AS dl
+    FROM qt CROSS JOIN LATERAL (
+        SELECT chunk_id, tf, dl FROM ragspine_lex_posting
+        WHERE library_id = %(library_id)s AND token = qt.token OFFSET 0
+    ) AS pp
+)"""
+_LIBRARY = """st AS (
+    SELECT n_chunks::float8 AS n, COALESCE(NULLIF(total_len::float8 / n_chunks::float8, 0), 1::float8) AS avgdl
+    FROM ragspine_lex_stats WHERE library_id = %(library_id)s AND n_chunks > 0
+), """ + _POSTINGS.format(name="p")
+# Under a view (a principal's): ``hd`` the documents hidden from it, ``hc`` their indexed
+# active chunks (one index range scan per document, fenced); the statistics are the library's
+# minus theirs, and ``p`` the query tokens' postings minus theirs — taken out by grouping the
+# postings with the hidden chunks by chunk id (an aggregate: linear whatever the estimates,
+# where an anti-join of two large sets could be planned as a nested loop).
+_HIDDEN_BY_ACL = "SELECT doc_id FROM ragspine_document_acl WHERE library_id = %(library_id)s AND acl = ANY(%(hidden)s::text[])"
+_HIDDEN_BY_DOC = "SELECT DISTINCT doc_id FROM unnest(%(hidden_docs)s::text[]) AS h(doc_id)"
+_HIDDEN_CHUNKS = """hd AS MATERIALIZED (
+    {hidden}
+), hc AS MATERIALIZED (
+    SELECT c.chunk_id, c.n_tokens FROM hd CROSS JOIN LATERAL (
+        SELECT chunk_id, n_tokens FROM ragspine_chunk
+        WHERE library_id = %(library_id)s AND doc_id = hd.doc_id AND active AND n_tokens IS NOT NULL OFFSET 0
+    ) AS c
+)"""
+_VISIBLE = _HIDDEN_CHUNKS + """, st AS (
+    SELECT (s.n_chunks - h.n)::float8 AS n,
+           COALESCE(NULLIF((s.total_len - h.len)::float8 / (s.n_chunks - h.n)::float8, 0), 1::float8) AS avgdl
+    FROM ragspine_lex_stats s CROSS JOIN (SELECT count(*) AS n, COALESCE(sum(n_tokens), 0) AS len FROM hc) AS h
+    WHERE s.library_id = %(library_id)s AND s.n_chunks - h.n > 0
+), """ + _POSTINGS.format(name="p_all") + """, p AS MATERIALIZED (
+    SELECT x.token, g.chunk_id, x.tf, x.dl FROM (
+        SELECT chunk_id, array_agg(token) AS tokens, array_agg(tf) AS tfs, array_agg(dl) AS dls, bool_or(token IS NULL) AS hidden
+        FROM (SELECT chunk_id, token, tf, dl FROM p_all
+              UNION ALL SELECT chunk_id, NULL::text, NULL::float8, NULL::float8 FROM hc) AS u
+        GROUP BY chunk_id
+    ) AS g CROSS JOIN LATERAL unnest(g.tokens, g.tfs, g.dls) AS x(token, tf, dl)
+    WHERE NOT g.hidden
 )"""
 _MASK = """
     WHERE chunk_id IN (SELECT c.chunk_id FROM ragspine_chunk c WHERE c.library_id = %(library_id)s AND c.active AND ({filter}))"""
@@ -100,11 +133,17 @@ SELECT cand.chunk_id, cand.tokens, cand.parts, c.version
 FROM cand JOIN ragspine_chunk c ON c.library_id = %(library_id)s AND c.chunk_id = cand.chunk_id AND c.active"""
 
 
-def search_sql(filter_sql: str | None, top_k: int | None) -> str:
-    """The search statement (driver placeholders); ``filter_sql`` is a compiled mask or None.
-    It returns each candidate's per-token terms; :func:`exact_ranking` adds them up."""
+def search_sql(filter_sql: str | None, top_k: int | None, view: str | None = None) -> str:
+    """The search statement (driver placeholders); ``filter_sql`` is a compiled mask or None;
+    ``view``: ``None`` (every active chunk), ``"acl"`` (not the documents whose ACL text is in
+    ``%(hidden)s``) or ``"doc"`` (not the documents ``%(hidden_docs)s``). It returns each
+    candidate's per-token terms; :func:`exact_ranking` adds them up."""
     mask = _MASK.format(filter=filter_sql) if filter_sql else ""
-    return _SCORED.format(mask=mask) + (_TOP_K if top_k is not None else _ALL) + _RANKED
+    if view is None:
+        head = _LIBRARY
+    else:
+        head = _VISIBLE.format(hidden=_HIDDEN_BY_ACL if view == "acl" else _HIDDEN_BY_DOC)
+    return _SCORED.format(stats_and_postings=head, mask=mask) + (_TOP_K if top_k is not None else _ALL) + _RANKED
 
 
 def exact_ranking(
@@ -151,6 +190,38 @@ FROM unnest(%(chunk_ids)s::text[]) AS c(chunk_id)
 JOIN ragspine_lex_posting p ON p.library_id = %(library_id)s AND p.token = ANY(%(tokens)s::text[]) AND p.chunk_id = c.chunk_id"""
 
 
+_ACL_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM ragspine_acl_change WHERE library_id = %(library_id)s"
+_ACLS = (
+    "SELECT '', (" + _ACL_SEQ + ")::text UNION ALL"
+    " SELECT doc_id, acl FROM ragspine_document_acl WHERE library_id = %(library_id)s"
+)
+_VISIBLE_CANDIDATES = "WITH " + _HIDDEN_CHUNKS + """
+SELECT chunk_id, max(version) FROM (
+    SELECT chunk_id, version FROM ragspine_chunk
+    WHERE library_id = %(library_id)s AND active AND n_tokens IS NOT NULL{where}
+    UNION ALL SELECT chunk_id, NULL::integer FROM hc
+) AS u GROUP BY chunk_id HAVING count(version) = count(*)
+ORDER BY chunk_id COLLATE "C"
+"""
+_VIEWERS_CACHED = 4096  # viewers whose hidden ACL texts are remembered (per ACL snapshot)
+
+
+class PgView(NamedTuple):
+    """The rows a viewer may read under one ACL snapshot, as PostgreSQL's statements read them:
+    every indexed active chunk except those of the documents whose ACL text is in ``hidden``
+    (canonical JSON, as stored). The statistics (``N``, ``avgdl``, each ``df``) are computed
+    over exactly those rows inside the search's own statement."""
+
+    snapshot: AclSnapshot
+    viewer: Viewer
+    hidden: tuple[str, ...]
+
+    def hidden_docs(self) -> list[str]:
+        """The documents the snapshot hides from the viewer (the statements' form when the
+        library's ACLs changed since the snapshot)."""
+        return sorted(doc for doc, acl in self.snapshot.acls.items() if not self.viewer.sees(acl))
+
+
 class PostgresLexicalIndex:
     """BM25 over one library's active chunks, computed in PostgreSQL (see the module docstring)."""
 
@@ -164,6 +235,9 @@ class PostgresLexicalIndex:
         self._lock = threading.Lock()
         self._seq: int | None = None
         self._size = 0
+        self._acls = AclSnapshot(0, {})
+        self._acl_texts: dict[ACL, tuple[str, ...]] = {}  # the stored texts of each ACL of ``_acls``
+        self._hidden_for: dict[tuple[Viewer, int], tuple[str, ...]] = {}
 
     @classmethod
     def from_config(cls, store: object, settings: object = None) -> PostgresLexicalIndex:
@@ -209,27 +283,88 @@ class PostgresLexicalIndex:
             self.refresh()
         return self._size
 
+    # -- document ACLs (``AclViews``) ---------------------------------------------------------
+    def acl_snapshot(self) -> AclSnapshot:
+        """The library's document ACLs now: one small read of the ACL sequence, and when it
+        changed, one statement reading the sequence and every document's ACL together."""
+        if self._query(_ACL_SEQ, {})[0][0] == self._acls.seq:
+            return self._acls
+        rows = self._query(_ACLS, {})
+        seq = next(int(value) for doc_id, value in rows if doc_id == "")
+        parsed: dict[str, ACL] = {}
+        acls = {doc_id: parsed.setdefault(text, ACL.from_json(text)) for doc_id, text in rows if doc_id}
+        texts: dict[ACL, tuple[str, ...]] = {}
+        for text, acl in parsed.items():
+            texts[acl] = (*texts.get(acl, ()), text)
+        snapshot = AclSnapshot(seq, acls)
+        with self._lock:
+            self._acls, self._acl_texts = snapshot, texts
+            self._hidden_for.clear()
+        return snapshot
+
+    def view(self, viewer: Viewer | None, snapshot: AclSnapshot | None = None) -> PgView | None:
+        """The rows ``viewer`` may read under ``snapshot`` (the library's ACLs now by default):
+        ``None`` when that is every indexed active chunk (the search is then today's statement),
+        else a :class:`PgView` naming the ACL texts whose documents it may not read."""
+        if viewer is None or viewer.everything:
+            return None
+        snapshot = snapshot if snapshot is not None else self.acl_snapshot()
+        key = (viewer, snapshot.seq)
+        with self._lock:
+            hidden = self._hidden_for.get(key) if snapshot is self._acls else None
+            texts = self._acl_texts if snapshot is self._acls else {}
+        if hidden is None:
+            classes = set(snapshot.acls.values())
+            hidden = tuple(sorted({t for acl in classes if not viewer.sees(acl) for t in texts.get(acl, (acl.to_json(),))}))
+            with self._lock:
+                if snapshot is self._acls:
+                    self._hidden_for[key] = hidden
+                    while len(self._hidden_for) > _VIEWERS_CACHED:
+                        self._hidden_for.pop(next(iter(self._hidden_for)))
+        return PgView(snapshot, viewer, hidden) if hidden else None
+
+    def _view_params(self, cur: Any, view: PgView) -> tuple[str, dict[str, Any]]:
+        """How the statements of ``view`` name its hidden documents in the transaction of
+        ``cur``: by ACL text while the library's ACLs are still the snapshot's, else (an ACL
+        changed since the view was made) by the snapshot's documents — so every leg of a search
+        sees one ACL state, the one its view and exit check were made from."""
+        cur.execute(_ACL_SEQ, {"library_id": self.library_id})
+        if int(cur.fetchone()[0]) == view.snapshot.seq:
+            return "acl", {"hidden": list(view.hidden)}
+        return "doc", {"hidden_docs": view.hidden_docs()}
+
+    # -- the LexicalIndex role -------------------------------------------------------------
     def search(
         self,
         query_tokens: Sequence[str],
         *,
         metadata_filter: MetadataFilter | None = None,
         top_k: int | None = None,
+        view: PgView | None = None,
     ) -> list[LexicalHit]:
+        """BM25's ranking of ``query_tokens`` over every indexed active chunk, or over ``view``'s
+        with its statistics (:meth:`view`: one REPEATABLE READ snapshot, the exact statement —
+        MaxScore's pruning reads the whole library's ``df`` and is not used under a view)."""
         if top_k is not None and top_k <= 0:
             return []
         tokens = [stored_token(t) for t in query_tokens if pg_storable(t)]
         if not tokens:
             return []
         filter_sql, params = compile_filter(metadata_filter)
-        if top_k is not None:
+        if top_k is not None and view is None:
             pruned = self._pruned_top_k(tokens, int(top_k), filter_sql, params)
             if pruned is not None:
                 return pruned
-        params.update(tokens=tokens, k1=self.k1, b=self.b)
+        params.update(library_id=self.library_id, tokens=tokens, k1=self.k1, b=self.b)
         if top_k is not None:
             params.update(k=int(top_k), margin=CANDIDATE_MARGIN)
-        rows = self._query(search_sql(filter_sql, top_k), params)
+        if view is None:
+            rows = self._query(search_sql(filter_sql, top_k), params)
+        else:
+            with self._snapshot() as cur:
+                by, hidden = self._view_params(cur, view)
+                cur.execute(search_sql(filter_sql, top_k, by), {**params, **hidden})
+                rows = cur.fetchall()
         return exact_ranking(tokens, rows, top_k)
 
     def _pruned_top_k(
@@ -297,9 +432,16 @@ class PostgresLexicalIndex:
         except (psycopg.Error, sa.exc.SQLAlchemyError) as exc:
             raise db.error(exc, "BM25 search") from exc
 
-    def candidates(self, metadata_filter: MetadataFilter | None = None) -> list[tuple[str, int]]:
-        """``(chunk_id, version)`` of every active chunk passing ``metadata_filter``."""
+    def candidates(self, metadata_filter: MetadataFilter | None = None, view: PgView | None = None) -> list[tuple[str, int]]:
+        """``(chunk_id, version)`` of every indexed active chunk (of ``view``'s) passing ``metadata_filter``."""
         filter_sql, params = compile_filter(metadata_filter)
+        if view is not None:
+            with self._snapshot() as cur:
+                by, hidden = self._view_params(cur, view)
+                sql = _VISIBLE_CANDIDATES.format(hidden=_HIDDEN_BY_ACL if by == "acl" else _HIDDEN_BY_DOC,
+                                                 where=f" AND ({filter_sql})" if filter_sql else "")
+                cur.execute(sql, {"library_id": self.library_id, **params, **hidden})
+                return [(chunk_id, int(version)) for chunk_id, version in cur.fetchall()]
         sql = "SELECT chunk_id, version FROM ragspine_chunk WHERE library_id = %(library_id)s AND active AND n_tokens IS NOT NULL"
         if filter_sql:
             sql += f" AND ({filter_sql})"
