@@ -27,6 +27,7 @@ VIEWERS = [ANONYMOUS, Viewer(Principal.of("ann", ["hr"])), Viewer(Principal.of("
            Viewer(Principal.of("eve", list(GROUPS)))]
 QUERIES = ["gearbox warranty", "board salary merger", "customer account pricing", "audit", "holiday leave policy"]
 MODES = ("hybrid", "economy", "vector")
+PG_STACKS = [name for name in STACKS if name.startswith("postgres")]
 
 
 def _docs(seed: int, n: int) -> list[tuple[str, str, ACL]]:
@@ -63,19 +64,33 @@ def _build(stack: Stack, docs: list[tuple[str, str, ACL]]) -> None:
                 mine.ingest_text(doc_id, text)
 
 
-@pytest.mark.parametrize("name", STACKS)
-def test_each_principal_gets_the_answers_of_the_library_of_what_it_may_read(name, request, tmp_path) -> None:
+def _pack(name: str, request, tmp_path, lexical: str | None = None) -> None:  # type: ignore[no-untyped-def]
     docs = _docs(11, 50)
     for mode in MODES:  # each mode on stores of its own (a process-local vector store lives as long as its stack)
         env = _environ(name, request, tmp_path / name / mode)
+        if lexical is not None:
+            env["RAGSPINE_LEXICAL_INDEX"] = lexical
         with Stack(load_settings(env), mode=mode) as stack:
             _build(stack, docs)
+            if lexical == "postgres":
+                assert type(stack._lexical["L"]).__name__ == "PostgresLexicalIndex"
             for n, viewer in enumerate(VIEWERS):
                 got, want = _answers(stack, "L", viewer), _answers(stack, f"V{n}", viewer)
                 assert got == want, (name, mode, viewer)
                 readable = {d for d, _, acl in docs if viewer.sees(acl)}
                 assert all(s[0].split("#")[0] in readable for hits, _ in got for s in hits)
                 assert any(hits for hits, _ in got) or viewer is ANONYMOUS, (name, mode, "nothing found")
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_each_principal_gets_the_answers_of_the_library_of_what_it_may_read(name, request, tmp_path) -> None:
+    _pack(name, request, tmp_path)
+
+
+@pytest.mark.parametrize("name", PG_STACKS)
+def test_the_pack_on_postgresql_postings(name, request, tmp_path) -> None:
+    """The same pack with BM25 computed in SQL from PostgreSQL's postings (``RAGSPINE_LEXICAL_INDEX=postgres``)."""
+    _pack(name, request, tmp_path, "postgres")
 
 
 def test_the_leaky_inverse_double_fails_the_pack(request, tmp_path, monkeypatch) -> None:
@@ -99,13 +114,40 @@ def test_the_leaky_inverse_double_fails_the_pack(request, tmp_path, monkeypatch)
     assert differ, "the leaky double passed the L-versus-L' comparison"
 
 
-@pytest.mark.parametrize("name", ["embedded", "postgres18+pgvector+redis"])
+def test_the_leaky_inverse_double_on_postgresql_postings_fails_the_pack(request, tmp_path, monkeypatch) -> None:
+    """PostgreSQL's postings made leaky the same way: the whole library's BM25, the chunks the
+    principal may not read dropped after scoring."""
+    from ragspine.stores.postgres.lexical import PostgresLexicalIndex
+
+    original = PostgresLexicalIndex.search
+
+    def leaky(self, query_tokens, *, metadata_filter=None, top_k=None, view=None):  # type: ignore[no-untyped-def]
+        hits = original(self, query_tokens, metadata_filter=metadata_filter)
+        if view is not None:
+            doc_of = {c.chunk_id: c.doc_id for c in self.store.get_chunks([h.chunk_id for h in hits])}
+            hits = [h for h in hits if not view.snapshot.hides(view.viewer, doc_of[h.chunk_id])]
+        return hits if top_k is None else hits[:top_k]
+
+    docs = _docs(11, 50)
+    env = {**_environ(PG_STACKS[-1], request, tmp_path), "RAGSPINE_LEXICAL_INDEX": "postgres"}
+    with Stack(load_settings(env), mode="economy") as stack:
+        _build(stack, docs)
+        monkeypatch.setattr(PostgresLexicalIndex, "search", leaky)
+        differ = [n for n, viewer in enumerate(VIEWERS) if _answers(stack, "L", viewer) != _answers(stack, f"V{n}", viewer)]
+    assert differ, "the leaky double passed the L-versus-L' comparison"
+
+
+@pytest.mark.parametrize("name", ["embedded", "postgres18+pgvector+redis", "postgres18+pgvector+redis/postings"])
 def test_an_acl_change_while_queries_run_is_seen_whole_or_not_at_all(name, request, tmp_path) -> None:
     """Two documents change ACL together (one ``set_acls``) again and again while searches run:
-    every answer holds both or neither, never one — no search sees a mix of two ACL states."""
+    every answer holds both or neither, never one — no search sees a mix of two ACL states
+    (``/postings``: BM25 from PostgreSQL's postings, ``RAGSPINE_LEXICAL_INDEX=postgres``)."""
     import threading
 
-    env = _environ(name, request, tmp_path / name)
+    stack_name, _, layout = name.partition("/")
+    env = _environ(stack_name, request, tmp_path / stack_name)
+    if layout == "postings":
+        env["RAGSPINE_LEXICAL_INDEX"] = "postgres"
     with Stack(load_settings(env), mode="hybrid") as stack:
         stack.ensure_library("L")
         p = stack.pipeline("L")
