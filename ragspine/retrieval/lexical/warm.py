@@ -23,6 +23,10 @@ that fails is logged and tried again at a later refresh (at most once a minute);
 answers meanwhile. :meth:`~WarmingLexicalIndex.close` stops a build under way (at its next batch)
 and waits for it, so the store's database can be closed after it: the build reads through the
 database's connection pool.
+
+Document ACLs: until the switch, a principal's view is the fallback's (PostgreSQL computes
+BM25's statistics over the rows it may read, ``postgres/lexical.py``), after it the in-process
+index's; each view goes back to the index that made it, so no search mixes the two.
 """
 
 from __future__ import annotations
@@ -35,15 +39,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragspine.errors import ConfigError
-from ragspine.retrieval.chunking.chunk_store import DocumentAcls
 from ragspine.retrieval.filtering.filters import MetadataFilter
-from ragspine.retrieval.lexical.base import LexicalHit, LexicalIndex
+from ragspine.retrieval.lexical.base import AclViews, LexicalHit, LexicalIndex
 from ragspine.retrieval.lexical.index import AclSnapshot, BuildStopped, InMemoryLexicalIndex, RowView
 from ragspine.security.principals import Viewer
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
     from ragspine.retrieval.chunking.chunk_store import ChunkStore
+    from ragspine.stores.postgres.lexical import PgView, PostgresLexicalIndex
 
 log = logging.getLogger(__name__)
 
@@ -170,41 +174,51 @@ class WarmingLexicalIndex:
         return self.follower if self._switched else self.fallback
 
     # -- document ACLs (``AclViews``) ---------------------------------------------------------
-    def view(self, viewer: Viewer | None, snapshot: AclSnapshot | None = None) -> RowView | None:
-        """The in-process index's view (``AclViews``). PostgreSQL's postings cannot score one: a
-        viewer from whom the library hides something waits for the in-process index (built in
-        this thread if need be) — a principal's answer is never the whole library's statistics."""
+    def view(self, viewer: Viewer | None, snapshot: AclSnapshot | None = None) -> RowView | PgView | None:
+        """The serving index's view (``AclViews``): PostgreSQL's postings' while the in-process
+        index builds (statistics over the viewer's rows, computed in SQL), the in-process
+        index's once it serves. ``search`` and ``candidates`` hand a view to the index that
+        made it, so a search that spans the switch answers from one of them."""
         if viewer is None or viewer.everything:
             return None
-        if not self._switched:
-            store = self.follower.store
-            if isinstance(store, DocumentAcls) and store.acl_seq() == 0:
-                return None  # no document ever had an ACL: the fallback's answer is every viewer's
-            with self._lock:
-                if not self._ready.is_set() and self._thread is None:
-                    self._start()
-            self._join()
+        if self._ready.is_set() and not self._switched:
             self._switch()
+        if not self._switched:
+            return self.fallback_views.view(viewer, snapshot)
         self.follower.refresh()
         return self.follower.view(viewer, snapshot)
 
     def acl_snapshot(self) -> AclSnapshot:
-        return self.follower.acl_snapshot()
+        return self.follower.acl_snapshot() if self._switched else self.fallback_views.acl_snapshot()
+
+    @property
+    def fallback_views(self) -> PostgresLexicalIndex:
+        """The fallback as an ``AclViews`` index (PostgreSQL's postings)."""
+        fallback = self.fallback
+        if not isinstance(fallback, AclViews):
+            raise ConfigError(f"the warm layout's fallback {type(fallback).__name__} cannot enforce document ACLs")
+        return fallback  # type: ignore[return-value]
+
+    def _maker(self, view: RowView | PgView) -> Any:
+        """The index that made ``view``: the in-process index's are :class:`RowView`."""
+        return self.follower if isinstance(view, RowView) else self.fallback
 
     # -- the LexicalIndex role -------------------------------------------------------------
     def search(
         self, query_tokens: Sequence[str], *, metadata_filter: MetadataFilter | None = None, top_k: int | None = None,
-        view: RowView | None = None,
+        view: RowView | PgView | None = None,
     ) -> list[LexicalHit]:
         if self._ready.is_set() and not self._switched:
             self._switch()
-        if view is not None:  # made by the follower (view() switched to it)
-            return self.follower.search(query_tokens, metadata_filter=metadata_filter, top_k=top_k, view=view)
+        if view is not None:
+            hits: list[LexicalHit] = self._maker(view).search(query_tokens, metadata_filter=metadata_filter, top_k=top_k, view=view)
+            return hits
         return self.serving.search(query_tokens, metadata_filter=metadata_filter, top_k=top_k)
 
-    def candidates(self, metadata_filter: MetadataFilter | None = None, view: RowView | None = None) -> list[tuple[str, int]]:
+    def candidates(self, metadata_filter: MetadataFilter | None = None, view: RowView | PgView | None = None) -> list[tuple[str, int]]:
         if view is not None:
-            return self.follower.candidates(metadata_filter, view)
+            found: list[tuple[str, int]] = self._maker(view).candidates(metadata_filter, view)
+            return found
         return self.serving.candidates(metadata_filter)
 
     def __len__(self) -> int:
