@@ -30,6 +30,20 @@ A search is one statement (one snapshot) computing Lucene's BM25 exactly as
 Only ``chunk.text`` is indexed (``default_index_text``), with :func:`tokenize`; RESTRICTED
 chunks are not indexed at all (no postings, ``n_tokens`` NULL, not in the statistics), so
 they are never candidates and move no score.
+
+Document ACLs (``AclViews``): :meth:`PostgresLexicalIndex.view` reads the library's ACLs (the
+ACL sequence, and every document's ACL when it changed) and names the ACL texts whose
+documents a viewer may not read — ``None`` when there are none, and the search is then the
+statement above, unchanged. Under a view, ``search`` and ``candidates`` run in one REPEATABLE
+READ snapshot: the hidden documents' indexed active chunks (one index range scan per
+document) are subtracted from the statistics row (``N``, total length) and taken out of the
+query tokens' postings before ``df`` is counted — by grouping the postings with them by chunk
+id, an aggregate, so no plan can join two large sets — and the terms are then the same
+operations as above: the scores are ``bm25_scores`` over the visible chunks to the last bit.
+A view names ACL texts while the library's ACLs are those of its snapshot; after a change it
+names the snapshot's hidden documents, so every leg of a search sees one ACL state. MaxScore
+(:meth:`PostgresLexicalIndex._pruned_top_k`) reads the whole library's ``df`` and is not used
+under a view. The cost is linear in the hidden documents' chunks.
 """
 
 from __future__ import annotations
@@ -96,7 +110,8 @@ _LIBRARY = """st AS (
 # active chunks (one index range scan per document, fenced); the statistics are the library's
 # minus theirs, and ``p`` the query tokens' postings minus theirs — taken out by grouping the
 # postings with the hidden chunks by chunk id (an aggregate: linear whatever the estimates,
-# where an anti-join of two large sets could be planned as a nested loop).
+# where an anti-join of two large sets could be planned as a nested loop; the FILTERs keep a
+# hidden chunk's group from allocating arrays, which made the aggregate spill to disk).
 _HIDDEN_BY_ACL = "SELECT doc_id FROM ragspine_document_acl WHERE library_id = %(library_id)s AND acl = ANY(%(hidden)s::text[])"
 _HIDDEN_BY_DOC = "SELECT DISTINCT doc_id FROM unnest(%(hidden_docs)s::text[]) AS h(doc_id)"
 _HIDDEN_CHUNKS = """hd AS MATERIALIZED (
@@ -114,7 +129,8 @@ _VISIBLE = _HIDDEN_CHUNKS + """, st AS (
     WHERE s.library_id = %(library_id)s AND s.n_chunks - h.n > 0
 ), """ + _POSTINGS.format(name="p_all") + """, p AS MATERIALIZED (
     SELECT x.token, g.chunk_id, x.tf, x.dl FROM (
-        SELECT chunk_id, array_agg(token) AS tokens, array_agg(tf) AS tfs, array_agg(dl) AS dls, bool_or(token IS NULL) AS hidden
+        SELECT chunk_id, bool_or(token IS NULL) AS hidden, array_agg(token) FILTER (WHERE token IS NOT NULL) AS tokens,
+               array_agg(tf) FILTER (WHERE token IS NOT NULL) AS tfs, array_agg(dl) FILTER (WHERE token IS NOT NULL) AS dls
         FROM (SELECT chunk_id, token, tf, dl FROM p_all
               UNION ALL SELECT chunk_id, NULL::text, NULL::float8, NULL::float8 FROM hc) AS u
         GROUP BY chunk_id
