@@ -41,7 +41,8 @@ query tokens' postings before ``df`` is counted — by grouping the postings wit
 id, an aggregate, so no plan can join two large sets — and the terms are then the same
 operations as above: the scores are ``bm25_scores`` over the visible chunks to the last bit.
 A view names ACL texts while the library's ACLs are those of its snapshot; after a change it
-names the snapshot's hidden documents, so every leg of a search sees one ACL state. MaxScore
+names the snapshot's hidden documents (and every document that has an ACL now and had none
+then: one written since is never shown), so every leg of a search sees one ACL state. MaxScore
 (:meth:`PostgresLexicalIndex._pruned_top_k`) reads the whole library's ``df`` and is not used
 under a view. The cost is linear in the hidden documents' chunks.
 """
@@ -113,7 +114,11 @@ _LIBRARY = """st AS (
 # where an anti-join of two large sets could be planned as a nested loop; the FILTERs keep a
 # hidden chunk's group from allocating arrays, which made the aggregate spill to disk).
 _HIDDEN_BY_ACL = "SELECT doc_id FROM ragspine_document_acl WHERE library_id = %(library_id)s AND acl = ANY(%(hidden)s::text[])"
-_HIDDEN_BY_DOC = "SELECT DISTINCT doc_id FROM unnest(%(hidden_docs)s::text[]) AS h(doc_id)"
+# after an ACL change: the snapshot's hidden documents, and (failing closed) every document
+# that has an ACL now and had none in the snapshot — one written since with an ACL is never shown
+_HIDDEN_BY_DOC = """SELECT doc_id FROM unnest(%(hidden_docs)s::text[]) AS h(doc_id)
+    UNION SELECT doc_id FROM ragspine_document_acl
+    WHERE library_id = %(library_id)s AND NOT (doc_id = ANY(%(known_docs)s::text[]))"""
 _HIDDEN_CHUNKS = """hd AS MATERIALIZED (
     {hidden}
 ), hc AS MATERIALIZED (
@@ -343,11 +348,12 @@ class PostgresLexicalIndex:
         """How the statements of ``view`` name its hidden documents in the transaction of
         ``cur``: by ACL text while the library's ACLs are still the snapshot's, else (an ACL
         changed since the view was made) by the snapshot's documents — so every leg of a search
-        sees one ACL state, the one its view and exit check were made from."""
+        sees one ACL state, the one its view and exit check were made from — and every document
+        that has an ACL now but had none then (written since: hidden, failing closed)."""
         cur.execute(_ACL_SEQ, {"library_id": self.library_id})
         if int(cur.fetchone()[0]) == view.snapshot.seq:
             return "acl", {"hidden": list(view.hidden)}
-        return "doc", {"hidden_docs": view.hidden_docs()}
+        return "doc", {"hidden_docs": view.hidden_docs(), "known_docs": sorted(view.snapshot.acls)}
 
     # -- the LexicalIndex role -------------------------------------------------------------
     def search(

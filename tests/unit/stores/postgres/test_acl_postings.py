@@ -14,6 +14,7 @@ import pytest
 
 from ragspine.retrieval.chunking.chunk_store import DocumentChunks
 from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
+from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.security.principals import ACL, ANONYMOUS, EVERYTHING, Principal, Viewer
 from ragspine.testing.lexical_history import SyntheticText
 from tests.helpers import needs
@@ -111,7 +112,9 @@ def test_a_principals_bm25_in_sql_is_the_visible_librarys_bit_for_bit(pg_db) -> 
 
 def test_a_view_made_before_an_acl_change_answers_that_snapshot_whole(pg_db) -> None:
     """A search's legs share one view: an ACL change committed after it was made is seen by
-    none of them (the statements then name the snapshot's hidden documents, not the ACL texts)."""
+    none of them (the statements then name the snapshot's hidden documents, not the ACL texts),
+    except that a document with an ACL now and none in the snapshot — one written since with an
+    ACL — is hidden: a race never shows a document its ACL hides."""
     h = PgHistory(pg_db, seed=39)
     h.write(120)
     viewer = Viewer(Principal.of("u1", ["hr"]))
@@ -120,10 +123,19 @@ def test_a_view_made_before_an_acl_change_answers_that_snapshot_whole(pg_db) -> 
     before = h.visible(viewer)
     h.store.set_acls({d: ACL.parse("group:hr") for d in h.docs[:40]} | {d: ACL.parse("group:board") for d in h.docs[40:80]}, by="test")
     assert {c.chunk_id for c in h.visible(viewer)} != {c.chunk_id for c in before}
-    for query in h.queries(6):
+    # written since with an ACL (no ACL in the snapshot): hidden under the old view, failing closed
+    h.store.replace_many([DocumentChunks("late", h.doc("late"), "", ACL.parse("group:board"))])
+    before_ids = {c.chunk_id for c in before}
+    assert any(c.doc_id == "late" for c in h.store.iter_chunks()) and not any(c.startswith("late") for c in before_ids)
+    # the snapshot's ACLs, except that a document with an ACL now and none then is hidden (failing closed)
+    gained = set(h.store.document_acls()[1]) - set(view.snapshot.acls)
+    assert "late" in gained and any(c.doc_id in gained for c in before)
+    want = [c for c in before if c.doc_id not in gained]
+    late = [tokenize(c.text) for c in h.store.iter_chunks() if c.doc_id == "late"][:2]
+    for query in h.queries(6) + late:
         got = [(x.chunk_id, x.score, x.version) for x in h.index.search(query, top_k=10, view=view)]
-        assert got == h.reference(before, query, None, 10)
-    assert [c for c, _ in h.index.candidates(view=view)] == sorted(c.chunk_id for c in before)
+        assert got == h.reference(want, query, None, 10)
+    assert [c for c, _ in h.index.candidates(view=view)] == sorted(c.chunk_id for c in want)
 
 
 def test_the_leaky_double_fails_the_same_check(pg_db) -> None:
