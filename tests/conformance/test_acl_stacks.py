@@ -19,6 +19,7 @@ from ragspine.retrieval.request import SearchRequest
 from ragspine.security.principals import ACL, ANONYMOUS, OPEN, Principal, Viewer
 from ragspine.stack import Stack
 from tests.conformance.test_production_stacks import STACKS, _environ
+from tests.helpers import needs
 
 WORDS = ("gearbox warranty claim repair invoice board salary merger budget audit policy leave holiday contract "
          "renewal pricing customer account server outage incident review hiring bonus travel expense").split()
@@ -117,6 +118,7 @@ def test_the_leaky_inverse_double_fails_the_pack(request, tmp_path, monkeypatch)
 def test_the_leaky_inverse_double_on_postgresql_postings_fails_the_pack(request, tmp_path, monkeypatch) -> None:
     """PostgreSQL's postings made leaky the same way: the whole library's BM25, the chunks the
     principal may not read dropped after scoring."""
+    needs("sqlalchemy", "psycopg")
     from ragspine.stores.postgres.lexical import PostgresLexicalIndex
 
     original = PostgresLexicalIndex.search
