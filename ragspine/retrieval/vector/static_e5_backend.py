@@ -11,10 +11,10 @@ pieces (``▁的``, ``,``) count little — minus the vocabulary's expected row 
 every text shares), L2-normalized. Queries and passages are embedded the same way.
 
 Why the input matrix and not e5's outputs: it costs nothing to build (a lookup per piece).
-Measured here as the dense leg of the ``multilingual`` profile (first 300 queries), it kept
-xquad-zh and drcd within ~0.005 nDCG@10 of the full e5 leg at ~190x its indexing speed (on
-every drcd query it costs 0.015 against BM25 alone), and it found xquad-en questions' Chinese
-paragraphs far better than BM25 alone (0.72 against 0.47).
+Measured here as the dense leg of the ``multilingual`` profile over every query, at ~190x the
+e5 leg's indexing speed, it is 0.0065 (xquad-zh) and 0.014 (drcd) nDCG@10 below the full e5
+leg, and on drcd 0.015 below BM25 alone; it finds xquad-en questions' Chinese paragraphs far
+better than BM25 alone (0.63 against 0.36; e5 0.84) — ``docs/benchmarks.md``.
 Per-piece outputs of the transformer, distilled model2vec-style, did no better on the Chinese
 sets and worse across languages, and distilling the 250k pieces would take tens of minutes on
 two cores (``docs/benchmarks.md``). It is a bag of pieces: word order and context are lost, so
