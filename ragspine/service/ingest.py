@@ -86,10 +86,11 @@ def _parsed_acl(value: Any, where: str) -> ACL:
         raise IngestError(f"{where}: {exc}") from None
 
 
-def form_acl(text: str, where: str = "acl") -> ACL:
+def parse_form_acl(text: str) -> ACL:
     """An upload form's ``acl`` field: JSON (``{"allow": [...], "deny": [...]}`` or a list of
-    entries), one comma-separated string of entries (allow), or ``open`` (no ACL)."""
-    from ragspine.security.principals import OPEN
+    entries), one comma-separated string of entries (allow), or ``open`` (no ACL); ``ConfigError``
+    naming the problem (a bad entry, an ACL naming nobody)."""
+    from ragspine.security.principals import ACL, OPEN
 
     if text.strip().lower() == "open":
         return OPEN
@@ -97,10 +98,18 @@ def form_acl(text: str, where: str = "acl") -> ACL:
         value: Any = json.loads(text)
     except ValueError:
         value = text  # group:hr,user:alice
-    acl = _parsed_acl(value, where)
+    acl = ACL.parse(value)
     if acl.is_open:
-        raise IngestError(f"{where}: names nobody; send entries (group:hr,user:alice), or open to give the document no ACL")
+        raise ConfigError("names nobody; send entries (group:hr,user:alice), or open to give the document no ACL")
     return acl
+
+
+def form_acl(text: str, where: str = "acl") -> ACL:
+    """:func:`parse_form_acl`, a problem an ``IngestError`` naming ``where``."""
+    try:
+        return parse_form_acl(text)
+    except ConfigError as exc:
+        raise IngestError(f"{where}: {exc}") from None
 
 
 def payload_acl(doc: Mapping[str, Any]) -> ACL | None:

@@ -14,7 +14,6 @@ document is answered exactly like a missing one.
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -22,10 +21,10 @@ from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 
 from ragspine.errors import ConfigError
 from ragspine.readers.base import ReaderLimits
-from ragspine.security.principals import ACL, OPEN, Viewer
+from ragspine.security.principals import Viewer
 from ragspine.service.context import ServiceContext
 from ragspine.service.errors import NotFound
-from ragspine.service.ingest import active_version, document_payload, file_payload
+from ragspine.service.ingest import active_version, document_payload, file_payload, parse_form_acl
 from ragspine.service.models import DocumentBatchIn, DocumentIn, JobOut
 from ragspine.service.routes.common import (
     context,
@@ -115,19 +114,10 @@ def form_acl(value: str | None) -> dict[str, list[str]] | None:
     def refuse(message: str) -> RequestValidationError:
         return RequestValidationError([{"loc": ("body", "acl"), "msg": message, "type": "value_error", "input": value}])
 
-    text = value.strip()
-    if text.lower() == "open":
-        return OPEN.as_dict()
     try:
-        written: Any = json.loads(text)
-    except ValueError:
-        written = text  # group:hr, user:alice
-    try:
-        acl = ACL.parse(written)
+        acl = parse_form_acl(value.strip())
     except ConfigError as exc:
         raise refuse(str(exc)) from None
-    if acl.is_open:
-        raise refuse("names nobody; send entries (group:hr,user:alice), or open to give the document no ACL")
     return acl.as_dict()
 
 
