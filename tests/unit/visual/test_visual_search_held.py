@@ -131,7 +131,7 @@ def test_one_visual_search_per_stack_and_none_when_off(tmp_path) -> None:
 
 def test_a_page_of_a_document_the_viewer_may_not_read_is_no_hint(tmp_path) -> None:
     """Skipped before the top-k cut: the viewer gets the hints of the library of what it may read."""
-    from ragspine.security.principals import ACL, ANONYMOUS, OPEN, Principal, Viewer
+    from ragspine.security.principals import ACL, ANONYMOUS, Principal, Viewer
 
     class _AclStore(_Store):
         acls: dict = {}
@@ -164,6 +164,5 @@ def test_a_page_of_a_document_the_viewer_may_not_read_is_no_hint(tmp_path) -> No
         assert [h.doc_id for h in search.hints("left", ["lib"], top_k=1, viewer=hr)] == ["b"]  # a is skipped, b takes its place
         assert [h.doc_id for h in search.hints("left", ["lib"], top_k=1)] == ["b"]  # default: a caller who is no principal
         assert [h.doc_id for h in gated_hints(search, "left", ["lib"], gate=None, top_k=1, viewer=ANONYMOUS) or []] == ["b"]
-        assert OPEN.is_open
     finally:
         _AclStore.acls = {}
