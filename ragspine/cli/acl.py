@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ragspine.retrieval.chunking.chunking import Chunk
     from ragspine.security.principals import ACL, Viewer
 
-__all__ = ["IngestAcls", "add_acl_commands", "add_viewer_flags", "cli_user", "cmd_acl", "note_left_out", "viewer_from_args",
+__all__ = ["IngestAcls", "add_acl_commands", "add_viewer_flags", "cli_user", "cmd_acl", "hidden_documents", "note_left_out", "viewer_from_args",
            "visible_hints"]
 
 
@@ -211,6 +211,15 @@ def _library_acls(stack: Any, library_ids: Sequence[str] | None) -> dict[str, di
             if acls:
                 out[name] = acls
     return out
+
+
+def hidden_documents(stack: Any, library_id: str, viewer: Viewer) -> set[str]:
+    """The doc ids of ``library_id`` that ``viewer`` may not read (``set()`` for a viewer that sees
+    everything, or a library without any ACL: no read of the ACL table)."""
+    if viewer.everything:
+        return set()
+    acls = _library_acls(stack, [library_id]).get(library_id, {})
+    return {doc_id for doc_id, acl in acls.items() if not viewer.sees(acl)}
 
 
 def note_left_out(stack: Any, library_ids: Sequence[str] | None, viewer: Viewer, *,

@@ -1,9 +1,9 @@
 """The graph utilities' command (registered by :mod:`ragspine.cli.app`).
 
-    ragspine graph edges [--library L] [--glossary G] [--extractor none|cooccurrence|llm] [--json]
-    ragspine graph rollup METRIC --entity E --period P [--channel C] [--as-of DATE] [...]
-    ragspine graph peers  METRIC --entity E --period P [--channel C] [--as-of DATE] [...]
-    ragspine graph trace  METRIC [--entity E --period P] [...]
+    ragspine graph edges [--library L] [--glossary G] [--extractor none|cooccurrence|llm] [--as USER] [--json]
+    ragspine graph rollup METRIC --entity E --period P [--channel C] [--as-of DATE] [--as USER] [...]
+    ragspine graph peers  METRIC --entity E --period P [--channel C] [--as-of DATE] [--as USER] [...]
+    ragspine graph trace  METRIC [--entity E --period P] [--as USER] [...]
 
 The graph is built from the glossary (``--glossary``, else ``RAGSPINE_FACT_GLOSSARY``, else the
 shipped one) and the library's facts (``RAGSPINE_GRAPH_STORE``);
@@ -18,6 +18,12 @@ language of their inputs (``营收 --entity 红隼``: Chinese), as ``ragspine as
 question's; ``--language`` chooses another. Exit status: ``rollup`` 0 when rolled up, 1 when
 incomplete or not rollable; ``peers`` 0 when compared, 1 without peers; any command 2 when an
 input is not recognized (one line on stderr). ``--json`` prints the whole result in every case.
+
+Every command reads as a viewer, as ``ragspine query`` searches: ``--as USER [--tenant T]`` that
+user with its groups, else no principal (documents without an ACL only). The graph is built from
+the facts and chunks of the documents the viewer may read, so it is the graph of the library that
+holds only those (its ``reports`` and ``co_occurs_with`` edges, their counts, a roll-up's members);
+an extractor, the ``llm`` one too, never reads a hidden chunk.
 """
 
 from __future__ import annotations
@@ -27,14 +33,17 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ragspine.cli.common import Subcommands, settings_from_args
+from ragspine.cli.acl import add_viewer_flags, hidden_documents, note_left_out, viewer_from_args
+from ragspine.cli.common import Subcommands, settings_from_args, stack_from_args
 from ragspine.cli.structured import add_glossary_flag, fact_glossary, gate_refusal
-from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID
+from ragspine.retrieval.chunking.chunk_store import DEFAULT_LIBRARY_ID, DocumentAcls
 
 if TYPE_CHECKING:
     from ragspine.config import Settings
+    from ragspine.security.principals import Viewer
 
 ACTIONS = ("edges", "rollup", "peers", "trace")
+_HINT = "pass --as USER [--tenant T] to read as a user"
 _OK = {"rolled_up": 0, "compared": 0, "derived": 0, "not_derived": 0, "incomplete": 1, "not_rollable": 1, "no_peers": 1}
 
 
@@ -52,6 +61,7 @@ def add_graph_commands(sub: Subcommands, common: argparse.ArgumentParser) -> Non
         parser.add_argument("--library", default=DEFAULT_LIBRARY_ID, help=f"library holding the facts (default: {DEFAULT_LIBRARY_ID})")
         add_glossary_flag(parser)
         parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+        add_viewer_flags(parser)
         return parser
 
     edges = action("edges", "print every node and cited edge", metric=False)
@@ -71,7 +81,6 @@ def add_graph_commands(sub: Subcommands, common: argparse.ArgumentParser) -> Non
 
 def cmd_graph(args: argparse.Namespace) -> int:
     from ragspine.graph.build import build_relation_graph, graph_to_dict, make_graph_store
-    from ragspine.stores.registry import make_chunk_store
     from ragspine.structured.channel import StructuredChannel
     from ragspine.structured.factory import make_fact_store
 
@@ -82,18 +91,23 @@ def cmd_graph(args: argparse.Namespace) -> int:
         if refused is not None:  # nothing is read: no fact store, no graph
             print(json.dumps(refused, ensure_ascii=False, indent=2) if args.json else refused["text"])
             return 1
-    database = make_chunk_store(settings=settings)
-    try:
-        facts = make_fact_store(args.library, database=database)
+    with stack_from_args(args) as stack:
+        viewer = viewer_from_args(args, stack)  # --as USER: that user with its groups; else no principal
+        hidden = hidden_documents(stack, args.library, viewer)
+        facts = make_fact_store(args.library, database=stack.db)
+        visible = [f for f in facts.iter_facts() if f.source_doc_id not in hidden]  # the graph of L', read as L' holds it
         graph = make_graph_store(settings.graph_store)
         if args.graph_action == "edges":
-            extractor, chunks = _extraction(args, settings, glossary, database)
-            build_relation_graph(glossary, facts=facts.iter_facts(), store=graph, extractor=extractor, chunks=chunks)
+            extractor, chunks = _extraction(args, settings, glossary, stack.db)
+            chunks = [c for c in chunks if c.doc_id not in hidden]  # an extractor (a model too) never reads a hidden chunk
+            build_relation_graph(glossary, facts=visible, store=graph, extractor=extractor, chunks=chunks)
+            note_left_out(stack, [args.library], viewer, hint=_HINT)
             return _print_edges(args, _withheld(settings, glossary, graph_to_dict(graph)), extractor)
-        build_relation_graph(glossary, facts=facts.iter_facts(), store=graph)
-        result = _answer(args, graph, StructuredChannel(facts, glossary))
-    finally:
-        database.close()
+        build_relation_graph(glossary, facts=visible, store=graph)
+        library = stack.db.chunk_store(args.library)
+        channel = StructuredChannel(facts, glossary, acls=library if isinstance(library, DocumentAcls) else None)
+        result = _answer(args, graph, channel, viewer)
+        note_left_out(stack, [args.library], viewer, hint=_HINT)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     if result.status == "unrecognized_param":
@@ -135,10 +149,10 @@ def _withheld(settings: Settings, glossary: Any, graph: dict[str, Any]) -> dict[
     return {"nodes": [n for n in graph["nodes"] if n["id"] not in denied], "edges": edges}
 
 
-def _answer(args: argparse.Namespace, graph: Any, channel: Any) -> Any:
+def _answer(args: argparse.Namespace, graph: Any, channel: Any, viewer: Viewer) -> Any:
     from ragspine.graph.queries import compare_peers, roll_up, trace_derivation
 
-    options = dict(as_of=args.as_of, language=answer_language(args))
+    options: dict[str, Any] = dict(as_of=args.as_of, language=answer_language(args), viewer=viewer)
     if args.graph_action == "trace":
         return trace_derivation(graph, channel, args.metric, entity=args.entity, period=args.period, channel_name=args.channel, **options)
     utility = roll_up if args.graph_action == "rollup" else compare_peers

@@ -24,6 +24,7 @@ from ragspine.cli.common import CliError, Subcommands, positive_int, stack_from_
 
 if TYPE_CHECKING:
     from ragspine.agent.base import AgentAnswer
+    from ragspine.security.principals import Viewer
 
 __all__ = ["OFF", "add_visual_commands", "cmd_visual", "hinted_answer", "print_hints", "query_hints"]
 
@@ -129,9 +130,9 @@ def _note(exc: Exception) -> None:
     print(f"ragspine: note: no visual hints: {exc}", file=sys.stderr)
 
 
-def hinted_answer(stack: Any, answer: AgentAnswer, library_ids: Sequence[str] | None) -> AgentAnswer:
+def hinted_answer(stack: Any, answer: AgentAnswer, library_ids: Sequence[str] | None, viewer: Viewer | None = None) -> AgentAnswer:
     """``ragspine ask``: ``answer`` with its visual hints (``library_ids``; ``None``: every
-    library) — itself when the seam is off or none is due
+    library) of the documents ``viewer`` may read (``None``: no principal) — itself when the seam is off or none is due
     (:func:`~ragspine.retrieval.visual.search.answer_with_hints`). A hint that cannot be had (an
     index of another model) is a note on stderr: the answer stands without it."""
     if stack.settings.visual_embedder == "none":
@@ -144,7 +145,9 @@ def hinted_answer(stack: Any, answer: AgentAnswer, library_ids: Sequence[str] | 
         return answer
     ids = list(library_ids) if library_ids else [lib.library_id for lib in stack.libraries()]
     try:
-        return answer_with_hints(search, answer, ids, gate=stack.security_gate)
+        from ragspine.security.principals import ANONYMOUS
+
+        return answer_with_hints(search, answer, ids, gate=stack.security_gate, viewer=viewer or ANONYMOUS)
     except RagspineError as exc:
         _note(exc)
         return answer

@@ -13,14 +13,17 @@ member without one is named as missing, never estimated.
 * :func:`trace_derivation` — what a derived metric is computed from, recursively, and (given an
   entity and period) which of those inputs have a stored fact. It never computes the metric.
 
-The texts and labels are in ``language`` (en, zh, ja; :mod:`ragspine.graph.messages`).
+The texts and labels are in ``language`` (en, zh, ja; :mod:`ragspine.graph.messages`). Each
+takes a ``viewer`` (``None``: no ACL applies): a fact read from a document the viewer may not
+read is, to it, a fact that does not exist (:meth:`StructuredChannel.query_metric`), so a member
+is named as missing exactly as in a library without that document.
 """
 
 from __future__ import annotations
 
 from datetime import date
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragspine.graph.base import DERIVED_FROM, SUBSIDIARY_OF, Edge, GraphStore, node_id
 from ragspine.graph.messages import say
@@ -46,6 +49,9 @@ from ragspine.structured.periods import parse_as_of, read_period
 from ragspine.structured.prose import period_label
 from ragspine.structured.result import unrecognized
 
+if TYPE_CHECKING:
+    from ragspine.security.principals import Viewer
+
 __all__ = ["NON_ADDITIVE_UNITS", "compare_peers", "parent_of", "roll_up", "subsidiaries", "trace_derivation"]
 
 #: Units whose values do not add up across entities (a share is not summed).
@@ -66,10 +72,11 @@ def parent_of(graph: GraphStore, entity: str) -> tuple[str, Edge] | None:
 
 def roll_up(
     graph: GraphStore, channel: StructuredChannel, metric: str, entity: str, period: str, channel_name: str | None = None,
-    *, as_of: date | str | None = None, language: str = "en",
+    *, as_of: date | str | None = None, language: str = "en", viewer: Viewer | None = None,
 ) -> RollUp:
-    """``metric`` of ``entity`` for ``period`` summed over its subsidiaries (module docstring)."""
-    asked = _read(channel, metric, entity, period, channel_name, as_of, language)
+    """``metric`` of ``entity`` for ``period`` summed over its subsidiaries (module docstring);
+    ``viewer``: whom the facts are read for (a fact of a document it may not read is absent)."""
+    asked = _read(channel, metric, entity, period, channel_name, as_of, language, viewer)
     if isinstance(asked, str):
         return RollUp(UNRECOGNIZED, asked)
     m, e, c = asked
@@ -85,7 +92,7 @@ def roll_up(
         return made(NOT_ROLLABLE, say(language, "no_subsidiaries", name=name), reason="no_subsidiaries")
     if not _one_span(channel, [k for k, _ in subs], period, as_of):
         return made(NOT_ROLLABLE, say(language, "period_spans_differ", name=name), reason="period_spans_differ", relations=relations)
-    members = tuple(_member(channel, k, m, period, c, as_of, language) for k, _ in subs)
+    members = tuple(_member(channel, k, m, period, c, as_of, language, viewer) for k, _ in subs)
     missing = tuple(mv.entity for mv in members if not mv.found)
     if missing:
         names = say(language, "list").join(g.label("entities", k, language) for k in missing)
@@ -109,10 +116,10 @@ def roll_up(
 
 def compare_peers(
     graph: GraphStore, channel: StructuredChannel, metric: str, entity: str, period: str, channel_name: str | None = None,
-    *, as_of: date | str | None = None, language: str = "en",
+    *, as_of: date | str | None = None, language: str = "en", viewer: Viewer | None = None,
 ) -> PeerComparison:
-    """``metric`` for ``entity`` and its peers, each a stored fact or named as absent."""
-    asked = _read(channel, metric, entity, period, channel_name, as_of, language)
+    """``metric`` for ``entity`` and its peers, each a stored fact or named as absent (for ``viewer``, as :func:`roll_up`)."""
+    asked = _read(channel, metric, entity, period, channel_name, as_of, language, viewer)
     if isinstance(asked, str):
         return PeerComparison(UNRECOGNIZED, asked)
     m, e, c = asked
@@ -122,7 +129,7 @@ def compare_peers(
     peers = subsidiaries(graph, parent[0]) if parent else []
     if parent is None or len(peers) < 2:
         return PeerComparison(NO_PEERS, say(language, "no_peers", name=name), metric=m, entity=e, parent=parent[0] if parent else "")
-    rows = tuple(_member(channel, k, m, period, c, as_of, language) for k, _ in peers)
+    rows = tuple(_member(channel, k, m, period, c, as_of, language, viewer) for k, _ in peers)
     found = [r for r in rows if r.found]
     comparable = len(found) >= 2 and len({r.unit for r in found}) == 1 and _one_span(channel, [r.entity for r in found], period, as_of)
     ranking = tuple(r.entity for r in sorted(found, key=lambda r: (-Decimal(r.value), r.entity))) if comparable else ()
@@ -136,10 +143,11 @@ def compare_peers(
 
 def trace_derivation(
     graph: GraphStore, channel: StructuredChannel, metric: str, *, entity: str | None = None, period: str | None = None,
-    channel_name: str | None = None, as_of: date | str | None = None, language: str = "en",
+    channel_name: str | None = None, as_of: date | str | None = None, language: str = "en", viewer: Viewer | None = None,
 ) -> Derivation:
     """What ``metric`` is derived from (recursively); with ``entity`` and ``period``, each
-    metric's stored fact or its absence. The derived value itself is never computed."""
+    metric's stored fact or its absence (for ``viewer``, as :func:`roll_up`). The derived value
+    itself is never computed."""
     g = channel.glossary
     match = g.metric(metric)
     if match is None:
@@ -147,7 +155,7 @@ def trace_derivation(
     with_facts = entity is not None and period is not None
     entity_key = ""
     if with_facts:
-        asked = _read(channel, metric, str(entity), str(period), channel_name, as_of, language)
+        asked = _read(channel, metric, str(entity), str(period), channel_name, as_of, language, viewer)
         if isinstance(asked, str):
             return Derivation(UNRECOGNIZED, asked)
         entity_key = asked[1]
@@ -156,7 +164,7 @@ def trace_derivation(
         edges = [e for e in graph.edges(source=node_id("metric", key), relation=DERIVED_FROM, citable=True)
                  if e.target.split(":", 1)[1] not in path]
         inputs = tuple(step(e.target.split(":", 1)[1], e, (*path, key)) for e in edges)
-        fact = _member(channel, entity_key, key, str(period), channel_name, as_of, language) if with_facts else None
+        fact = _member(channel, entity_key, key, str(period), channel_name, as_of, language, viewer) if with_facts else None
         return DerivationStep(key, g.label("metrics", key, language), via, inputs, fact)
 
     root = step(match.key, None, ())
@@ -184,11 +192,11 @@ def _describe(node: DerivationStep, lines: list[str], glossary: Glossary, langua
 # -- helpers ------------------------------------------------------------------------------------
 def _read(
     channel: StructuredChannel, metric: str, entity: str, period: str, channel_name: str | None, as_of: date | str | None,
-    language: str,
+    language: str, viewer: Viewer | None,
 ) -> tuple[str, str, str] | str:
     """The canonical ``(metric, entity, channel)`` of the question, or the structured channel's
     ``unrecognized_param`` text (digit-free) when an input does not read."""
-    result = channel.query_metric(metric, entity, period, channel_name, as_of=as_of, language=language)
+    result = channel.query_metric(metric, entity, period, channel_name, as_of=as_of, language=language, viewer=viewer)
     if result.status == UNRECOGNIZED:
         return result.text
     g = channel.glossary
@@ -200,10 +208,10 @@ def _read(
 
 def _member(
     channel: StructuredChannel, entity: str, metric: str, period: str, channel_name: str | None, as_of: date | str | None,
-    language: str,
+    language: str, viewer: Viewer | None,
 ) -> MemberValue:
     label = channel.glossary.label("entities", entity, language)
-    r = channel.query_metric(metric, entity, period, channel_name, as_of=as_of, language=language)
+    r = channel.query_metric(metric, entity, period, channel_name, as_of=as_of, language=language, viewer=viewer)
     if not r.found:
         return MemberValue(entity, label, "not_found")
     return MemberValue(entity, label, "found", r.value, r.unit, r.period, r.source_doc_id, r.source_locator, r.valid_as_of)
