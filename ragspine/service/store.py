@@ -226,6 +226,34 @@ class Job:
 _JOB_COLUMNS = [job.c[f.name] for f in fields(Job)]
 
 
+def acl_residue(payload: Any) -> dict[str, Any] | None:
+    """What an ended job's payload keeps: ``{"documents": [{"doc_id", "acl"}]}`` of its documents
+    uploaded with an ACL (``None``: none was). A job that did not succeed may name a document
+    that never reached the store, so its ACL is nowhere else — and a principal who may not read
+    it must still get the unknown-job 404 (``routes/visibility.py``)."""
+    if isinstance(payload, str):
+        payload = json.loads(payload)
+    documents = payload.get("documents") if isinstance(payload, dict) else None
+    kept = [{"doc_id": d["doc_id"], "acl": d["acl"]} for d in documents or []
+            if isinstance(d, dict) and isinstance(d.get("doc_id"), str) and d.get("acl") is not None]
+    return {"documents": kept} if kept else None
+
+
+def _end_payloads(conn: Any, job_ids: Sequence[str], *, kept: bool) -> None:
+    """Drop the payloads of jobs that just ended; with ``kept`` (they did not succeed), keep
+    their :func:`acl_residue` (a succeeded job's documents carry their ACLs in the store)."""
+    residues = {}
+    if kept:
+        rows = conn.execute(sa.select(job_payload.c.job_id, job_payload.c.payload).where(job_payload.c.job_id.in_(job_ids))).all()
+        residues = {r.job_id: acl_residue(r.payload) for r in rows}
+    gone = [j for j in job_ids if residues.get(j) is None]
+    if gone:
+        conn.execute(job_payload.delete().where(job_payload.c.job_id.in_(gone)))
+    for job_id, residue in residues.items():
+        if residue is not None:
+            conn.execute(job_payload.update().where(job_payload.c.job_id == job_id).values(payload=residue))
+
+
 class ServiceStore:
     def __init__(self, engine: Any, *, create: bool = False) -> None:
         self.engine = engine
@@ -516,7 +544,7 @@ class ServiceStore:
         with self._write() as conn:
             moved = conn.execute(job.update().where(where).values(state="failed", error=reason, finished_at=time.time())).rowcount
             if moved:
-                conn.execute(job_payload.delete().where(job_payload.c.job_id == job_id))
+                _end_payloads(conn, [job_id], kept=True)
         return bool(moved)
 
     def queued_before(self, created_before: float) -> list[str]:
@@ -541,7 +569,7 @@ class ServiceStore:
             values.update(done=done, chunks=chunks or 0)
         with self._write() as conn:
             conn.execute(job.update().where(job.c.job_id == job_id).values(**values))
-            conn.execute(job_payload.delete().where(job_payload.c.job_id == job_id))
+            _end_payloads(conn, [job_id], kept=state != "succeeded")
 
     def delete_job(self, job_id: str) -> None:
         """Remove a job that never reached the queue."""
@@ -562,7 +590,7 @@ class ServiceStore:
                     job.update().where(job.c.job_id.in_(ids) & (job.c.state == "queued"))
                     .values(state="failed", error=reason, finished_at=time.time())
                 )
-                conn.execute(job_payload.delete().where(job_payload.c.job_id.in_(ids)))
+                _end_payloads(conn, ids, kept=True)
         return len(ids)
 
     def job_ids(self, state: str) -> list[str]:

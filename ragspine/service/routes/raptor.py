@@ -9,6 +9,16 @@ tree is, or that it was already current. It needs vectors: a library in economy 
 Builds are counted and timed in ``/metrics`` (``ragspine_raptor_builds_total{outcome}``,
 ``ragspine_raptor_build_duration_seconds``). Synthesis texts are never served here: they
 are probes, never evidence.
+
+Under document ACLs (``routes/visibility.py``) a key is shown the tree its own searches use, as
+if the documents it may not read did not exist: ``nodes`` and ``levels`` count the nodes all of
+whose leaves it may read (a node with a hidden leaf contributes nothing to its searches, so it
+is absent here too), ``chunks`` the open chunks of the documents it may read that the build
+clustered, and ``state`` turns ``stale`` only when one of those documents changed. The tree was
+built over every document, so these are not always the totals a library of only the readable
+documents would show after its own build (hidden chunks may have joined a readable cluster):
+they are what this key's retrieval runs on, computed from the same one ACL snapshot; with
+nothing hidden, the tree's own totals. ``build_seconds`` is the build's, a timing.
 """
 
 from __future__ import annotations
@@ -21,11 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import ChangeLog
-from ragspine.retrieval.raptor.base import RaptorOptions, TreeInfo
+from ragspine.retrieval.raptor.base import RaptorOptions, RaptorStore, TreeInfo, open_members
+from ragspine.security.principals import Viewer
 from ragspine.service.context import ServiceContext
 from ragspine.service.limits import Lane
 from ragspine.service.routes.common import context, documented_bearer, library_or_404, tenant_id
-from ragspine.service.routes.visibility import read_only_principal
+from ragspine.service.routes.visibility import hidden_docs, read_only_principal, viewer_of
 from ragspine.service.store import Library
 
 router = APIRouter(prefix="/v1/libraries", tags=["raptor"], dependencies=[Depends(documented_bearer)])
@@ -67,6 +78,31 @@ def _seq(ctx: ServiceContext, library: Library) -> int | None:
     return store.change_seq() if isinstance(store, ChangeLog) else None
 
 
+def _seen(ctx: ServiceContext, library: Library, trees: RaptorStore, info: TreeInfo | None, viewer: Viewer,
+          outcome: str | None = None) -> RaptorTreeOut:
+    """The tree as ``viewer`` may see it (the module docstring): its totals less what it may not read."""
+    hidden = hidden_docs(ctx, library.library_id, viewer) if info is not None else set()
+    if info is None or not hidden:
+        return _out(library, info, _seq(ctx, library), outcome)
+    tree = trees.load()
+    if tree is None or tree.info != info:  # rebuilt or dropped in between: the newest, read whole
+        return _seen(ctx, library, trees, tree.info if tree is not None else None, viewer, outcome)
+    store = ctx.stack.db.chunk_store(library.library_id)
+    changed = set(store.changes_since(info.change_seq)[1]) if isinstance(store, ChangeLog) else set()
+    usable = [n for n in tree.nodes if not any(leaf.doc_id in hidden for leaf in n.leaves)]
+    built_hidden = 0  # the hidden documents' open chunks the build clustered
+    for doc_id in sorted(hidden):
+        if doc_id in changed:  # changed since: the build's are the tree's leaves of it
+            built_hidden += len({leaf.chunk_id for n in tree.nodes for leaf in n.leaves if leaf.doc_id == doc_id})
+        else:
+            built_hidden += len(open_members(store.iter_chunks(doc_id=doc_id)))
+    out = _out(library, info, None, outcome)
+    out.state = "stale" if changed - hidden else "current"  # a readable document changed, or the library was dropped ("")
+    out.nodes, out.levels = len(usable), max((n.level for n in usable), default=0)
+    out.chunks = max(info.chunks - built_hidden, 0)
+    return out
+
+
 def _needs_vectors(library: Library, pipeline: Any) -> None:
     if getattr(pipeline.retriever, "dense", None) is None:
         raise ConfigError(f"RAPTOR needs chunk vectors, and library {library.name!r} runs in economy mode (no embedding model)")
@@ -75,13 +111,13 @@ def _needs_vectors(library: Library, pipeline: Any) -> None:
 @router.post("/{name}/raptor",
              dependencies=[Depends(read_only_principal)], response_model=RaptorTreeOut, summary="Build the library's RAPTOR tree")
 async def build_tree(name: str, body: RaptorBuildIn | None = None, ctx: ServiceContext = Depends(context),
-                     tenant: str = Depends(tenant_id)) -> RaptorTreeOut:
+                     tenant: str = Depends(tenant_id), viewer: Viewer = Depends(viewer_of)) -> RaptorTreeOut:
     # clustering up to RAGSPINE_RAPTOR_MAX_CHUNKS chunks: a CPU-bound step, one build at a time
     # per process (the others wait without a thread until their deadline), checking the deadline
-    return await RAPTOR_LANE.run(_build_tree, name, body, ctx, tenant)
+    return await RAPTOR_LANE.run(_build_tree, name, body, ctx, tenant, viewer)
 
 
-def _build_tree(name: str, body: RaptorBuildIn | None, ctx: ServiceContext, tenant: str) -> RaptorTreeOut:
+def _build_tree(name: str, body: RaptorBuildIn | None, ctx: ServiceContext, tenant: str, viewer: Viewer) -> RaptorTreeOut:
     from ragspine.retrieval.raptor.build import rebuild
     from ragspine.retrieval.raptor.summarize import make_summarizer
 
@@ -93,13 +129,15 @@ def _build_tree(name: str, body: RaptorBuildIn | None, ctx: ServiceContext, tena
     trees = ctx.stack.raptor_store(library.library_id)
     tree, outcome = rebuild(pipeline, trees, options=options, summarizer=summarizer, force=bool(body and body.force),
                             observer=ctx.metrics)
-    return _out(library, tree.info if tree is not None else trees.info(), _seq(ctx, library), outcome)
+    return _seen(ctx, library, trees, tree.info if tree is not None else trees.info(), viewer, outcome)
 
 
 @router.get("/{name}/raptor", response_model=RaptorTreeOut, summary="The library's RAPTOR tree")
-def show_tree(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> RaptorTreeOut:
+def show_tree(name: str, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id),
+              viewer: Viewer = Depends(viewer_of)) -> RaptorTreeOut:
     library = library_or_404(ctx, tenant, name)
-    return _out(library, ctx.stack.raptor_store(library.library_id).info(), _seq(ctx, library))
+    trees = ctx.stack.raptor_store(library.library_id)
+    return _seen(ctx, library, trees, trees.info(), viewer)
 
 
 def check_raptor_request(ctx: ServiceContext, libraries: Sequence[Library], pipelines: Mapping[str, Any], raptor: bool | None) -> None:

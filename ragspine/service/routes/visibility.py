@@ -9,8 +9,13 @@ left out of listings and counts, its ``DELETE`` is the 404 of an unknown ``doc_i
 names a hidden document is the 404 of an unknown job — for a key that acts as a principal; a
 key that is no principal (the tenant's ingest keys) sees every job of the tenant, so it can
 follow the documents it uploads with an ACL (a job holds no text: its doc ids, counts, state);
-a fact read from a hidden document is ``not_found``. One ACL snapshot (``document_acls()``, one statement) is read per library and
-request; a library without any ACL costs that one read and changes nothing.
+a fact read from a hidden document is ``not_found``. A job's document is hidden by the ACL the
+store gives it and by the one it was uploaded with: the payload keeps that one while the job
+waits or runs, and after a job that did not succeed (its document may never have reached the
+store). An embed job names no document but counts the chunks of every one, so a principal is
+never shown one (the unknown-job 404, whatever the library holds: it cannot start one either).
+One ACL snapshot (``document_acls()``, one statement) is read per library and request; a
+library without any ACL costs that one read and changes nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from ragspine.service.store import Job
 
 #: jobs whose payload still holds the documents (and the ACL they are uploaded with)
 PENDING_STATES = ("queued", "running")
+#: jobs whose payload keeps, once ended, the ACLs their documents were uploaded with (``store.acl_residue``)
+KEPT_STATES = (*PENDING_STATES, "failed")
 
 
 def viewer_of(request: Request) -> Viewer:
@@ -74,9 +81,9 @@ def visible_counts(ctx: ServiceContext, info: LibraryInfo | None, viewer: Viewer
 
 
 def pending_acls(ctx: ServiceContext, job: Job) -> dict[str, ACL]:
-    """The ACLs a queued or running job's documents are uploaded with (``{}`` for any other job:
-    its documents' ACLs are the store's by then)."""
-    if job.state not in PENDING_STATES or not job.doc_ids:
+    """The ACLs a queued, running or failed job's documents are uploaded with (``{}`` for a job
+    that succeeded: its documents' ACLs are the store's by then)."""
+    if job.state not in KEPT_STATES or not job.doc_ids:
         return {}
     import sqlalchemy as sa
 
@@ -99,10 +106,13 @@ def _documents(payload: Any) -> Iterable[dict[str, Any]]:
 def job_visible(ctx: ServiceContext, job: Job, viewer: Viewer, acls: Mapping[str, ACL] | None = None) -> bool:
     """Whether ``viewer`` may see ``job``: a key that is no principal sees every job (see the
     module docstring); a principal, a job whose every document is one it may read, by the
-    library's ACLs (``acls``: that snapshot, read when not given) and by the ACL a pending job
-    uploads it with. A job naming no document (an embed job) is visible to every key of the tenant."""
-    if not job.doc_ids or viewer.everything or viewer.principal is None:
+    library's ACLs (``acls``: that snapshot, read when not given) and by the ACL the job
+    uploads it with (kept after a failure). A job naming no document (an embed job: its counts
+    span every document) is shown to no principal."""
+    if viewer.everything or viewer.principal is None:
         return True
+    if not job.doc_ids:
+        return False
     stored = document_acls(ctx, job.library_id) if acls is None else acls
     pending = pending_acls(ctx, job)
     return all(viewer.sees(stored.get(d, OPEN)) and viewer.sees(pending.get(d, OPEN)) for d in job.doc_ids)
