@@ -104,12 +104,21 @@ def parse_form_acl(text: str) -> ACL:
     return acl
 
 
+class FormAclError(IngestError):
+    """An upload form's ``acl`` refused (:func:`form_acl`): ``reason`` is :func:`parse_form_acl`'s
+    message (the HTTP route answers it as the validation 422 on ``acl``)."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where}: {reason}")
+        self.reason = reason
+
+
 def form_acl(text: str, where: str = "acl") -> ACL:
-    """:func:`parse_form_acl`, a problem an ``IngestError`` naming ``where``."""
+    """:func:`parse_form_acl`, a problem a :class:`FormAclError` naming ``where``."""
     try:
         return parse_form_acl(text)
     except ConfigError as exc:
-        raise IngestError(f"{where}: {exc}") from None
+        raise FormAclError(where, str(exc)) from None
 
 
 def payload_acl(doc: Mapping[str, Any]) -> ACL | None:
@@ -147,7 +156,7 @@ def file_payload(filename: str, raw: bytes, fields: Mapping[str, str | None], *,
     read = read_upload(name, raw, media_type, limits)
     body, offset = read.text, read.body_offset
     own_fields, acl = split_acl(dict(read.fields), name)  # front matter's ACL: never metadata
-    if fields.get("acl"):  # the form's wins
+    if (fields.get("acl") or "").strip():  # the form's wins (a blank field is one left out)
         acl = form_acl(fields["acl"] or "")
     front, extra_front = split_document_fields(own_fields, name)
     if front.get("chunker") is not None:

@@ -19,12 +19,11 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 
-from ragspine.errors import ConfigError
 from ragspine.readers.base import ReaderLimits
 from ragspine.security.principals import Viewer
 from ragspine.service.context import ServiceContext
 from ragspine.service.errors import NotFound
-from ragspine.service.ingest import active_version, document_payload, file_payload, parse_form_acl
+from ragspine.service.ingest import FormAclError, active_version, document_payload, file_payload
 from ragspine.service.models import DocumentBatchIn, DocumentIn, JobOut
 from ragspine.service.routes.common import (
     context,
@@ -60,13 +59,13 @@ def enqueue(ctx: ServiceContext, library: Library, docs: list[dict[str, Any]], *
 @router.post("/libraries/{name}/documents",
              dependencies=[Depends(read_only_principal)], status_code=202, response_model=JobOut, summary="Add or replace one document (a job)")
 def upload_document(name: str, body: DocumentIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
-    return enqueue(ctx, library_or_404(ctx, tenant, name), [with_acl(document_payload(body), body.acl)])
+    return enqueue(ctx, library_or_404(ctx, tenant, name), [document_payload(body)])
 
 
 @router.post("/libraries/{name}/documents/batch",
              dependencies=[Depends(read_only_principal)], status_code=202, response_model=JobOut, summary="Add or replace many documents (one job)")
 def upload_batch(name: str, body: DocumentBatchIn, ctx: ServiceContext = Depends(context), tenant: str = Depends(tenant_id)) -> JobOut:
-    return enqueue(ctx, library_or_404(ctx, tenant, name), [with_acl(document_payload(d), d.acl) for d in body.documents])
+    return enqueue(ctx, library_or_404(ctx, tenant, name), [document_payload(d) for d in body.documents])
 
 
 @router.post("/libraries/{name}/documents/upload",
@@ -88,37 +87,18 @@ def upload_file(
 ) -> JobOut:
     library = library_or_404(ctx, tenant, name)
     filename = file.filename or "upload.txt"
-    fields = {"doc_id": doc_id, "title": title, "sensitivity": sensitivity, "valid_as_of": valid_as_of, "metadata": metadata}
+    fields = {"doc_id": doc_id, "title": title, "sensitivity": sensitivity, "valid_as_of": valid_as_of, "metadata": metadata,
+              "acl": acl}
     settings = ctx.settings
     raw = file.file.read(settings.max_file_bytes + 1)  # one byte over the limit is enough to refuse it
-    payload = file_payload(filename, raw, fields, media_type=file.content_type or "", max_bytes=settings.max_file_bytes,
-                           limits=ReaderLimits.from_settings(settings))
-    return enqueue(ctx, library, [with_acl(payload, form_acl(acl))])
-
-
-def with_acl(payload: dict[str, Any], acl: Any) -> dict[str, Any]:
-    """The job payload of one document with the ACL it is uploaded with (``acl``: canonical, as
-    :func:`~ragspine.service.models.parsed_acl` made it; ``None``: the payload as it was)."""
-    return payload if acl is None else {**payload, "acl": acl}
-
-
-def form_acl(value: str | None) -> dict[str, list[str]] | None:
-    """The upload form's ``acl`` as the payload keeps it: JSON (``{"allow": [...], "deny": [...]}``
-    or a list of entries), one comma-separated string of entries (allow), or ``open`` (no ACL) —
-    ``ragspine.service.ingest``'s rules for the form; an ACL naming nobody or a bad entry is the
-    documented 422 on ``acl``. ``None`` (the field left out or empty): nothing is sent."""
-    if value is None or not value.strip():
-        return None
-    from fastapi.exceptions import RequestValidationError
-
-    def refuse(message: str) -> RequestValidationError:
-        return RequestValidationError([{"loc": ("body", "acl"), "msg": message, "type": "value_error", "input": value}])
-
     try:
-        acl = parse_form_acl(value.strip())
-    except ConfigError as exc:
-        raise refuse(str(exc)) from None
-    return acl.as_dict()
+        payload = file_payload(filename, raw, fields, media_type=file.content_type or "", max_bytes=settings.max_file_bytes,
+                               limits=ReaderLimits.from_settings(settings))
+    except FormAclError as exc:  # the form's field: the documented validation 422 on ``acl``
+        from fastapi.exceptions import RequestValidationError
+
+        raise RequestValidationError([{"loc": ("body", "acl"), "msg": exc.reason, "type": "value_error", "input": acl}]) from None
+    return enqueue(ctx, library, [payload])
 
 
 @router.post("/libraries/{name}/embed",
