@@ -92,8 +92,9 @@ def _seen(ctx: ServiceContext, library: Library, trees: RaptorStore, info: TreeI
     usable = [n for n in tree.nodes if not any(leaf.doc_id in hidden for leaf in n.leaves)]
     built_hidden = 0  # the hidden documents' open chunks the build clustered
     for doc_id in sorted(hidden):
-        if doc_id in changed:  # changed since: the build's are the tree's leaves of it
-            built_hidden += len({leaf.chunk_id for n in tree.nodes for leaf in n.leaves if leaf.doc_id == doc_id})
+        if doc_id in changed:  # changed since: the build read the version its leaves name (none: not counted)
+            versions = {leaf.version for n in tree.nodes for leaf in n.leaves if leaf.doc_id == doc_id}
+            built_hidden += len(open_members([c for c in store.iter_chunks(doc_id=doc_id, include_inactive=True) if c.version in versions]))
         else:
             built_hidden += len(open_members(store.iter_chunks(doc_id=doc_id)))
     out = _out(library, info, None, outcome)
