@@ -16,7 +16,9 @@ PostgreSQL the Alembic revision ``0003_service`` creates them. Times are Unix se
   (``heartbeat_at``, ``worker``: revision ``0006_job_heartbeat``; an older SQLite file gets
   the two columns when the service opens it);
 * ``ragspine_job_payload`` — a job's validated documents while it waits or runs (deleted when
-  it ends; kept apart so that progress updates never rewrite a large row);
+  it succeeds; a job that fails or is superseded keeps only its documents' ``{doc_id, acl}``, so
+  a principal who may not read them still gets the unknown-job 404; kept apart so that
+  progress updates never rewrite a large row);
 * ``ragspine_principal`` — a tenant's users and groups (revision ``0015_principals``): ``key``
   is :func:`~ragspine.security.principals.name_key` of the ``name`` as written, ``look_alike``
   its confusable skeleton (unique per tenant and kind: no name may imitate another);
