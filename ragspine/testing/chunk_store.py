@@ -532,6 +532,60 @@ class ChunkStoreAclTests:
         catalog.delete_library(store.library_id)
         assert store.document_acls()[1] == {} and store.acl_history() == []
 
+    def test_acl_changes_since_replay_to_the_acls_of_now(self, chunk_store_factory: Factory) -> None:
+        """``acl_changes_since(seq)`` applied to the ACLs as of ``seq`` gives ``document_acls()``,
+        from every earlier snapshot, over a seeded random history of ``set_acls``, replaces with
+        and without an ACL, deleted documents and failed batches; a ``seq`` the record no longer
+        reaches (another library's, a deleted library's) gives ``None``."""
+        import random
+
+        from ragspine.retrieval.chunking.chunk_store import DocumentAclChanges
+        from ragspine.security.principals import ACL, OPEN
+
+        store = chunk_store_factory("lib-acl-since")
+        other = chunk_store_factory("lib-acl-since-other")
+        assert isinstance(store, DocumentAclChanges)
+        assert store.acl_changes_since(0) == (0, {}) and store.acl_changes_since(-1) is None
+        rng = random.Random(29)
+        pool = [OPEN, *(ACL.parse(a) for a in ("group:hr", "group:board", {"allow": ["group:hr"], "deny": ["user:eve"]}, "user:bob"))]
+        docs = [f"d{i}" for i in range(12)]
+        snapshots = [store.document_acls()]
+        for step in range(40):
+            roll = rng.random()
+            if roll < 0.35:
+                store.set_acls({d: rng.choice(pool) for d in rng.sample(docs, rng.randint(1, 4))}, by=f"admin:{step}")
+            elif roll < 0.7:  # replaces: a new ACL, the same, none given (it stays), a deleted document
+                batch = []
+                for d in rng.sample(docs, rng.randint(1, 3)):
+                    chunks = [] if rng.random() < 0.3 else doc(d, f"{d} text {step}")
+                    batch.append(DocumentChunks(d, chunks, "", rng.choice([*pool, None])))
+                store.replace_many(batch)
+            elif roll < 0.8:  # a failed batch: its ACLs are never recorded
+                with pytest.raises(IngestError):
+                    store.replace_many([DocumentChunks(docs[0], doc(docs[0], "x"), "", rng.choice(pool[1:])),
+                                        DocumentChunks(docs[1], doc(docs[2], "wrong doc"), "", rng.choice(pool[1:]))])
+            else:
+                other.set_acls({rng.choice(docs): rng.choice(pool[1:])}, by="other")  # another library's changes
+            now = store.document_acls()
+            for seq, then in snapshots[-6:] + snapshots[:2]:
+                changes = store.acl_changes_since(seq)
+                assert changes is not None, (step, seq)
+                new_seq, changed = changes
+                replayed = {**then, **changed}
+                assert new_seq == now[0] and {d: a for d, a in replayed.items() if not a.is_open} == now[1], (step, seq)
+            assert store.acl_changes_since(now[0]) == (now[0], {})
+            snapshots.append(now)
+        assert len({seq for seq, _ in snapshots}) > 10
+        if other.acl_seq():
+            assert store.acl_changes_since(other.acl_seq()) is None  # not one of this library's changes
+        catalog = getattr(store, "db", None)
+        if catalog is not None and hasattr(catalog, "delete_library"):
+            seq = store.acl_seq()
+            catalog.delete_library(store.library_id)
+            store.set_acls({"new": pool[1]}, by="admin")
+            assert store.acl_changes_since(seq) is None  # the record no longer reaches back to seq: read it all
+            assert store.acl_changes_since(0) == (store.acl_seq(), {"new": pool[1]})
+
 
 class ChunkStoreConformance(
     ChunkStoreAclTests,

@@ -15,7 +15,9 @@ of probing attributes):
   their text (what a saved index is checked against when it is loaded);
 * :class:`DocumentAcls` — ``document_acls`` / ``set_acls`` / ``acl_seq`` / ``acl_history``:
   who may read each document (``ragspine/security/principals.py``), changed without a re-ingest
-  and recorded.
+  and recorded;
+* :class:`DocumentAclChanges` — ``acl_changes_since``: the ACLs changed since a sequence number
+  (what a derived index applies instead of reading every document's ACL again).
 
 Every backend passes ``ragspine.testing.ChunkStoreConformance`` (and the bulk pack when it
 offers ``BulkWrites``).
@@ -224,6 +226,21 @@ class DocumentAcls(Protocol):
 
     def acl_history(self, doc_id: str | None = None, *, limit: int = 100) -> list[AclChange]:
         """The latest ``limit`` recorded changes (of ``doc_id``'s ACL, or of any), newest first."""
+        ...
+
+
+@runtime_checkable
+class DocumentAclChanges(DocumentAcls, Protocol):
+    """:class:`DocumentAcls` with its change record readable from a point on. Apart from it, so a
+    store without it still enforces ACLs (its readers fall back to :meth:`document_acls`)."""
+
+    def acl_changes_since(self, seq: int) -> tuple[int, dict[str, ACL]] | None:
+        """``(acl_seq, {doc_id: ACL now})`` of each document whose ACL changed after ``seq`` (a
+        sequence number :meth:`acl_seq` or :meth:`document_acls` returned; ``OPEN``: it has none
+        now), read in one statement: applied to the ACLs as of ``seq`` it gives
+        :meth:`document_acls` as of ``acl_seq``. ``None`` when the store cannot prove the changes
+        complete — ``seq`` negative or not a change of this library (its record was deleted with
+        the library since, or it came from elsewhere): read :meth:`document_acls` then."""
         ...
 
 

@@ -24,6 +24,9 @@ _RECORD = (
     " VALUES (%(library_id)s, %(doc_id)s, %(before)s, %(after)s, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), %(by)s)"
 )
 _SEQ = "SELECT COALESCE(MAX(seq), 0) FROM ragspine_acl_change WHERE library_id = %(library_id)s"
+_SINCE = (
+    "SELECT seq, doc_id, acl_after FROM ragspine_acl_change WHERE library_id = %(library_id)s AND seq >= %(seq)s ORDER BY seq"
+)
 _ALL = (
     "SELECT '', (" + _SEQ + ")::text UNION ALL"
     " SELECT doc_id, acl FROM ragspine_document_acl WHERE library_id = %(library_id)s"
@@ -63,6 +66,16 @@ def document_acls(db: Any, library_id: str) -> tuple[int, dict[str, ACL]]:
     rows = db.query(_ALL, {"library_id": library_id})
     seq = next(int(value) for doc_id, value in rows if doc_id == "")
     return seq, parse_acls((doc_id, text) for doc_id, text in rows if doc_id)
+
+
+def acl_changes_since(db: Any, library_id: str, seq: int) -> tuple[int, dict[str, ACL]] | None:
+    from ragspine.stores.sqlite.acls import changes_from
+
+    if seq < 0:
+        return None
+    db.init_schema()
+    rows = db.query(_SINCE, {"library_id": library_id, "seq": int(seq)})
+    return changes_from(rows, seq)
 
 
 def acl_history(db: Any, library_id: str, doc_id: str | None = None, *, limit: int = 100) -> list[AclChange]:

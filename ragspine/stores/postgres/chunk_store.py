@@ -299,6 +299,11 @@ class PostgresChunkStore:
 
         return acls.document_acls(self.db, self.library_id)
 
+    def acl_changes_since(self, seq: int) -> tuple[int, dict[str, ACL]] | None:
+        from ragspine.stores.postgres import acls
+
+        return acls.acl_changes_since(self.db, self.library_id, seq)
+
     def set_acls(self, acls: Mapping[str, ACL], *, by: str) -> int:
         from ragspine.stores.postgres import acls as _acls
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ragspine.retrieval.chunking.chunk_store import AclChange
 from ragspine.security.principals import ACL, OPEN
@@ -82,6 +83,27 @@ def document_acls(db: SQLiteDatabase, library_id: str) -> tuple[int, dict[str, A
     )
     seq = next(int(value) for doc_id, value in rows if doc_id == "")  # a document id is never empty
     return seq, parse_acls((doc_id, text) for doc_id, text in rows if doc_id)
+
+
+def changes_from(rows: list[tuple[Any, str, str]], seq: int) -> tuple[int, dict[str, ACL]] | None:
+    """``acl_changes_since(seq)`` of a library's ``(seq, doc_id, acl_after)`` rows from ``seq`` on,
+    ascending (both backends). The row of ``seq`` itself proves the record reaches back to it:
+    deleting a library deletes its record, and any later changes start after its last ``seq``
+    (sequences are never reused), so without that row the changes since can't be told complete."""
+    if seq < 0 or (seq > 0 and (not rows or int(rows[0][0]) != seq)):
+        return None
+    changes = rows[1:] if seq > 0 else rows
+    return (int(rows[-1][0]) if rows else seq), parse_acls((doc_id, text) for _, doc_id, text in changes)  # a document's last wins
+
+
+def acl_changes_since(db: SQLiteDatabase, library_id: str, seq: int) -> tuple[int, dict[str, ACL]] | None:
+    if seq < 0:
+        return None
+    db.init_schema()
+    rows = db.query(
+        "SELECT seq, doc_id, acl_after FROM acl_change WHERE library_id = ? AND seq >= ? ORDER BY seq", (library_id, int(seq)),
+    )
+    return changes_from(rows, seq)
 
 
 def acl_history(db: SQLiteDatabase, library_id: str, doc_id: str | None = None, *, limit: int = 100) -> list[AclChange]:

@@ -321,6 +321,9 @@ class SQLiteChunkStore:
     def document_acls(self) -> tuple[int, dict[str, ACL]]:
         return _acls.document_acls(self.db, self.library_id)
 
+    def acl_changes_since(self, seq: int) -> tuple[int, dict[str, ACL]] | None:
+        return _acls.acl_changes_since(self.db, self.library_id, seq)
+
     def set_acls(self, acls: Mapping[str, ACL], *, by: str) -> int:
         return _acls.set_acls(self.db, self.library_id, acls, by=by)
 
