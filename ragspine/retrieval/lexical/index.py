@@ -36,6 +36,7 @@ from ragspine.deadline import check as check_deadline
 from ragspine.errors import ConfigError
 from ragspine.retrieval.chunking.chunk_store import (
     ChunkStore,
+    DocumentAclChanges,
     DocumentAcls,
     FollowableStore,
     PersistentStore,
@@ -111,6 +112,7 @@ class InMemoryLexicalIndex:
         self._origin: str | None = None
         self._stop = threading.Event()  # set by stop(): a rebuild gives up at its next batch
         self._acls = AclSnapshot(-1, {})  # the store's document ACLs as last read (-1: never)
+        self._acl_delta: _AclDelta | None = None  # what changed between two snapshots (the row classes follow it)
         self._epoch = 0  # counts changes of the rows: a view of another epoch is computed again
         self._reset(Segment.empty())
 
@@ -169,6 +171,7 @@ class InMemoryLexicalIndex:
         self._epoch += 1
         self._acl_rows: tuple[list[ACL], np.ndarray] | None = None  # the ACL classes and each row's
         self._acl_rows_seq = -1  # the ACL snapshot they were placed under
+        self._acl_class_docs: list[int] = []  # how many of that snapshot's documents hold each class
         self._views: OrderedDict[tuple[int, frozenset[ACL]], RowView] = OrderedDict()
         self._hidden_for: dict[tuple[Viewer, int], frozenset[ACL]] = {}  # (viewer, ACL seq) -> the ACLs hiding rows from it
         self._norm: np.ndarray | None = None
@@ -211,13 +214,44 @@ class InMemoryLexicalIndex:
         return not (self._unverified and not self._check_loaded())
 
     def _sync_acls(self) -> None:
-        """Read the store's document ACLs again when they changed (one small read otherwise)."""
+        """Bring the document ACLs up to the store's when they changed (one small read otherwise):
+        the changes since this snapshot applied to a copy of it, where the store records them
+        (:class:`DocumentAclChanges`) and can show the record complete, else every document's ACL
+        read again. Snapshots are never changed in place (views and searches hold them)."""
         store = self.store
-        if not isinstance(store, DocumentAcls) or store.acl_seq() == self._acls.seq:
+        if not isinstance(store, DocumentAcls):
             return
+        for _ in range(3):  # another refresh installing a snapshot meanwhile: read again from it
+            old = self._acls
+            if store.acl_seq() == old.seq:
+                return
+            changes = store.acl_changes_since(old.seq) if isinstance(store, DocumentAclChanges) else None
+            if changes is None:
+                break
+            seq, changed = changes
+            acls = dict(old.acls)
+            before = {doc_id: acls.pop(doc_id, OPEN) for doc_id in changed}  # each one's ACL as of ``old``
+            acls.update((doc_id, acl) for doc_id, acl in changed.items() if not acl.is_open)
+            with self._lock:
+                if self._acls is old:
+                    self._acls = AclSnapshot(seq, acls)
+                    self._acl_delta = self._next_delta(old.seq, seq, before, max(len(acls), len(old.acls)))
+                    return
         seq, acls = store.document_acls()
         with self._lock:
             self._acls = AclSnapshot(seq, acls)
+            self._acl_delta = None
+
+    def _next_delta(self, since: int, seq: int, before: dict[str, ACL], n_docs: int) -> _AclDelta | None:
+        """What the row classes placed under some snapshot need to reach ``seq``: the changes from
+        ``since`` joined to the pending ones when the rows were placed before those (a document's
+        ACL as of the earlier snapshot wins); ``None`` past 1/_ACL_DELTA_SHARE of the documents
+        (placing every row again is cheaper then)."""
+        pending = self._acl_delta
+        if pending is not None and pending.seq == since and self._acl_rows_seq != since:
+            before.update(pending.before)
+            since = pending.since
+        return _AclDelta(since, seq, before) if len(before) <= max(_ACL_DELTA_MIN, n_docs // _ACL_DELTA_SHARE) else None
 
     def acl_snapshot(self) -> AclSnapshot:
         """The document ACLs this index enforces now (one read of the store: every leg and exit of
@@ -268,6 +302,12 @@ class InMemoryLexicalIndex:
         two ids share never gives a row another document's ACL."""
         if self._acl_rows is not None and self._acl_rows_seq == snapshot.seq:
             return self._acl_rows
+        delta = self._acl_delta
+        if self._acl_rows is not None and delta is not None and (delta.since, delta.seq) == (self._acl_rows_seq, snapshot.seq):
+            moved = self._moved_classes(snapshot, delta)
+            if moved is not None:
+                self._acl_rows, self._acl_rows_seq = moved, snapshot.seq
+                return moved
         docs = list(snapshot.acls)
         index_of: dict[ACL, int] = {}
         by_object: dict[int, int] = {}  # a snapshot shares one ACL object per class: grouped by identity first, cheaply
@@ -300,7 +340,51 @@ class InMemoryLexicalIndex:
                 row_class[matched[keep]] = doc_class[doc_at[run_of[keep]]]
         self._acl_rows = (classes, row_class)
         self._acl_rows_seq = snapshot.seq
+        self._acl_class_docs = np.bincount(doc_class, minlength=len(classes)).tolist()
         return self._acl_rows
+
+    def _moved_classes(self, snapshot: AclSnapshot, delta: _AclDelta) -> tuple[list[ACL], np.ndarray] | None:
+        """The row classes placed under ``delta.since`` carried to ``snapshot``: only the rows of
+        the documents whose ACL changed are placed again (their base rows found by id, the rows
+        added since from ``_d_rows_by_doc``; a row retired since keeps its class: it is never
+        live again), a class new to the snapshot is added, and one no document holds any more is
+        dropped — the classes are the snapshot's distinct ACLs, as :meth:`_row_classes` finds
+        them. ``None`` when the cached classes don't match ``delta`` (place every row then)."""
+        assert self._acl_rows is not None
+        classes, row_class = self._acl_rows
+        n_old = len(classes)
+        work = list(classes)  # the old classes, then the new ones; a row's value: i < n_old, none n_old, new i + 1
+        index_of = {acl: i for i, acl in enumerate(work)}
+        counts = list(self._acl_class_docs)
+        docs = list(delta.before)
+        values: list[int] = []
+        for doc_id in docs:
+            was, now = delta.before[doc_id], snapshot.acls.get(doc_id, OPEN)
+            if not was.is_open:
+                if index_of.get(was, n_old) >= n_old:
+                    return None
+                counts[index_of[was]] -= 1
+            if now.is_open:
+                values.append(n_old)
+                continue
+            i = index_of.get(now)
+            if i is None:
+                i = index_of[now] = len(work)
+                work.append(now)
+                counts.append(0)
+            counts[i] += 1
+            values.append(i if i < n_old else i + 1)
+        out = row_class.copy()
+        for doc_id, rows, value in zip(docs, self._base.doc_ids.find_many(docs), values, strict=True):
+            out[rows + self._d_rows_by_doc.get(doc_id, [])] = value
+        keep = [i for i, n in enumerate(counts) if n > 0]
+        if len(keep) != n_old or len(work) != n_old:  # classes came or went: renumber
+            remap = np.full(len(work) + 1, len(keep), dtype=np.int32)
+            for new, i in enumerate(keep):
+                remap[i if i < n_old else i + 1] = new
+            out = remap[out]
+        self._acl_class_docs = [counts[i] for i in keep]
+        return [work[i] for i in keep], out
 
     def _doc_ids_of(self, rows: np.ndarray) -> list[str]:
         """The document ids of ``rows`` (ascending), the base's decoded in one pass."""
@@ -977,6 +1061,15 @@ class AclSnapshot(NamedTuple):
         return viewer is not None and not viewer.sees(self.acls.get(doc_id, OPEN))
 
 
+class _AclDelta(NamedTuple):
+    """The documents whose ACL changed from snapshot ``since`` to snapshot ``seq``, each with its
+    ACL in ``since`` (``OPEN``: none)."""
+
+    since: int
+    seq: int
+    before: dict[str, ACL]
+
+
 class RowView(NamedTuple):
     """The rows a viewer may read (``live``: active and visible) under one ACL snapshot, and
     BM25's statistics over exactly them — the ones the library holding only those rows has."""
@@ -1018,6 +1111,10 @@ _VIEW_CACHE_POSTINGS = 4_000_000  # postings a view keeps its tokens' terms for 
 _VIEWERS_CACHED = 4096  # viewers whose hidden ACLs are remembered (per ACL snapshot and rows)
 #: a view holding fewer than 1/_SMALL_VIEW of the active rows is scored in full over its own postings
 _SMALL_VIEW = 4
+#: the row classes follow an ACL change on up to max(_ACL_DELTA_MIN, documents // _ACL_DELTA_SHARE)
+#: documents (only their rows placed again); past it every row is placed again
+_ACL_DELTA_MIN = 64
+_ACL_DELTA_SHARE = 8
 _VIEWS_CACHED = 8  # (ACL snapshot, hidden ACLs) views kept per index: ~9 bytes a row each (a mask, the norms)
 
 

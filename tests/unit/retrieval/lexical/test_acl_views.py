@@ -150,6 +150,8 @@ def _run(h: History, chunks: int, batch: int, *, every_round: bool = True) -> No
         if every_round:
             h.check()
         h.change_acls(max(5, batch // 4))  # no re-ingest: the next search sees it
+        if every_round:
+            h.check()  # the rows as they were: only the changed documents' rows are placed again
         h.write(1)
         if every_round:
             h.check()
@@ -198,3 +200,67 @@ def test_at_scale_with_real_thresholds(tmp_path) -> None:
     h = History(str(tmp_path / "acl.db"), "auto", seed=32)
     _run(h, SLOW_CHUNKS, max(200, SLOW_CHUNKS // 25), every_round=False)
     assert h.compared >= 20 and h.store.count() >= SLOW_CHUNKS
+
+
+def _live_chunks(index: InMemoryLexicalIndex, viewer: Viewer) -> tuple[int, float, list[str]] | None:
+    view = index.view(viewer)
+    return None if view is None else (view.n, view.total_len, sorted(index.chunk_ids(np.flatnonzero(view.live))))
+
+
+def test_an_acl_change_is_read_as_the_changes_since_and_gives_a_fresh_indexs_views(tmp_path, small_thresholds, monkeypatch) -> None:
+    """After the first snapshot, an ACL change reaches the index as ``acl_changes_since`` alone
+    (``document_acls`` is never read again): a few documents (their rows placed again), a class
+    new to the library, a class no document keeps, a change on most documents (every row placed
+    again) and several changes between two searches — each time every viewer's view holds the
+    rows, and the statistics, of a fresh index's, and its BM25 equals the reference's."""
+    h = History(str(tmp_path / "acl.db"), "numpy", seed=33)
+    for _ in range(4):
+        h.write(80)
+        h.index.refresh()
+    h.check()
+    assert all(_live_chunks(h.index, v) is not None or v == ANONYMOUS for v in VIEWERS[1:3])  # row classes placed
+    reads: list[int] = []
+    real = SQLiteChunkStore.document_acls
+    rng = random.Random(33)
+
+    def counted(store: SQLiteChunkStore) -> tuple[int, dict[str, ACL]]:
+        reads.append(1)
+        return real(store)
+
+    moved: list[bool] = []  # per placement of the rows: only the changed documents' (True) or every row
+    real_moved = InMemoryLexicalIndex._moved_classes
+
+    def placed(index: InMemoryLexicalIndex, *args: object) -> object:
+        moved.append(True)
+        return real_moved(index, *args)
+
+    newcomer = ACL.parse({"allow": ["group:newcomers"]})
+    _, acls = h.store.document_acls()
+    one_class = next(iter(acls.values()))
+    changes = [
+        lambda: h.change_acls(5),
+        lambda: h.store.set_acls({d: newcomer for d in rng.sample(h.docs, 7)}, by="test"),
+        lambda: h.store.set_acls({d: OPEN for d, acl in h.store.document_acls()[1].items() if acl == one_class}, by="test"),
+        lambda: (h.change_acls(3), h.change_acls(4), h.store.set_acls({h.docs[0]: newcomer}, by="test")),
+        lambda: h.change_acls(len(h.docs) // 2),
+        lambda: h.store.set_acls({d: OPEN for d in h.docs}, by="test"),
+        lambda: h.change_acls(20),
+    ]
+    for change in changes:
+        change()
+        with monkeypatch.context() as m:
+            m.setattr(SQLiteChunkStore, "document_acls", counted)
+            m.setattr(InMemoryLexicalIndex, "_moved_classes", placed)
+            h.index.refresh()
+            got = [_live_chunks(h.index, v) for v in VIEWERS]
+        moved.append(False)
+        assert h.index.acl_snapshot().acls == h.store.document_acls()[1]
+        fresh = InMemoryLexicalIndex(h.store, kernel="numpy", persist=False)
+        fresh.refresh()
+        assert got == [_live_chunks(fresh, v) for v in VIEWERS]
+        h.check()
+        if change is changes[2]:
+            assert one_class not in h.index._row_classes(h.index.acl_snapshot())[0]  # no document keeps it
+    assert reads == []
+    # the small changes moved only their documents' rows; half or all of the documents, every row
+    assert moved == [True, False] * 4 + [False] * 2 + [True, False], moved
