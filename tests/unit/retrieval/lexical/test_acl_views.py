@@ -19,6 +19,7 @@ from ragspine.retrieval.filtering.filters import FilterCondition, MetadataFilter
 from ragspine.retrieval.lexical import index as index_module
 from ragspine.retrieval.lexical.bm25 import bm25_scores
 from ragspine.retrieval.lexical.index import InMemoryLexicalIndex
+from ragspine.retrieval.lexical.segments import StringTable
 from ragspine.retrieval.lexical.tokenizer import tokenize
 from ragspine.retrieval.sensitivity import is_restricted
 from ragspine.security.principals import ACL, ANONYMOUS, EVERYTHING, OPEN, Principal, Viewer
@@ -264,3 +265,17 @@ def test_an_acl_change_is_read_as_the_changes_since_and_gives_a_fresh_indexs_vie
     assert reads == []
     # the small changes moved only their documents' rows; half or all of the documents, every row
     assert moved == [True, False] * 4 + [False] * 2 + [True, False], moved
+
+
+def test_rows_are_matched_to_document_ids_by_their_bytes() -> None:
+    """What finds a changed document's rows among those sharing its id's hash: equal ids only
+    (lengths, multi-byte and surrogate-free UTF-8, prefixes)."""
+    rng = random.Random(34)
+    words = ["d1", "d10", "dé", "d\U0001F600x", "abc", "ab", "abd", "x" * 40]
+    table = StringTable.from_strings([rng.choice(words) for _ in range(500)])
+    wanted = [rng.choice(words) for _ in range(50)]
+    rows = np.asarray([rng.randrange(500) for _ in range(2000)], dtype=np.int64)
+    of = np.asarray([rng.randrange(50) for _ in range(2000)], dtype=np.int64)
+    got = index_module._same_strings(table, rows, wanted, of)
+    assert got.tolist() == [table[int(r)] == wanted[int(o)] for r, o in zip(rows, of, strict=True)]
+    assert index_module._same_strings(table, rows[:0], wanted, of[:0]).tolist() == []
