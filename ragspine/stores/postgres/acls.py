@@ -10,7 +10,7 @@ from typing import Any
 
 from ragspine.retrieval.chunking.chunk_store import AclChange
 from ragspine.security.principals import ACL, OPEN
-from ragspine.stores.sqlite.acls import parse_acls
+from ragspine.stores.sqlite.acls import parse_acl, parse_acls
 
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext('ragspine_acl:' || %(library_id)s))"
 _CURRENT = "SELECT acl FROM ragspine_document_acl WHERE library_id = %(library_id)s AND doc_id = %(doc_id)s FOR UPDATE"
@@ -39,7 +39,7 @@ def set_acl(cur: Any, library_id: str, doc_id: str, acl: ACL, *, by: str) -> boo
     cur.execute(_LOCK, key)
     cur.execute(_CURRENT, key)
     row = cur.fetchone()
-    before = ACL.from_json(row[0]) if row else OPEN
+    before = parse_acl(row[0]) if row else OPEN
     if before == acl:
         return False
     cur.execute(_DELETE if acl.is_open else _UPSERT, {**key, "acl": acl.to_json()})
