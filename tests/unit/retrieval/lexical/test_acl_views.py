@@ -198,6 +198,7 @@ def test_no_acl_means_no_view_and_the_answer_of_today(tmp_path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.scale
 @pytest.mark.skipif(not SLOW_CHUNKS, reason="the slow run: set RAGSPINE_TEST_ACL_CHUNKS=100000 (.ci/run does)")
 def test_at_scale_with_real_thresholds(tmp_path) -> None:
     h = History(str(tmp_path / "acl.db"), "auto", seed=32)

@@ -74,6 +74,7 @@ def test_random_history_matches_the_reference_at_every_step(name, request, tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.scale
 @pytest.mark.skipif(not SLOW_CHUNKS, reason="the slow run: set RAGSPINE_TEST_DIFFERENTIAL_CHUNKS=100000 (.ci/run does)")
 @pytest.mark.parametrize("name", LAYOUTS)
 def test_random_history_at_scale_matches_the_reference(name, request, tmp_path, merges, capsys) -> None:
