@@ -165,14 +165,17 @@ class InMemoryLexicalIndex:
         self._blk_tf = np.zeros(0)
         self._blk_dl = np.zeros(0)
         self._blk_used = 0
-        self._changed()
-
-    def _changed(self) -> None:
-        """Forget what depends on the rows' liveness or statistics."""
-        self._epoch += 1
+        # a new base numbers the rows anew: every row is placed in its ACL class again
         self._acl_rows: tuple[list[ACL], np.ndarray] | None = None  # the ACL classes and each row's
         self._acl_rows_seq = -1  # the ACL snapshot they were placed under
         self._acl_class_docs: list[int] = []  # how many of that snapshot's documents hold each class
+        self._changed()
+
+    def _changed(self) -> None:
+        """Forget what depends on the rows' liveness or statistics. The rows' ACL classes stay:
+        rows are only added (placed at the next view) or retired (masked by ``_active``) until
+        the next base."""
+        self._epoch += 1
         self._views: OrderedDict[tuple[int, frozenset[ACL]], RowView] = OrderedDict()
         self._hidden_for: dict[tuple[Viewer, int], frozenset[ACL]] = {}  # (viewer, ACL seq) -> the ACLs hiding rows from it
         self._norm: np.ndarray | None = None
@@ -295,20 +298,35 @@ class InMemoryLexicalIndex:
 
     def _row_classes(self, snapshot: AclSnapshot) -> tuple[list[ACL], np.ndarray]:
         """``(classes, row_class)``: the distinct ACLs of ``snapshot`` and, per row, the index of its
-        document's (``len(classes)``: none) — kept until the rows or the snapshot change.
+        document's (``len(classes)``: none) — kept until the next base (a merge numbers rows anew).
+        Rows added since they were placed are placed alone (:meth:`_appended_classes`), and an ACL
+        change on a few documents moves only their rows (:meth:`_moved_classes`); otherwise every
+        row is placed (:meth:`_placed_classes`).
 
         Vectorized: each row's document id hash (the base segment keeps them; the rows added
         since are hashed here) is looked up among the ACL'd documents' hashes, and every run of
         rows with one matching hash has its document id compared as text once, so a hash that
         two ids share never gives a row another document's ACL."""
-        if self._acl_rows is not None and self._acl_rows_seq == snapshot.seq:
-            return self._acl_rows
-        delta = self._acl_delta
-        if self._acl_rows is not None and delta is not None and (delta.since, delta.seq) == (self._acl_rows_seq, snapshot.seq):
+        held, delta = self._acl_rows, self._acl_delta
+        follows = delta is not None and (delta.since, delta.seq) == (self._acl_rows_seq, snapshot.seq)
+        if held is not None and len(held[1]) != len(self._lengths):  # rows added since they were placed
+            if self._acl_rows_seq == snapshot.seq or follows:  # placed alone (and moved below with the others)
+                self._acl_rows = held = self._appended_classes(snapshot, held)
+            else:
+                held = self._acl_rows = None  # every row is placed again
+        if held is not None and self._acl_rows_seq == snapshot.seq:
+            return held
+        if held is not None and delta is not None and follows:
             moved = self._moved_classes(snapshot, delta)
             if moved is not None:
                 self._acl_rows, self._acl_rows_seq = moved, snapshot.seq
                 return moved
+        self._acl_rows = self._placed_classes(snapshot)
+        self._acl_rows_seq = snapshot.seq
+        return self._acl_rows
+
+    def _placed_classes(self, snapshot: AclSnapshot) -> tuple[list[ACL], np.ndarray]:
+        """Every row placed in its class under ``snapshot`` (see :meth:`_row_classes`)."""
         docs = list(snapshot.acls)
         index_of: dict[ACL, int] = {}
         by_object: dict[int, int] = {}  # a snapshot shares one ACL object per class: grouped by identity first, cheaply
@@ -339,10 +357,19 @@ class InMemoryLexicalIndex:
                             row_class[r] = index_of[snapshot.acls[doc_id]]
                 keep = same[run_of]
                 row_class[matched[keep]] = doc_class[doc_at[run_of[keep]]]
-        self._acl_rows = (classes, row_class)
-        self._acl_rows_seq = snapshot.seq
         self._acl_class_docs = np.bincount(doc_class, minlength=len(classes)).tolist()
-        return self._acl_rows
+        return classes, row_class
+
+    def _appended_classes(self, snapshot: AclSnapshot, held: tuple[list[ACL], np.ndarray]) -> tuple[list[ACL], np.ndarray]:
+        """``held`` with the rows added since it was placed placed too, each by its document's ACL
+        in ``snapshot``. A document whose ACL is not one of ``held``'s classes has had its ACL
+        changed since ``held`` was placed, so :meth:`_moved_classes` places all its rows next
+        (here: none)."""
+        classes, row_class = held
+        index_of = {acl: i for i, acl in enumerate(classes)}
+        none, nb, acls = len(classes), self._base.n_rows, snapshot.acls
+        added = [index_of.get(acls.get(doc_id, OPEN), none) for doc_id in self._d_docs[len(row_class) - nb:]]
+        return classes, np.concatenate([row_class, np.asarray(added, dtype=np.int32)])
 
     def _moved_classes(self, snapshot: AclSnapshot, delta: _AclDelta) -> tuple[list[ACL], np.ndarray] | None:
         """The row classes placed under ``delta.since`` carried to ``snapshot``: only the rows of

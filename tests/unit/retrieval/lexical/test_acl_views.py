@@ -277,6 +277,52 @@ def test_an_acl_change_is_read_as_the_changes_since_and_gives_a_fresh_indexs_vie
     assert moved == [True, False] * 4 + [False] * 2 + [True, False], moved
 
 
+def test_rows_a_write_adds_are_placed_alone_and_give_a_fresh_indexs_views(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows written after the rows were placed in their ACL classes are placed alone — with no
+    ACL change, with the write's own ACLs (new documents, re-ingests that change an ACL), with an
+    ACL change beside it, and after retirements — never every row again until a merge numbers
+    the rows anew; each time every viewer's view holds a fresh index's rows and statistics, and
+    its BM25 equals the reference's."""
+    h = History(str(tmp_path / "acl.db"), "numpy", seed=36)
+    h.write(120)
+    h.check()
+    placed: list[str] = []
+    for name in ("_placed_classes", "_appended_classes", "_moved_classes"):
+        real = getattr(InMemoryLexicalIndex, name)
+
+        def spy(index: InMemoryLexicalIndex, *args: Any, _real: Any = real, _name: str = name) -> Any:
+            placed.append(_name)
+            return _real(index, *args)
+
+        monkeypatch.setattr(InMemoryLexicalIndex, name, spy)
+
+    def fresh_views() -> list[Any]:
+        fresh = InMemoryLexicalIndex(h.store, kernel="numpy", persist=False)
+        fresh.refresh()
+        return [_live_chunks(fresh, v) for v in VIEWERS]
+
+    def unchanged_acls() -> None:  # new documents without an ACL, re-ingests keeping theirs
+        keep = [DocumentChunks(d, h.doc(d), "", None) for d in h.rng.sample(h.docs, 5)]
+        new = [f"n{len(h.docs) + i:06d}" for i in range(4)]
+        h.docs += new
+        h.store.replace_many(keep + [DocumentChunks(d, h.doc(d), "", None) for d in new])
+
+    def beside() -> None:
+        h.write(10)
+        h.change_acls(3)
+
+    writes: list[Callable[[], object]] = [unchanged_acls, lambda: h.write(12), beside, lambda: h.write(8), unchanged_acls]
+    for write in writes:
+        placed.clear()
+        write()
+        h.index.refresh()
+        got = [_live_chunks(h.index, v) for v in VIEWERS]
+        assert "_placed_classes" not in placed and "_appended_classes" in placed, placed
+        assert got == fresh_views()
+        h.check()
+    assert len(h.index._segments) > 0  # no merge came between: the rows kept their numbers
+
+
 def test_rows_are_matched_to_document_ids_by_their_bytes() -> None:
     """What finds a changed document's rows among those sharing its id's hash: equal ids only
     (lengths, multi-byte and surrogate-free UTF-8, prefixes)."""
