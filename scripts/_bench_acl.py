@@ -13,7 +13,10 @@ phase writes ACLs into it), in one process:
    (it reads the new ACLs and computes the view again), then p50 again; then a second change
    on 10,000 other documents with its two parts apart: the index's ``refresh`` (reading the
    ACLs) and the next query (placing the rows, the view);
-5. resident memory after each step; every document is open again at the end.
+5. **a write of 100 new documents with ACLs** (one ``replace_many``), the index's refresh and
+   the next query apart (the rows it adds placed in their classes);
+6. resident memory after each step; every document is open again at the end (the written ones
+   deleted).
 
 ``scripts/bench_scale.py --acl [CLASSES]`` runs it after the other phases, in a fresh process.
 """
@@ -48,6 +51,7 @@ def phase_acl(workdir: Path, n_queries: int, *, classes: int = 1000, group_count
               change_docs: int = 10_000) -> dict[str, Any]:
     from bench_scale import LIBRARY, open_stack, peak_rss_mb, queries, rss_mb
 
+    from ragspine.retrieval.chunking.chunk_store import DocumentChunks
     from ragspine.security.principals import ACL, OPEN, Principal, Viewer
 
     stack = open_stack(workdir, None, "memory")
@@ -108,12 +112,36 @@ def phase_acl(workdir: Path, n_queries: int, *, classes: int = 1000, group_count
     _timed(retriever, qs[:1], viewer)
     out["change_again"] = {"documents": len(again), "set_acls_s": round(change_s, 2), "refresh_ms": round(1000 * refresh_s, 1),
                            "next_query_ms": round(1000 * (time.perf_counter() - t), 1)}
+    out["write"] = _write(store, index, retriever, qs, viewer, acls, rng)
     out["peak_rss_mb"] = round(peak_rss_mb(), 1)
     t = time.perf_counter()
+    store.replace_many([DocumentChunks(d, [], "", OPEN) for d in out["write"].pop("doc_ids")])  # the written ones go
     store.set_acls(dict.fromkeys(docs, OPEN), by="bench")  # the library as it was: every document open
     out["reset_s"] = round(time.perf_counter() - t, 1)
     stack.close()
     return out
+
+
+def _write(store: Any, index: Any, retriever: Any, qs: list[str], viewer: Any, acls: list[Any], rng: random.Random,
+           n_docs: int = 100) -> dict[str, Any]:
+    """A write of ``n_docs`` new documents, each with an ACL of the library's classes (one
+    ``replace_many``), then the index's refresh and the next query, timed apart: the rows the
+    write adds are placed in their classes (alone, or every row again)."""
+    from ragspine.retrieval.chunking.chunk_store import DocumentChunks
+    from ragspine.retrieval.chunking.chunking import chunk_document
+
+    doc_ids = [f"bench-write-{i:04d}" for i in range(n_docs)]
+    written = [DocumentChunks(d, chunk_document(" ".join(rng.sample(qs, 3)), d), "", rng.choice(acls)) for d in doc_ids]
+    t = time.perf_counter()
+    store.replace_many(written)
+    write_s = time.perf_counter() - t
+    t = time.perf_counter()
+    index.refresh()
+    refresh_s = time.perf_counter() - t
+    t = time.perf_counter()
+    _timed(retriever, qs[:1], viewer)
+    return {"documents": n_docs, "write_s": round(write_s, 2), "refresh_ms": round(1000 * refresh_s, 1),
+            "next_query_ms": round(1000 * (time.perf_counter() - t), 1), "doc_ids": doc_ids}
 
 
 def table(r: dict[str, Any]) -> str:
@@ -131,6 +159,10 @@ def table(r: dict[str, Any]) -> str:
     if a:
         rows.append(f"Another change on {a['documents']:,} documents: {a['set_acls_s']} s; the index's refresh {a['refresh_ms']} ms,"
                     f" then the next query {a['next_query_ms']} ms.")
+    w = r.get("write")
+    if w:
+        rows.append(f"A write of {w['documents']} new documents with ACLs: {w['write_s']} s; the index's refresh {w['refresh_ms']} ms,"
+                    f" then the next query {w['next_query_ms']} ms.")
     return "\n".join(rows)
 
 
