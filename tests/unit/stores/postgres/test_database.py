@@ -96,15 +96,19 @@ def test_execute_read_leaves_no_session_state_behind(pg_store: PostgresChunkStor
     """A read may call set_config or take a session advisory lock: neither outlives it on the
     pooled connection (the pool here has one connection, so it is the same one)."""
     db = PostgresDatabase(pg_db.url, schema=pg_db.schema, pool_size=1)
-    store = db.chunk_store("lib-a")
-    store.execute_read("SELECT set_config('search_path', 'pg_catalog', false)")
-    store.execute_read(
-        "SELECT pg_advisory_lock(hashtextextended('d', hashtextextended('lib-a', 0)))"
-    )  # the very key replace_doc_chunks takes for ('lib-a', 'd')
-    assert db.query("SELECT current_setting('search_path')") == [(f"{db.schema},public",)]
-    assert store.replace_doc_chunks("d", doc("d", "not blocked")) == 1
-    assert pg_store.execute_read("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") == [(0,)]
-    db.close()
+    try:
+        store = db.chunk_store("lib-a")
+        store.execute_read("SELECT set_config('search_path', 'pg_catalog', false)")
+        store.execute_read(
+            "SELECT pg_advisory_lock(hashtextextended('d', hashtextextended('lib-a', 0)))"
+        )  # the very key replace_doc_chunks takes for ('lib-a', 'd')
+        assert db.query("SELECT current_setting('search_path')") == [(f"{db.schema},public",)]
+        assert store.replace_doc_chunks("d", doc("d", "not blocked")) == 1
+        # this test's database only: another test process may hold advisory locks on the same server
+        held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        assert pg_store.execute_read(held) == [(0,)]
+    finally:
+        db.close()
 
 
 def test_constructor_does_no_io_and_connection_errors_are_redacted(monkeypatch) -> None:
