@@ -105,13 +105,7 @@ def phase_acl(workdir: Path, n_queries: int, *, classes: int = 1000, group_count
     t = time.perf_counter()
     store.set_acls({d: acls[(i * 11 + 5) % classes] for i, d in enumerate(again)}, by="bench")
     change_s = time.perf_counter() - t
-    t = time.perf_counter()
-    index.refresh()
-    refresh_s = time.perf_counter() - t
-    t = time.perf_counter()
-    _timed(retriever, qs[:1], viewer)
-    out["change_again"] = {"documents": len(again), "set_acls_s": round(change_s, 2), "refresh_ms": round(1000 * refresh_s, 1),
-                           "next_query_ms": round(1000 * (time.perf_counter() - t), 1)}
+    out["change_again"] = {"documents": len(again), "set_acls_s": round(change_s, 2), **_refresh_then_query(index, retriever, qs[0], viewer)}
     out["write"] = _write(store, index, retriever, qs, viewer, acls, rng)
     out["peak_rss_mb"] = round(peak_rss_mb(), 1)
     t = time.perf_counter()
@@ -135,13 +129,17 @@ def _write(store: Any, index: Any, retriever: Any, qs: list[str], viewer: Any, a
     t = time.perf_counter()
     store.replace_many(written)
     write_s = time.perf_counter() - t
+    return {"documents": n_docs, "write_s": round(write_s, 2), **_refresh_then_query(index, retriever, qs[0], viewer), "doc_ids": doc_ids}
+
+
+def _refresh_then_query(index: Any, retriever: Any, query: str, viewer: Any) -> dict[str, float]:
+    """The index's refresh (reading what changed) and the next query (placing rows, the view), timed apart."""
     t = time.perf_counter()
     index.refresh()
     refresh_s = time.perf_counter() - t
     t = time.perf_counter()
-    _timed(retriever, qs[:1], viewer)
-    return {"documents": n_docs, "write_s": round(write_s, 2), "refresh_ms": round(1000 * refresh_s, 1),
-            "next_query_ms": round(1000 * (time.perf_counter() - t), 1), "doc_ids": doc_ids}
+    _timed(retriever, [query], viewer)
+    return {"refresh_ms": round(1000 * refresh_s, 1), "next_query_ms": round(1000 * (time.perf_counter() - t), 1)}
 
 
 def table(r: dict[str, Any]) -> str:
